@@ -1,0 +1,129 @@
+"""The `brrr` command line. Heavy imports (torch, numba) happen inside commands, so --help is instant."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, BrrrError
+
+STAGE_CHOICES = ("reference", "numba", "cuda")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brrr",
+        description="A staged kernel-development pipeline for PyTorch: reference -> numba -> CUDA C, checked at every step.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    v = sub.add_parser("validate", help="check an op's stages against each other and with gradcheck",
+                       description="Validate ops stage by stage. Exit 0: nothing failed; 1: a check failed; "
+                                   "2: usage or loading error.")
+    v.add_argument("ops", nargs="*", metavar="OP|PATH", help="built-in op names or op folders (default: every op in stages/)")
+    v.add_argument("--stage", action="append", choices=STAGE_CHOICES,
+                   help="validate only this stage (repeatable; default: all three)")
+    v.add_argument("--json", type=Path, metavar="FILE", help="also write the report rows as JSON")
+    v.add_argument("--gpu", action="store_true", help="run the numba stage on the GPU instead of the simulator")
+    v.add_argument("--seed", type=int, help="seed for the random inputs (default: fresh; printed in the report)")
+    v.add_argument("--arch", default=None, help="target for the no-GPU compile check (default sm_90)")
+    v.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    v.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+
+    sub.add_parser("list", help="list the built-in ops")
+    return parser
+
+
+def cmd_list() -> int:
+    from pipeline.spec import builtin_op_names
+
+    for name in builtin_op_names():
+        print(name)
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from pipeline import builder, progress, report, runner
+    from pipeline.spec import builtin_op_names, load_op
+
+    progress.set_quiet(args.quiet)
+    names = args.ops or builtin_op_names()
+    if not names:
+        raise BrrrError("no ops to validate: stages/ is empty and none were named")
+    options = runner.Options(stages=tuple(args.stage) if args.stage else STAGE_CHOICES,
+                             numba_gpu=args.gpu, arch=args.arch or builder.DEFAULT_ARCH)
+    if args.seed is not None:
+        options.seed = args.seed
+    if args.gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise BrrrError("--gpu asks for the numba stage on a GPU, but torch sees no GPU here")
+    all_rows: list[report.Row] = []
+    worst = EXIT_OK
+    for name in names:
+        try:
+            op = load_op(name)
+            print(f"\n== {op.name}  ({_shown(op.folder)}, seed {options.seed})", flush=True)
+            rows = runner.validate(op, options)
+        except BrrrError as e:
+            if args.debug:
+                traceback.print_exc()
+            print(f"\n== {name}: cannot validate\n  error: {e}", file=sys.stderr)
+            worst = max(worst, e.exit_code)
+            continue
+        print(report.format_table(rows))
+        print(f"-- {op.name}: {report.summary(rows)}")
+        all_rows += rows
+        if any(r.failed for r in rows):
+            worst = max(worst, EXIT_CHECK_FAILED)
+    if len(names) > 1:
+        print(f"\n== all: {report.summary(all_rows)}")
+    if args.json:
+        import torch
+
+        meta = {"seed": options.seed, "torch": torch.__version__, "cuda": torch.version.cuda,
+                "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "exit_code": worst}
+        report.write_json(args.json, all_rows, meta)
+    return worst
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    debug = getattr(args, "debug", False)
+    try:
+        if args.command == "validate":
+            return cmd_validate(args)
+        if args.command == "list":
+            return cmd_list()
+        parser.print_help()
+        return EXIT_USAGE
+    except BrrrError as e:
+        if debug:
+            traceback.print_exc()
+        print(f"brrr: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("brrr: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug in brrr itself, or a failure it did not foresee
+        if debug:
+            traceback.print_exc()
+        print(f"brrr: internal error: {type(e).__name__}: {e}\n  (run with --debug for the traceback)", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,39 @@
+// Helpers shared by every op's kernel.cu: input checks, launch sizing, the current stream,
+// and the binding macro. The builder defines BRRR_NAMESPACE (one per build, so an edited
+// kernel can be loaded beside an older one in the same process).
+#pragma once
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+
+#ifndef BRRR_NAMESPACE
+#define BRRR_NAMESPACE brrr_unbound
+#endif
+
+namespace brrr {
+
+inline void check_input(const at::Tensor& t, const char* name) {
+    TORCH_CHECK(t.is_cuda(), name, " must be a CUDA tensor, got one on ", t.device());
+    TORCH_CHECK(at::isFloatingType(t.scalar_type()), name, " must be a floating-point tensor, got ", t.scalar_type());
+}
+
+inline void check_same(const at::Tensor& a, const at::Tensor& b, const char* an, const char* bn) {
+    check_input(b, bn);
+    TORCH_CHECK(a.device() == b.device(), an, " and ", bn, " must be on one device: ", a.device(), " vs ", b.device());
+    TORCH_CHECK(a.scalar_type() == b.scalar_type(), an, " and ", bn, " must have one dtype: ", a.scalar_type(), " vs ", b.scalar_type());
+    TORCH_CHECK(a.sizes() == b.sizes(), an, " and ", bn, " must have one shape: ", a.sizes(), " vs ", b.sizes());
+}
+
+inline unsigned int blocks_for(int64_t n, int threads) {
+    return static_cast<unsigned int>((n + threads - 1) / threads);
+}
+
+inline cudaStream_t stream() { return at::cuda::getCurrentCUDAStream(); }
+
+}  // namespace brrr
+
+#define BRRR_CHECK_LAUNCH() C10_CUDA_KERNEL_LAUNCH_CHECK()
+#define BRRR_BIND(m) TORCH_LIBRARY(BRRR_NAMESPACE, m)

@@ -1,0 +1,69 @@
+"""Import numba.cuda in the right mode, and launch kernels on torch tensors in either mode.
+
+Under the simulator (NUMBA_ENABLE_CUDASIM=1) kernels run as Python threads on the CPU and
+take numpy arrays: a torch CPU tensor is passed as its numpy view, so writes land in the
+tensor. On a GPU, tensors are passed through __cuda_array_interface__ and the launch goes on
+torch's current stream, so no synchronisation is needed between torch and numba work.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from pipeline.errors import UsageError
+
+
+def use_simulator(simulate: bool) -> None:
+    """Choose the mode before numba is first imported; numba reads the variable only once."""
+    wanted = "1" if simulate else "0"
+    if "numba.cuda" in sys.modules and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") != wanted:
+        mode = "simulator" if simulate else "GPU"
+        raise UsageError(f"numba.cuda is already imported in the other mode; cannot switch to the {mode} in this process")
+    os.environ["NUMBA_ENABLE_CUDASIM"] = wanted
+
+
+def simulating() -> bool:
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
+def import_cuda() -> ModuleType:
+    import numpy as np
+
+    # numba-cuda 0.30 still registers an overload for np.row_stack, which numpy 2.5 removed.
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+    from numba import cuda
+
+    return cuda
+
+
+def _as_kernel_arg(value: Any) -> Any:
+    if not isinstance(value, torch.Tensor):
+        return value
+    if simulating():
+        if value.device.type != "cpu":
+            raise UsageError(f"the numba simulator runs on CPU tensors, got one on {value.device}")
+        return value.detach().numpy()
+    if value.device.type != "cuda":
+        raise UsageError(f"numba on a GPU needs CUDA tensors, got one on {value.device}")
+    return import_cuda().as_cuda_array(value.detach(), sync=False)
+
+
+def launch(kernel: Any, grid: Any, block: Any, *args: Any, shared_bytes: int = 0) -> None:
+    """kernel[grid, block](*args) with torch tensors converted for the current mode."""
+    converted = [_as_kernel_arg(a) for a in args]
+    if simulating():
+        kernel[grid, block, 0, shared_bytes](*converted)
+        return
+    cuda = import_cuda()
+    stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
+    kernel[grid, block, stream, shared_bytes](*converted)
+
+
+def cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b

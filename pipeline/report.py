@@ -1,0 +1,88 @@
+"""Report rows: the table printed after validation, and the same rows as JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.checks import Worst
+
+PASS, FAIL, NOT_RUN, SKIP = "pass", "FAIL", "compiled, not run: no GPU", "skip"
+
+
+@dataclass
+class Row:
+    op: str
+    stage: str
+    check: str
+    dtype: str
+    verdict: str
+    max_abs: float | None = None
+    max_rel: float | None = None
+    worst: Worst | None = None
+    seconds: float = 0.0
+    detail: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == FAIL
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2e}"
+
+
+def _worst_text(w: Worst | None) -> str:
+    if w is None:
+        return ""
+    where = f"{w.tensor}[{','.join(map(str, w.index))}]"
+    if w.case:
+        where += f" ({w.case})"
+    text = where
+    if w.input is not None:
+        text += f" x={w.input:.6g}"
+    text += f" expected={w.expected:.6g} got={w.got:.6g}"
+    if w.block is not None:
+        text += f" block={w.block} thread={w.thread}"
+    return text
+
+
+def format_table(rows: list[Row]) -> str:
+    headers = ("stage", "check", "dtype", "verdict", "max abs", "max rel", "time", "worst element")
+    cells = [
+        (r.stage, r.check, r.dtype, r.verdict, _num(r.max_abs), _num(r.max_rel), f"{r.seconds:.2f}s", _worst_text(r.worst))
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    widths[-1] = len(headers[-1])
+    line = lambda c: "  ".join(str(v).ljust(w) for v, w in zip(c, widths)).rstrip()  # noqa: E731
+    out = [line(headers), line(["-" * w for w in widths])]
+    for r, c in zip(rows, cells):
+        out.append(line(c))
+        if r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP)):
+            for d in r.detail.splitlines():
+                out.append(f"    {d}")
+    return "\n".join(out)
+
+
+def summary(rows: list[Row]) -> str:
+    counts = {v: sum(r.verdict == v for r in rows) for v in (PASS, FAIL, NOT_RUN, SKIP)}
+    parts = [f"{counts[PASS]} passed", f"{counts[FAIL]} failed"]
+    if counts[NOT_RUN]:
+        parts.append(f"{counts[NOT_RUN]} compiled, not run (no GPU)")
+    if counts[SKIP]:
+        parts.append(f"{counts[SKIP]} skipped")
+    return ", ".join(parts)
+
+
+def to_json(rows: list[Row], meta: dict[str, Any]) -> str:
+    return json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=2, default=str)
+
+
+def write_json(path: Path, rows: list[Row], meta: dict[str, Any]) -> None:
+    from pipeline.files import write_atomic
+
+    write_atomic(path, to_json(rows, meta))

@@ -1,0 +1,346 @@
+"""Validate an op stage by stage: each stage against the one before it, and with gradcheck.
+
+reference  gradcheck in float64; forward and backward against the oracle; edge inputs
+numba      against the reference on fresh random inputs, sizes around the block size,
+           edge inputs, every output poisoned with NaN, inputs checked for writes; gradcheck
+cuda       compiled (and, without a GPU, only that); on a GPU: against the reference at
+           large odd sizes, against the numba stage, non-contiguous inputs, edge inputs, gradcheck
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from pipeline import builder
+from pipeline.checks import Comparison, StageFault, compare, fault_from, same_bits
+from pipeline.errors import BrrrError, BuildError
+from pipeline.function import call
+from pipeline.loaders import Stage, load_cuda, load_numba, load_reference
+from pipeline.progress import ticking
+from pipeline.report import FAIL, NOT_RUN, PASS, SKIP, Row
+from pipeline.spec import STAGES, Inputs, Op, Size, as_tuple
+
+Fn = Callable[..., tuple[torch.Tensor, ...]]
+
+
+@dataclass
+class Options:
+    stages: tuple[str, ...] = STAGES
+    seed: int = field(default_factory=lambda: int.from_bytes(os.urandom(4), "little"))
+    numba_gpu: bool = False
+    arch: str = builder.DEFAULT_ARCH
+
+
+@contextmanager
+def poisoned() -> Iterator[None]:
+    """Make every torch.empty* (Python and C++) fill with NaN, so unwritten outputs show."""
+    was = torch.are_deterministic_algorithms_enabled()
+    was_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    was_fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(was, warn_only=was_warn)
+        torch.utils.deterministic.fill_uninitialized_memory = was_fill
+
+
+def noncontiguous(t: torch.Tensor) -> torch.Tensor:
+    """The same values as `t`, viewed with a stride of 2 in the last dimension."""
+    if t.dim() == 0:
+        return t
+    wide = torch.zeros(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype, device=t.device)
+    wide[..., ::2] = t
+    return wide[..., ::2]
+
+
+@dataclass
+class Case:
+    label: str
+    inputs: Inputs
+
+
+@dataclass
+class Outcome:
+    outputs: tuple[torch.Tensor, ...]
+    grads: tuple[torch.Tensor | None, ...]
+
+
+def stage_fn(stage: Stage) -> Fn:
+    return lambda *xs: call(stage, *xs)
+
+
+def oracle_fn(op: Op) -> Fn:
+    oracle = op.spec.oracle
+    assert oracle is not None
+    return lambda *xs: as_tuple(oracle(*xs, *op.spec.param_values))
+
+
+def run(fn: Fn, inputs: Inputs, device: str, dtype: torch.dtype | None,
+        upstream: tuple[torch.Tensor, ...] | None) -> tuple[Outcome, list[torch.Tensor]]:
+    """Forward and backward through `fn` on copies of `inputs` moved to `device` (and `dtype`)."""
+    xs = []
+    for x in inputs:
+        moved = x.to(device=device, dtype=dtype if (dtype and x.is_floating_point()) else x.dtype)
+        xs.append(moved.detach().requires_grad_(moved.is_floating_point()))
+    before = [x.detach().clone() for x in xs]
+    with poisoned():
+        outputs = fn(*xs)
+        wrt = [x for x in xs if x.requires_grad]
+        ups = [u.to(device=o.device, dtype=o.dtype) for u, o in zip(upstream, outputs)] if upstream else None
+        grads = torch.autograd.grad(outputs, wrt, ups, allow_unused=True) if ups else ()
+    changed = [x for x, b in zip(xs, before) if not same_bits(x, b)]
+    return Outcome(tuple(o.detach() for o in outputs), tuple(grads)), changed
+
+
+class RowBuilder:
+    """Folds the comparisons of many cases into one report row: the worst case speaks for all."""
+
+    def __init__(self, op: Op, stage: str, check: str, dtype: str) -> None:
+        self.row = Row(op=op.name, stage=stage, check=check, dtype=dtype, verdict=PASS)
+        self.op = op
+        self.best: Comparison | None = None
+        self.problems: list[str] = []
+        self.start = time.monotonic()
+
+    def add(self, comparison: Comparison, case: Case) -> None:
+        if comparison.worst is not None:
+            comparison.worst.case = case.label
+        if not comparison.ok:
+            self.problems.append(f"[{case.label}] {comparison.reason}")
+        if self.best is None or comparison.excess > self.best.excess:
+            self.best = comparison
+
+    def fault(self, fault: StageFault, case: Case) -> None:
+        self.problems.append(f"[{case.label}] {fault.describe()}")
+
+    def fail(self, text: str) -> None:
+        self.problems.append(text)
+
+    def finish(self) -> Row:
+        row = self.row
+        row.seconds = time.monotonic() - self.start
+        if self.best is not None:
+            row.max_abs, row.max_rel, row.worst = self.best.max_abs, self.best.max_rel, self.best.worst
+            layout = self.op.spec.layouts.get(row.stage)
+            if row.worst is not None and layout is not None and row.stage != "reference":
+                row.worst.block, row.worst.thread = layout.locate(row.worst.flat_index, row.worst.shape)
+        if self.problems:
+            row.verdict = FAIL
+            row.detail = "\n".join(self.problems[:6]) + (f"\n... {len(self.problems) - 6} more" if len(self.problems) > 6 else "")
+        return row
+
+
+class Validator:
+    def __init__(self, op: Op, options: Options) -> None:
+        self.op = op
+        self.spec = op.spec
+        self.options = options
+        self.gen = torch.Generator().manual_seed(options.seed)
+        self.gpu = torch.cuda.is_available()
+        self.rows: list[Row] = []
+        self.stages: dict[str, Stage] = {}
+
+    # -- inputs ---------------------------------------------------------------------------
+
+    def random_cases(self, sizes: tuple[Size, ...], dtype: torch.dtype, device: str) -> list[Case]:
+        return [Case(f"size {s}", self.spec.make_inputs(s, dtype, torch.device(device), self.gen)) for s in sizes]
+
+    def edge_cases(self, dtype: torch.dtype, device: str) -> list[Case]:
+        return [Case(name, make(dtype, torch.device(device))) for name, make in self.spec.edge_cases.items()]
+
+    def upstream_for(self, outputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        return tuple(torch.randn(o.shape, dtype=torch.float64, generator=self.gen) for o in outputs)
+
+    # -- the generic comparison -------------------------------------------------------------
+
+    def compare_cases(self, stage: str, checks: tuple[str, str], got_fn: Fn, got_device: str,
+                      want_fn: Fn, want_device: str, want_dtype: torch.dtype | None,
+                      cases: list[Case], dtype: torch.dtype, intact: RowBuilder | None) -> list[Row]:
+        """Forward (and backward) of got_fn against want_fn on each case; one row per check."""
+        fwd = RowBuilder(self.op, stage, checks[0], _dtype_name(dtype))
+        bwd = RowBuilder(self.op, stage, checks[1], _dtype_name(dtype)) if checks[1] else None
+        tol = self.spec.tolerance(dtype)
+        for case in cases:
+            try:
+                want, _ = run(want_fn, case.inputs, want_device, want_dtype, None)
+                upstream = self.upstream_for(want.outputs)
+                want, _ = run(want_fn, case.inputs, want_device, want_dtype, upstream)
+            except Exception as e:  # the expected side failing is a fault of that stage
+                fwd.fail(f"[{case.label}] the expected values could not be computed: {type(e).__name__}: {e}")
+                continue
+            try:
+                got, changed = run(got_fn, case.inputs, got_device, dtype, upstream if bwd else None)
+            except BrrrError as e:
+                fwd.fail(f"[{case.label}] {e}")
+                continue
+            except Exception as e:
+                fault = fault_from(e, self.stages[stage].source if stage in self.stages else self.op.path(stage))
+                (fwd if not _in_backward(e) else (bwd or fwd)).fault(fault, case)
+                continue
+            if intact is not None and changed:
+                intact.fail(f"[{case.label}] {stage} wrote into its input(s) during a {dtype} call")
+            names = self.spec.outputs
+            for name, g, w in zip(names, got.outputs, want.outputs):
+                fwd.add((compare(name, g, w, tol, _probe(case.inputs, g))), case)
+            if bwd is not None:
+                for name, g, w in zip(self.spec.inputs, got.grads, want.grads):
+                    if g is None or w is None:
+                        if (g is None) != (w is None):
+                            bwd.fail(f"[{case.label}] grad {name}: got {'none' if g is None else 'a tensor'}, "
+                                     f"expected {'none' if w is None else 'a tensor'}")
+                        continue
+                    bwd.add((compare(f"grad_{name}", g, w, tol, _probe(case.inputs, g))), case)
+        return [fwd.finish()] + ([bwd.finish()] if bwd else [])
+
+    def gradcheck(self, stage: Stage, device: str) -> Row:
+        b = RowBuilder(self.op, stage.name, "gradcheck", "float64")
+        inputs = self.spec.make_inputs(self.spec.gradcheck_size, torch.float64, torch.device(device), self.gen)
+        xs = tuple(x.detach().requires_grad_(x.is_floating_point()) for x in inputs)
+        try:
+            with poisoned():
+                torch.autograd.gradcheck(stage_fn(stage), xs, raise_exception=True)
+        except torch.autograd.gradcheck.GradcheckError as e:
+            b.fail(f"gradcheck in float64, size {self.spec.gradcheck_size}: " + _trim(str(e)))
+        except Exception as e:
+            b.fault(fault_from(e, stage.source), Case(f"size {self.spec.gradcheck_size}", inputs))
+        return b.finish()
+
+    # -- stages -----------------------------------------------------------------------------
+
+    def validate(self) -> list[Row]:
+        wanted = self.options.stages
+        self.stages["reference"] = load_reference(self.op)
+        if "reference" in wanted:
+            with ticking(f"{self.op.name}: reference stage"):
+                self.reference_checks()
+        if "numba" in wanted or "cuda" in wanted:
+            self.stages["numba"] = load_numba(self.op, gpu=self.options.numba_gpu)
+        if "numba" in wanted:
+            where = "on the GPU" if self.options.numba_gpu else "in the CUDA simulator"
+            with ticking(f"{self.op.name}: numba stage {where}"):
+                self.numba_checks()
+        if "cuda" in wanted:
+            self.cuda_checks()
+        return self.rows
+
+    def reference_checks(self) -> None:
+        ref = self.stages["reference"]
+        self.rows.append(self.gradcheck(ref, "cpu"))
+        if self.spec.oracle is None:
+            self.rows.append(Row(self.op.name, "reference", "oracle", "-", SKIP, detail="the spec names no oracle"))
+            return
+        oracle = oracle_fn(self.op)
+        for dtype in self.spec.stage_dtypes("reference"):
+            cases = self.random_cases(self.spec.sim_sizes, dtype, "cpu")
+            self.rows += self.compare_cases("reference", ("forward vs oracle", "backward vs oracle"), stage_fn(ref), "cpu",
+                                            oracle, "cpu", torch.float64, cases, dtype, None)
+        for dtype in self.spec.stage_dtypes("reference"):
+            edge = self.edge_cases(dtype, "cpu")
+            if edge:
+                self.rows += self.compare_cases("reference", ("edge inputs", ""), stage_fn(ref), "cpu",
+                                                oracle, "cpu", torch.float64, edge, dtype, None)
+
+    def numba_checks(self) -> None:
+        numba, ref = self.stages["numba"], self.stages["reference"]
+        device = numba.device
+        sizes = self.spec.gpu_sizes if self.options.numba_gpu else self.spec.sim_sizes
+        intact = RowBuilder(self.op, "numba", "inputs unchanged", "all")
+        for dtype in self.spec.stage_dtypes("numba"):
+            self.rows += self.compare_cases("numba", ("forward", "backward"), stage_fn(numba), device,
+                                            stage_fn(ref), device, torch.float64,
+                                            self.random_cases(sizes, dtype, "cpu"), dtype, intact)
+            if self.spec.edge_cases:
+                self.rows += self.compare_cases("numba", ("edge forward", "edge backward"), stage_fn(numba), device,
+                                                stage_fn(ref), device, torch.float64,
+                                                self.edge_cases(dtype, "cpu"), dtype, intact)
+        self.rows.append(intact.finish())
+        if torch.float64 in self.spec.stage_dtypes("numba"):
+            self.rows.append(self.gradcheck(numba, device))
+
+    def cuda_checks(self) -> None:
+        compile_row = RowBuilder(self.op, "cuda", "compile", self.options.arch if not self.gpu else "native")
+        if not self.gpu:
+            self.rows.append(self.compile_only(compile_row))
+            return
+        try:
+            ext = builder.build_extension(self.op)
+        except BuildError as e:
+            compile_row.fail(str(e))
+            self.rows.append(compile_row.finish())
+            return
+        row = compile_row.finish()
+        row.detail = f"{'cached' if ext.cached else 'built'} in {ext.seconds:.1f}s"
+        row.seconds = ext.seconds
+        self.rows.append(row)
+        cuda = self.stages["cuda"] = load_cuda(self.op, ext)
+        ref, numba = self.stages["reference"], self.stages["numba"]
+        intact = RowBuilder(self.op, "cuda", "inputs unchanged", "all")
+        with ticking(f"{self.op.name}: cuda stage on the GPU"):
+            for dtype in self.spec.stage_dtypes("cuda"):
+                cases = self.random_cases(self.spec.gpu_sizes, dtype, "cpu")
+                self.rows += self.compare_cases("cuda", ("forward", "backward"), stage_fn(cuda), "cuda",
+                                                stage_fn(ref), "cuda", torch.float64, cases, dtype, intact)
+                if dtype in self.spec.stage_dtypes("numba"):
+                    small = self.random_cases(self.spec.sim_sizes, dtype, "cpu")
+                    self.rows += self.compare_cases("cuda", ("forward vs numba", "backward vs numba"), stage_fn(cuda),
+                                                    "cuda", stage_fn(numba), numba.device, None, small, dtype, intact)
+                strided = [Case(f"non-contiguous, {c.label}", tuple(noncontiguous(x) for x in c.inputs))
+                           for c in self.random_cases(self.spec.gpu_sizes[-2:], dtype, "cuda")]
+                self.rows += self.compare_cases("cuda", ("non-contiguous fwd", "non-contiguous bwd"), stage_fn(cuda),
+                                                "cuda", stage_fn(ref), "cuda", torch.float64, strided, dtype, intact)
+                if self.spec.edge_cases:
+                    self.rows += self.compare_cases("cuda", ("edge forward", "edge backward"), stage_fn(cuda), "cuda",
+                                                    stage_fn(ref), "cuda", torch.float64,
+                                                    self.edge_cases(dtype, "cpu"), dtype, intact)
+            self.rows.append(intact.finish())
+            if torch.float64 in self.spec.stage_dtypes("cuda"):
+                self.rows.append(self.gradcheck(cuda, "cuda"))
+
+    def compile_only(self, b: RowBuilder) -> Row:
+        if builder.find_nvcc() is None:
+            row = b.finish()
+            row.verdict, row.detail = SKIP, "no GPU and no nvcc: the cuda stage was neither compiled nor run"
+            return row
+        try:
+            report = builder.compile_check(self.op, self.options.arch)
+        except BuildError as e:
+            b.fail(str(e))
+            return b.finish()
+        row = b.finish()
+        row.verdict = NOT_RUN
+        row.seconds = report.seconds if not report.cached else row.seconds
+        row.detail = ("cached; " if report.cached else "") + report.summary()
+        row.extras["kernels"] = [k.__dict__ for k in report.kernels]
+        return row
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _probe(inputs: Inputs, like: torch.Tensor) -> torch.Tensor | None:
+    return next((x for x in inputs if tuple(x.shape) == tuple(like.shape)), None)
+
+
+def _in_backward(error: BaseException) -> bool:
+    import traceback
+
+    return any(f.f_code.co_name == "backward" for f, _ in traceback.walk_tb(error.__traceback__))
+
+
+def _trim(text: str, lines: int = 6) -> str:
+    kept = [ln for ln in text.splitlines() if ln.strip()]
+    return "\n".join(kept[:lines])
+
+
+def validate(op: Op, options: Options) -> list[Row]:
+    return Validator(op, options).validate()

@@ -1,0 +1,33 @@
+"""Sigmoid: the numerically stable form, one input, one output, y saved for backward."""
+
+import torch
+
+from pipeline.spec import Inputs, OpSpec, Size, one_per_thread
+
+BLOCK = 128  # numba_kernel.py's threads per block; the simulator sizes straddle it
+
+
+def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
+    # Spread of 8 so both branches and the flat tails of the curve are exercised.
+    return (8 * torch.randn(size, dtype=dtype, generator=gen).to(device),)
+
+
+def extremes(dtype: torch.dtype, device: torch.device) -> Inputs:
+    values = [1e5, -1e5, 0.0, -0.0, 1e-30, -1e-30, float("inf"), float("-inf"), 88.0, -88.0, 710.0, -710.0]
+    return (torch.tensor(values, dtype=dtype, device=device),)
+
+
+SPEC = OpSpec(
+    name="sigmoid",
+    doc="elementwise; the stable two-branch form so exp never overflows",
+    inputs=("x",),
+    outputs=("y",),
+    saved=("y",),
+    make_inputs=make_inputs,
+    sim_sizes=(1, BLOCK - 1, BLOCK + 1, 3 * BLOCK + 17),
+    gpu_sizes=(1, 255, 257, 4099, 2**20 + 3),
+    gradcheck_size=9,
+    edge_cases={"extremes": extremes},
+    oracle=torch.sigmoid,
+    layouts={"numba": one_per_thread(BLOCK), "cuda": one_per_thread(256)},
+)
