@@ -41,7 +41,7 @@ class Comparison:
     worst: Worst | None
     reason: str = ""
     bad_count: int = 0
-    extras: dict[str, Any] = field(default_factory=dict)
+    shape_ok: bool = True
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -60,7 +60,7 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor, tol: Tolerance
     """
     if tuple(got.shape) != tuple(expected.shape):
         return Comparison(False, float("inf"), float("inf"), float("inf"), None,
-                          reason=f"{name}: shape {tuple(got.shape)}, expected {tuple(expected.shape)}")
+                          reason=f"{name}: shape {tuple(got.shape)}, expected {tuple(expected.shape)}", shape_ok=False)
     if got.numel() == 0:
         return Comparison(True, 0.0, 0.0, 0.0, None)
     g = got.detach().to("cpu", torch.float64).reshape(-1)

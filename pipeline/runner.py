@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
+from torch.autograd.gradcheck import GradcheckError
 
 from pipeline import builder
 from pipeline.checks import Comparison, StageFault, compare, fault_from, same_bits
@@ -68,12 +68,6 @@ class Case:
     inputs: Inputs
 
 
-@dataclass
-class Outcome:
-    outputs: tuple[torch.Tensor, ...]
-    grads: tuple[torch.Tensor | None, ...]
-
-
 def stage_fn(stage: Stage) -> Fn:
     return lambda *xs: call(stage, *xs)
 
@@ -84,21 +78,32 @@ def oracle_fn(op: Op) -> Fn:
     return lambda *xs: as_tuple(oracle(*xs, *op.spec.param_values))
 
 
-def run(fn: Fn, inputs: Inputs, device: str, dtype: torch.dtype | None,
-        upstream: tuple[torch.Tensor, ...] | None) -> tuple[Outcome, list[torch.Tensor]]:
-    """Forward and backward through `fn` on copies of `inputs` moved to `device` (and `dtype`)."""
-    xs = []
-    for x in inputs:
-        moved = x.to(device=device, dtype=dtype if (dtype and x.is_floating_point()) else x.dtype)
-        xs.append(moved.detach().requires_grad_(moved.is_floating_point()))
-    before = [x.detach().clone() for x in xs]
-    with poisoned():
-        outputs = fn(*xs)
-        wrt = [x for x in xs if x.requires_grad]
-        ups = [u.to(device=o.device, dtype=o.dtype) for u, o in zip(upstream, outputs)] if upstream else None
-        grads = torch.autograd.grad(outputs, wrt, ups, allow_unused=True) if ups else ()
-    changed = [x for x, b in zip(xs, before) if not same_bits(x, b)]
-    return Outcome(tuple(o.detach() for o in outputs), tuple(grads)), changed
+class Trial:
+    """Forward, then (if asked) backward, through `fn` on copies of the inputs on `device`.
+
+    Outputs are poisoned (see `poisoned`), and the inputs are compared bit for bit before and
+    after every call so a stage that writes into them is caught.
+    """
+
+    def __init__(self, fn: Fn, inputs: Inputs, device: str, dtype: torch.dtype | None) -> None:
+        self.xs = []
+        for x in inputs:
+            moved = x.to(device=device, dtype=dtype if (dtype and x.is_floating_point()) else x.dtype)
+            self.xs.append(moved.detach().requires_grad_(moved.is_floating_point()))
+        self.before = [x.detach().clone() for x in self.xs]
+        with poisoned():
+            self.outputs = fn(*self.xs)
+        self.grads: tuple[torch.Tensor | None, ...] = ()
+
+    def backward(self, upstream: tuple[torch.Tensor, ...]) -> None:
+        wrt = [x for x in self.xs if x.requires_grad]
+        ups = [u.to(device=o.device, dtype=o.dtype) for u, o in zip(upstream, self.outputs)]
+        with poisoned():
+            grads = iter(torch.autograd.grad(self.outputs, wrt, ups, allow_unused=True))
+        self.grads = tuple(next(grads) if x.requires_grad else None for x in self.xs)
+
+    def changed_inputs(self) -> bool:
+        return any(not same_bits(x, b) for x, b in zip(self.xs, self.before))
 
 
 class RowBuilder:
@@ -171,34 +176,42 @@ class Validator:
         tol = self.spec.tolerance(dtype)
         for case in cases:
             try:
-                want, _ = run(want_fn, case.inputs, want_device, want_dtype, None)
+                want = Trial(want_fn, case.inputs, want_device, want_dtype)
                 upstream = self.upstream_for(want.outputs)
-                want, _ = run(want_fn, case.inputs, want_device, want_dtype, upstream)
+                if bwd:
+                    want.backward(upstream)
             except Exception as e:  # the expected side failing is a fault of that stage
                 fwd.fail(f"[{case.label}] the expected values could not be computed: {type(e).__name__}: {e}")
                 continue
+            source = self.stages[stage].source if stage in self.stages else self.op.path(stage)
             try:
-                got, changed = run(got_fn, case.inputs, got_device, dtype, upstream if bwd else None)
+                got = Trial(got_fn, case.inputs, got_device, dtype)
             except BrrrError as e:
                 fwd.fail(f"[{case.label}] {e}")
                 continue
             except Exception as e:
-                fault = fault_from(e, self.stages[stage].source if stage in self.stages else self.op.path(stage))
-                (fwd if not _in_backward(e) else (bwd or fwd)).fault(fault, case)
+                fwd.fault(fault_from(e, source), case)
                 continue
-            if intact is not None and changed:
-                intact.fail(f"[{case.label}] {stage} wrote into its input(s) during a {dtype} call")
-            names = self.spec.outputs
-            for name, g, w in zip(names, got.outputs, want.outputs):
-                fwd.add((compare(name, g, w, tol, _probe(case.inputs, g))), case)
-            if bwd is not None:
+            shapes_ok = True
+            for name, g, w in zip(self.spec.outputs, got.outputs, want.outputs):
+                c = compare(name, g, w, tol, _probe(case.inputs, g))
+                shapes_ok &= c.shape_ok
+                fwd.add(c, case)
+            if bwd is not None and shapes_ok:
+                try:
+                    got.backward(upstream)
+                except Exception as e:
+                    bwd.fault(fault_from(e, source), case)
+                    continue
                 for name, g, w in zip(self.spec.inputs, got.grads, want.grads):
                     if g is None or w is None:
                         if (g is None) != (w is None):
                             bwd.fail(f"[{case.label}] grad {name}: got {'none' if g is None else 'a tensor'}, "
                                      f"expected {'none' if w is None else 'a tensor'}")
                         continue
-                    bwd.add((compare(f"grad_{name}", g, w, tol, _probe(case.inputs, g))), case)
+                    bwd.add(compare(f"grad_{name}", g, w, tol, _probe(case.inputs, g)), case)
+            if intact is not None and got.changed_inputs():
+                intact.fail(f"[{case.label}] {stage} wrote into its input(s) during a {_dtype_name(dtype)} call")
         return [fwd.finish()] + ([bwd.finish()] if bwd else [])
 
     def gradcheck(self, stage: Stage, device: str) -> Row:
@@ -208,7 +221,7 @@ class Validator:
         try:
             with poisoned():
                 torch.autograd.gradcheck(stage_fn(stage), xs, raise_exception=True)
-        except torch.autograd.gradcheck.GradcheckError as e:
+        except GradcheckError as e:
             b.fail(f"gradcheck in float64, size {self.spec.gradcheck_size}: " + _trim(str(e)))
         except Exception as e:
             b.fault(fault_from(e, stage.source), Case(f"size {self.spec.gradcheck_size}", inputs))
@@ -329,12 +342,6 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 def _probe(inputs: Inputs, like: torch.Tensor) -> torch.Tensor | None:
     return next((x for x in inputs if tuple(x.shape) == tuple(like.shape)), None)
-
-
-def _in_backward(error: BaseException) -> bool:
-    import traceback
-
-    return any(f.f_code.co_name == "backward" for f, _ in traceback.walk_tb(error.__traceback__))
 
 
 def _trim(text: str, lines: int = 6) -> str:

@@ -24,14 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Union
+from typing import Any
 
 import torch
 
 from pipeline.errors import OpLoadError
 from pipeline.tolerances import Tolerance, tolerance_for
 
-Size = Union[int, tuple[int, ...]]
+Size = int | tuple[int, ...]
 Inputs = tuple[torch.Tensor, ...]
 # (block index, thread index) as 3-tuples, the way CUDA and the simulator name them.
 Place = tuple[tuple[int, int, int], tuple[int, int, int]]

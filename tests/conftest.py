@@ -1,0 +1,63 @@
+"""Shared helpers: a simulator-mode process, op copies with planted bugs, and the brrr CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# The numba stage runs in the simulator unless a test says otherwise (GPU tests use subprocesses).
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+STAGES = REPO / "stages"
+
+import torch  # noqa: E402
+
+HAS_GPU = torch.cuda.is_available()
+HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
+
+gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU; torch sees none here")
+needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc to compile CUDA C")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def brrr_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One build cache for the whole session, away from the user's own."""
+    cache = Path(os.environ.get("BRRR_TEST_CACHE") or tmp_path_factory.mktemp("brrr-cache"))
+    os.environ["BRRR_CACHE"] = str(cache)
+    return cache
+
+
+def copy_op(name: str, dest: Path) -> Path:
+    folder = dest / name
+    shutil.copytree(STAGES / name, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def plant(folder: Path, filename: str, old: str, new: str) -> Path:
+    """Replace `old` by `new` in one stage file; the test fails if `old` is not there."""
+    path = folder / filename
+    text = path.read_text()
+    assert old in text, f"planting a bug: {old!r} not found in {path}"
+    path.write_text(text.replace(old, new))
+    return folder
+
+
+@pytest.fixture
+def mutant(tmp_path: Path):
+    def make(op: str, filename: str, old: str, new: str) -> Path:
+        return plant(copy_op(op, tmp_path), filename, old, new)
+
+    return make
+
+
+def brrr(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in a fresh process, as a user would."""
+    full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True,
+                          env=full_env, cwd=cwd, timeout=900)

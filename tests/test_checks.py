@@ -1,0 +1,76 @@
+"""Comparisons: tolerances, NaN from unwritten outputs, infinities, the worst element."""
+
+from __future__ import annotations
+
+import torch
+
+from pipeline.checks import compare, fault_from, same_bits
+from pipeline.tolerances import DEFAULT
+
+
+def test_equal_tensors_pass() -> None:
+    x = torch.randn(100)
+    c = compare("y", x, x.double(), DEFAULT[torch.float32])
+    assert c.ok and c.max_abs == 0
+
+
+def test_nan_where_a_number_is_expected_fails_and_is_named() -> None:
+    expected = torch.randn(10, dtype=torch.float64)
+    got = expected.float().clone()
+    got[7] = float("nan")
+    c = compare("y", got, expected, DEFAULT[torch.float32], probe=expected)
+    assert not c.ok
+    assert c.worst is not None and c.worst.flat_index == 7
+    assert "NaN where a number was expected" in c.reason
+
+
+def test_matching_infinities_pass_and_opposite_fail() -> None:
+    e = torch.tensor([float("inf"), float("-inf"), 1.0], dtype=torch.float64)
+    assert compare("y", e.float(), e, DEFAULT[torch.float32]).ok
+    flipped = torch.tensor([float("-inf"), float("-inf"), 1.0])
+    assert not compare("y", flipped, e, DEFAULT[torch.float32]).ok
+
+
+def test_worst_is_the_largest_violation() -> None:
+    e = torch.ones(5, dtype=torch.float64)
+    g = e.float().clone()
+    g[1] += 1e-3
+    g[3] += 1e-1
+    c = compare("y", g, e, DEFAULT[torch.float32])
+    assert not c.ok and c.bad_count == 2 and c.worst.index == (3,)
+
+
+def test_shape_mismatch_is_reported() -> None:
+    c = compare("y", torch.zeros(3), torch.zeros(4, dtype=torch.float64), DEFAULT[torch.float32])
+    assert not c.ok and "shape (3,), expected (4,)" in c.reason
+
+
+def test_float32_tolerance_catches_a_relative_error_of_1e_4() -> None:
+    e = torch.rand(1000, dtype=torch.float64) + 1
+    assert not compare("y", (e * (1 + 1e-4)).float(), e, DEFAULT[torch.float32]).ok
+    assert compare("y", e.float(), e, DEFAULT[torch.float32]).ok
+
+
+def test_same_bits_sees_a_write_and_nan_payloads() -> None:
+    a = torch.tensor([1.0, float("nan")])
+    assert same_bits(a, a.clone())
+    b = a.clone()
+    b[0] = 2.0
+    assert not same_bits(a, b)
+
+
+def test_fault_names_the_stage_file_and_line(tmp_path) -> None:
+    src = tmp_path / "stage.py"
+    src.write_text("def f(n):\n    k = n + 1\n    raise IndexError('index 9 is out of bounds')\n")
+    namespace: dict = {}
+    exec(compile(src.read_text(), str(src), "exec"), namespace)
+    try:
+        namespace["f"](3)
+    except IndexError as e:
+        err = IndexError(f"tid=[5, 0, 0] ctaid=[1, 0, 0]: {e}")
+        err.__traceback__ = e.__traceback__
+        fault = fault_from(err, src)
+    assert fault.line == 3 and fault.function == "f"
+    assert fault.block == (1, 0, 0) and fault.thread == (5, 0, 0)
+    assert fault.locals == {"n": 3, "k": 4}
+    assert "out of bounds" in fault.describe()

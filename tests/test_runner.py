@@ -1,0 +1,152 @@
+"""The runner on sigmoid, and planted bugs that each stage's checks must catch and explain."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import HAS_GPU, gpu, needs_nvcc
+
+from pipeline import runner
+from pipeline.report import FAIL, NOT_RUN, PASS, Row
+from pipeline.spec import builtin_op_names, load_op
+
+
+def validate(op: str | Path, *stages: str) -> list[Row]:
+    return runner.validate(load_op(str(op)), runner.Options(stages=stages or ("reference", "numba")))
+
+
+def failed(rows: list[Row]) -> dict[tuple[str, str, str], Row]:
+    return {(r.stage, r.check, r.dtype): r for r in rows if r.verdict == FAIL}
+
+
+@pytest.mark.parametrize("name", builtin_op_names())
+def test_builtin_op_passes_reference_and_numba(name: str) -> None:
+    rows = validate(name)
+    assert rows and not failed(rows), "\n".join(f"{r.stage} {r.check} {r.dtype}: {r.detail}" for r in rows if r.failed)
+    checks = {(r.stage, r.check) for r in rows}
+    assert {("reference", "gradcheck"), ("numba", "forward"), ("numba", "backward"),
+            ("numba", "gradcheck"), ("numba", "inputs unchanged")} <= checks
+
+
+def test_numba_rows_cover_float32_and_float64() -> None:
+    rows = validate("sigmoid", "numba")
+    assert {r.dtype for r in rows if r.check == "forward"} == {"float32", "float64"}
+
+
+def test_worst_element_is_named_with_its_thread() -> None:
+    row = next(r for r in validate("sigmoid", "numba") if r.check == "forward")
+    w = row.worst
+    assert w is not None and w.block is not None and w.input is not None
+    assert w.block[0] * 128 + w.thread[0] == w.flat_index
+
+
+# -- planted bugs ---------------------------------------------------------------------------
+
+
+def test_wrong_reference_backward_fails_gradcheck(mutant) -> None:
+    op = mutant("sigmoid", "reference.py", "grad_y * y * (1 - y)", "grad_y * y * (1 + y)")
+    bad = failed(validate(op, "reference"))
+    assert ("reference", "gradcheck", "float64") in bad
+    assert "Jacobian mismatch" in bad[("reference", "gradcheck", "float64")].detail
+    assert ("reference", "backward vs oracle", "float32") in bad
+
+
+def test_naive_reference_fails_on_edge_inputs(mutant) -> None:
+    """exp(x)/(1+exp(x)) for every x is NaN at x = 1e5: inf/inf."""
+    op = mutant("sigmoid", "reference.py", "y[pos] = 1 / (1 + torch.exp(-x[pos]))",
+                "y[pos] = torch.exp(x[pos]) / (1 + torch.exp(x[pos]))")
+    bad = failed(validate(op, "reference"))
+    row = bad[("reference", "edge inputs", "float32")]
+    assert "NaN where a number was expected" in row.detail
+    assert row.worst.input in (1e5, float("inf")) and row.worst.expected == 1.0
+    assert ("reference", "gradcheck", "float64") not in bad  # random inputs never reach the overflow
+
+
+def test_missing_bounds_check_in_numba_names_thread_and_line(mutant) -> None:
+    op = mutant("sigmoid", "numba_kernel.py", "    if i >= n:\n        return\n    v = x[i]", "    v = x[i]")
+    bad = failed(validate(op, "numba"))
+    row = bad[("numba", "forward", "float32")]
+    assert "IndexError" in row.detail and "numba_kernel.py:" in row.detail
+    assert "in sigmoid_forward_kernel" in row.detail and "v = x[i]" in row.detail
+    # The named thread is one that really ran past the end: its index is >= n.
+    pattern = r"block \((\d+), 0, 0\) thread \((\d+), 0, 0\).*locals: n=(\d+), i=(\d+)"
+    faults = [re.search(pattern, part, re.S) for part in row.detail.split("\n[")]
+    assert faults and all(faults), row.detail
+    for block, thread, n, i in (map(int, f.groups()) for f in faults):
+        assert block * 128 + thread == i >= n
+
+
+def test_plain_sigmoid_in_numba_overflows_at_minus_1e5(mutant) -> None:
+    old = ("    if v >= 0:\n        y[i] = 1.0 / (1.0 + math.exp(-v))\n"
+           "    else:\n        e = math.exp(v)\n        y[i] = e / (1.0 + e)")
+    op = mutant("sigmoid", "numba_kernel.py", old, "    y[i] = 1.0 / (1.0 + math.exp(-v))")
+    bad = failed(validate(op, "numba"))
+    assert not any(k[1] == "forward" for k in bad), "random inputs stay in range"
+    row = bad[("numba", "edge forward", "float32")]
+    assert "OverflowError" in row.detail and "math.exp(-v)" in row.detail
+    # The thread named is the one that held a huge negative input (-1e5 or -710).
+    m = re.search(r"thread \((\d+), 0, 0\).*locals: n=12, i=(\d+), v=(\S+)", row.detail, re.S)
+    assert m and m.group(1) == m.group(2) and float(m.group(3)) <= -710, row.detail
+
+
+def test_stage_that_writes_into_its_input_fails(mutant) -> None:
+    op = mutant("sigmoid", "numba_kernel.py", "        y[i] = e / (1.0 + e)", "        y[i] = e / (1.0 + e)\n        x[i] = 0.0")
+    bad = failed(validate(op, "numba"))
+    assert "wrote into its input" in bad[("numba", "inputs unchanged", "all")].detail
+
+
+def test_unwritten_element_fails_as_nan(mutant) -> None:
+    op = mutant("sigmoid", "numba_kernel.py", "    if i >= n:\n        return\n    v = x[i]",
+                "    if i >= n - 1:\n        return\n    v = x[i]")
+    row = failed(validate(op, "numba"))[("numba", "forward", "float64")]
+    assert "NaN where a number was expected" in row.detail
+    assert row.worst.got != row.worst.got  # NaN: the poison survived
+
+
+def test_forward_of_the_wrong_shape_is_a_clear_failure(mutant) -> None:
+    op = mutant("sigmoid", "numba_kernel.py", "    return y\n", "    return y[:-1] if n > 1 else y\n")
+    row = failed(validate(op, "numba"))[("numba", "forward", "float32")]
+    assert "shape" in row.detail and "expected" in row.detail
+
+
+# -- the cuda stage -------------------------------------------------------------------------
+
+SKIP_LAST_ELEMENT = ("if (i >= n) return;\n    const scalar_t v", "if (i >= n - 1) return;\n    const scalar_t v")
+
+
+@needs_nvcc
+@pytest.mark.skipif(HAS_GPU, reason="the no-GPU verdict is for machines without a GPU")
+def test_cuda_stage_without_gpu_is_compiled_not_run() -> None:
+    rows = validate("sigmoid", "cuda")
+    assert [(r.check, r.verdict) for r in rows] == [("compile", NOT_RUN)]
+    kernels = {k["kernel"] for k in rows[0].extras["kernels"]}
+    assert "sigmoid_forward_kernel<float>" in kernels and all(
+        k["spill_stores"] == 0 for k in rows[0].extras["kernels"])
+
+
+@needs_nvcc
+@pytest.mark.skipif(HAS_GPU, reason="on a GPU the mutant is run, see test_unwritten_last_element_on_gpu")
+def test_cuda_mutant_still_compiles_without_gpu(mutant) -> None:
+    op = mutant("sigmoid", "kernel.cu", *SKIP_LAST_ELEMENT)
+    assert [r.verdict for r in validate(op, "cuda")] == [NOT_RUN]
+
+
+@gpu
+@pytest.mark.parametrize("name", builtin_op_names())
+def test_all_stages_pass_on_gpu(name: str) -> None:
+    rows = validate(name, "reference", "numba", "cuda")
+    assert not failed(rows), "\n".join(f"{r.stage} {r.check} {r.dtype}: {r.detail}" for r in rows if r.failed)
+    checks = {(r.stage, r.check) for r in rows if r.verdict == PASS}
+    assert {("cuda", "compile"), ("cuda", "forward"), ("cuda", "backward"), ("cuda", "forward vs numba"),
+            ("cuda", "non-contiguous fwd"), ("cuda", "edge forward"), ("cuda", "gradcheck")} <= checks
+
+
+@gpu
+def test_unwritten_last_element_on_gpu(mutant) -> None:
+    op = mutant("sigmoid", "kernel.cu", *SKIP_LAST_ELEMENT)
+    bad = failed(validate(op, "cuda"))
+    row = bad[("cuda", "forward", "float32")]
+    assert "NaN where a number was expected" in row.detail
+    assert row.worst.block is not None
