@@ -2,8 +2,13 @@
 // and the binding macro. The builder defines BRRR_NAMESPACE (one per build, so an edited
 // kernel can be loaded beside an older one in the same process).
 #pragma once
-#include <ATen/ATen.h>
+// The lightest headers that give at::Tensor, empty_like/empty and dtype dispatch: ATen/ATen.h
+// would pull in every operator and nearly double the compile time. An op that needs another
+// operator includes its own header, e.g. <ATen/ops/sum.h>.
 #include <ATen/Dispatch.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
