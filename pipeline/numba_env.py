@@ -39,6 +39,13 @@ def import_cuda() -> ModuleType:
         np.row_stack = np.vstack
     from numba import cuda
 
+    if not simulating():
+        # Validation launches tiny grids on purpose (sizes 1, block-1, ...); the warning is noise.
+        import warnings
+
+        from numba.core.errors import NumbaPerformanceWarning
+
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
     return cuda
 
 
