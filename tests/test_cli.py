@@ -1,0 +1,78 @@
+"""The command line as a user meets it: exit codes, messages instead of tracebacks, --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, brrr, copy_op, needs_nvcc, plant
+
+
+def test_help_imports_neither_torch_nor_numba() -> None:
+    code = ("import sys\nfrom pipeline.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "assert 'torch' not in sys.modules and 'numba' not in sys.modules, 'heavy import in --help'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert "validate" in proc.stdout
+
+
+def test_no_command_prints_help_and_exits_2() -> None:
+    proc = brrr()
+    assert proc.returncode == 2 and "usage: brrr" in proc.stdout
+
+
+def test_unknown_op_is_a_usage_error() -> None:
+    proc = brrr("validate", "no_such_op")
+    assert proc.returncode == 2
+    assert "no op named 'no_such_op'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_validate_writes_json_rows(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    proc = brrr("validate", "sigmoid", "--stage", "reference", "--stage", "numba", "--json", str(out), "--seed", "7")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(out.read_text())
+    assert data["meta"]["seed"] == 7 and data["meta"]["exit_code"] == 0
+    checks = {(r["stage"], r["check"], r["dtype"]): r for r in data["rows"]}
+    assert checks[("numba", "forward", "float32")]["verdict"] == "pass"
+    assert checks[("numba", "forward", "float32")]["worst"]["block"] is not None
+    assert "-- sigmoid: " in proc.stdout and " passed, 0 failed" in proc.stdout
+
+
+def test_a_failing_check_exits_1_and_names_stage_and_check(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "reference.py", "grad_y * y * (1 - y)", "grad_y * y")
+    proc = brrr("validate", str(folder), "--stage", "reference")
+    assert proc.returncode == 1
+    assert any(line.startswith("reference  gradcheck") and "FAIL" in line for line in proc.stdout.splitlines())
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_stage_file_exits_2(tmp_path: Path) -> None:
+    folder = copy_op("sigmoid", tmp_path)
+    (folder / "reference.py").unlink()
+    proc = brrr("validate", str(folder))
+    assert proc.returncode == 2 and "missing reference.py" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_syntax_error_in_a_stage_names_file_and_line(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "numba_kernel.py", "    if i >= n:\n", "    if i >= n\n")
+    proc = brrr("validate", str(folder), "--stage", "numba")
+    assert proc.returncode == 2
+    assert "numba_kernel.py:16: syntax error" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "numba_kernel.py", "    if i >= n:\n", "    if i >= n\n")
+    proc = brrr("validate", str(folder), "--stage", "numba", "--debug")
+    assert proc.returncode == 2 and "Traceback" in proc.stderr
+
+
+@needs_nvcc
+def test_cu_that_does_not_compile_shows_nvcc_error_at_file_and_line(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "kernel.cu", "grad_x[i] = grad_y[i] * y[i]", "grad_x[i] = grad_y[i] * yy[i]")
+    line = 1 + (folder / "kernel.cu").read_text().split("yy[i]")[0].count("\n")
+    proc = brrr("validate", str(folder), "--stage", "cuda", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"sigmoid/kernel.cu({line}): error" in proc.stdout and "identifier \"yy\" is undefined" in proc.stdout
