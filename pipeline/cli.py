@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--gpu", action="store_true", help="run the numba stage on the GPU instead of the simulator")
     v.add_argument("--seed", type=int, help="seed for the random inputs (default: fresh; printed in the report)")
     v.add_argument("--arch", default=None, help="target for the no-GPU compile check (default sm_90)")
+    v.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="validate up to N ops at once, one process each (default: the number of CPUs)")
     v.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     v.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
@@ -48,7 +51,7 @@ def cmd_list() -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline import builder, progress, report, runner
-    from pipeline.spec import builtin_op_names, load_op
+    from pipeline.spec import builtin_op_names
 
     progress.set_quiet(args.quiet)
     names = args.ops or builtin_op_names()
@@ -65,19 +68,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise BrrrError("--gpu asks for the numba stage on a GPU, but torch sees no GPU here")
     all_rows: list[report.Row] = []
     worst = EXIT_OK
-    for name in names:
-        try:
-            op = load_op(name)
-            print(f"\n== {op.name}  ({_shown(op.folder)}, seed {options.seed})", flush=True)
-            rows = runner.validate(op, options)
-        except BrrrError as e:
-            if args.debug:
-                traceback.print_exc()
-            print(f"\n== {name}: cannot validate\n  error: {e}", file=sys.stderr)
-            worst = max(worst, e.exit_code)
+    for outcome in runner.validate_many(names, options, jobs=args.jobs or os.cpu_count() or 1):
+        if outcome.error is not None:
+            if args.debug and outcome.traceback:
+                print(outcome.traceback, file=sys.stderr)
+            print(f"\n== {outcome.name}: cannot validate\n  error: {outcome.error}", file=sys.stderr)
+            worst = max(worst, outcome.exit_code)
             continue
+        rows = outcome.rows
+        print(f"\n== {outcome.name}  ({outcome.folder}, seed {options.seed})")
         print(report.format_table(rows))
-        print(f"-- {op.name}: {report.summary(rows)}")
+        print(f"-- {outcome.name}: {report.summary(rows)}", flush=True)
         all_rows += rows
         if any(r.failed for r in rows):
             worst = max(worst, EXIT_CHECK_FAILED)
@@ -90,13 +91,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "exit_code": worst}
         report.write_json(args.json, all_rows, meta)
     return worst
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,10 +10,12 @@ cuda       compiled (and, without a GPU, only that); on a GPU: against the refer
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch.autograd.gradcheck import GradcheckError
@@ -351,3 +353,55 @@ def _trim(text: str, lines: int = 6) -> str:
 
 def validate(op: Op, options: Options) -> list[Row]:
     return Validator(op, options).validate()
+
+
+@dataclass
+class Outcome:
+    """One op's validation as it travels back from a worker process."""
+
+    name: str
+    folder: str = ""
+    rows: list[Row] = field(default_factory=list)
+    error: str | None = None
+    exit_code: int = 0
+    traceback: str = ""
+
+
+def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
+    """Load and validate one op; a loading error becomes part of the outcome, not an exception."""
+    import traceback as tb
+
+    from pipeline import progress
+    from pipeline.spec import load_op
+
+    if quiet:
+        progress.set_quiet(True)
+    try:
+        op = load_op(name)
+        return Outcome(name=op.name, folder=_shown(op.folder), rows=validate(op, options))
+    except BrrrError as e:
+        return Outcome(name=name, error=str(e), exit_code=e.exit_code, traceback=tb.format_exc())
+
+
+def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Outcome]:
+    """Validate ops in order; with jobs > 1, in that many worker processes (each its own numba mode)."""
+    if jobs <= 1 or len(names) <= 1:
+        for name in names:
+            yield validate_named(name, options)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # fork after torch and numba have started threads is unsafe
+    with ProcessPoolExecutor(max_workers=min(jobs, len(names)), mp_context=context) as pool:
+        futures = [pool.submit(validate_named, name, options, True) for name in names]
+        print(f"  validating {len(names)} ops in {min(jobs, len(names))} processes ...", file=sys.stderr, flush=True)
+        for future in futures:  # in the order asked, each as soon as it is ready
+            yield future.result()
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
