@@ -30,6 +30,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="validate only this stage (repeatable; default: all three)")
     v.add_argument("--json", type=Path, metavar="FILE", help="also write the report rows as JSON")
     v.add_argument("--gpu", action="store_true", help="run the numba stage on the GPU instead of the simulator")
+    v.add_argument("--huge", action="store_true",
+                   help="GPU only: also run the cuda stage of elementwise ops on more than 2^31 elements")
     v.add_argument("--seed", type=int, help="seed for the random inputs (default: fresh; printed in the report)")
     v.add_argument("--arch", default=None, help="target for the no-GPU compile check (default sm_90)")
     v.add_argument("--jobs", type=int, default=None, metavar="N",
@@ -58,14 +60,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not names:
         raise BrrrError("no ops to validate: stages/ is empty and none were named")
     options = runner.Options(stages=tuple(args.stage) if args.stage else STAGE_CHOICES,
-                             numba_gpu=args.gpu, arch=args.arch or builder.DEFAULT_ARCH)
+                             numba_gpu=args.gpu, arch=args.arch or builder.DEFAULT_ARCH, huge=args.huge)
     if args.seed is not None:
         options.seed = args.seed
-    if args.gpu:
+    if args.gpu or args.huge:
         import torch
 
         if not torch.cuda.is_available():
-            raise BrrrError("--gpu asks for the numba stage on a GPU, but torch sees no GPU here")
+            flag = "--gpu" if args.gpu else "--huge"
+            raise BrrrError(f"{flag} needs a GPU, but torch sees none here")
     all_rows: list[report.Row] = []
     worst = EXIT_OK
     for outcome in runner.validate_many(names, options, jobs=args.jobs or os.cpu_count() or 1):

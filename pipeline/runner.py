@@ -27,7 +27,7 @@ from pipeline.function import call
 from pipeline.loaders import Stage, load_cuda, load_numba, load_reference
 from pipeline.progress import ticking
 from pipeline.report import FAIL, NOT_RUN, PASS, SKIP, Row
-from pipeline.spec import STAGES, Inputs, Op, Size, as_tuple
+from pipeline.spec import STAGES, Inputs, Op, OpSpec, Size, as_tuple
 
 Fn = Callable[..., tuple[torch.Tensor, ...]]
 
@@ -38,6 +38,7 @@ class Options:
     seed: int = field(default_factory=lambda: int.from_bytes(os.urandom(4), "little"))
     numba_gpu: bool = False
     arch: str = builder.DEFAULT_ARCH
+    huge: bool = False
 
 
 @contextmanager
@@ -245,6 +246,8 @@ class Validator:
                 self.numba_checks()
         if "cuda" in wanted:
             self.cuda_checks()
+        if self.options.huge:
+            self.huge_check()
         return self.rows
 
     def reference_checks(self) -> None:
@@ -320,6 +323,55 @@ class Validator:
             if torch.float64 in self.spec.stage_dtypes("cuda"):
                 self.rows.append(self.gradcheck(cuda, "cuda"))
 
+    def huge_check(self) -> None:
+        """The cuda stage on more than 2**31 elements, checked on a sample that includes the last ones.
+
+        Only for elementwise ops (output[i] depends on the inputs at i, broadcast): the reference
+        runs on the inputs gathered at the sampled positions.
+        """
+        b = RowBuilder(self.op, "cuda", "huge (> 2^31 elements)", "float32")
+        if self.spec.huge is None:
+            row = b.finish()
+            row.verdict, row.detail = SKIP, "the spec declares no huge inputs (elementwise ops only)"
+            self.rows.append(row)
+            return
+        if "cuda" not in self.stages:
+            b.fail("the cuda stage was not built (run with the cuda stage, on a GPU)")
+            self.rows.append(b.finish())
+            return
+        cuda, ref = self.stages["cuda"], self.stages["reference"]
+        gen = torch.Generator(device="cuda").manual_seed(self.options.seed)
+        with ticking(f"{self.op.name}: cuda stage on more than 2^31 elements"):
+            inputs = self.spec.huge(torch.device("cuda"), gen)
+            with torch.no_grad(), poisoned():
+                outputs = as_tuple(cuda.forward(*inputs, *self.spec.param_values))
+                shape = outputs[0].shape
+                upstream = torch.randn(shape, device="cuda", generator=gen, dtype=outputs[0].dtype)
+                named = dict(zip(self.spec.inputs, inputs)) | dict(zip(self.spec.outputs + self.spec.stats, outputs))
+                grads = as_tuple(cuda.backward(upstream, *(named[n] for n in self.spec.saved), *self.spec.param_values))
+            n = outputs[0].numel()
+            b.row.extras["elements"] = n
+            positions = torch.cat([torch.arange(0, 4096), torch.arange(2**31 - 4096, min(2**31 + 4096, n)),
+                                   torch.randint(0, n, (1 << 16,), generator=self.gen), torch.arange(n - 4096, n)])
+            positions = positions.unique().to("cuda")
+            flat = [torch.broadcast_to(x, shape).reshape(-1)[positions].double() for x in inputs]
+            want = Trial(stage_fn(ref), tuple(flat), "cuda", torch.float64)
+            want_grads = as_tuple(ref.backward(upstream.reshape(-1)[positions].double(),
+                                               *(_named_flat(self.spec, flat, want.outputs, n) for n in self.spec.saved),
+                                               *self.spec.param_values))
+            case = Case(f"{n} elements, {positions.numel()} sampled", tuple(flat))
+            tol = self.spec.tolerance(torch.float32)
+            b.add(compare(self.spec.outputs[0], outputs[0].reshape(-1)[positions], want.outputs[0], tol, flat[0]), case)
+            for name, g, w in zip(self.spec.inputs, grads, want_grads):
+                if g is not None and g.shape == shape:  # elementwise gradients; reduced ones are not sampled
+                    b.add(compare(f"grad_{name}", g.reshape(-1)[positions], w, tol, flat[0]), case)
+            del inputs, outputs, grads, upstream
+            torch.cuda.empty_cache()
+        row = b.finish()
+        if row.worst is not None:
+            row.worst.index = (int(positions[row.worst.flat_index]),)
+        self.rows.append(row)
+
     def compile_only(self, b: RowBuilder) -> Row:
         if builder.find_nvcc() is None:
             row = b.finish()
@@ -336,6 +388,11 @@ class Validator:
         row.detail = ("cached; " if report.cached else "") + report.summary()
         row.extras["kernels"] = [k.__dict__ for k in report.kernels]
         return row
+
+
+def _named_flat(spec: OpSpec, flat_inputs: list[torch.Tensor], outputs: tuple[torch.Tensor, ...], name: str) -> torch.Tensor:
+    named = dict(zip(spec.inputs, flat_inputs)) | dict(zip(spec.outputs + spec.stats, outputs))
+    return named[name]
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

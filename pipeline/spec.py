@@ -77,6 +77,9 @@ class OpSpec:
     )
     tolerances: dict[torch.dtype, Tolerance] = field(default_factory=dict)
     layouts: dict[str, Layout] = field(default_factory=dict)
+    # Elementwise ops only: inputs with more than 2**31 elements, made on `device` with a
+    # generator there (for `brrr validate --huge`, which catches 32-bit index arithmetic).
+    huge: Callable[[torch.device, torch.Generator], Inputs] | None = None
     doc: str = ""
 
     def __post_init__(self) -> None:

@@ -17,6 +17,11 @@ def extremes(dtype: torch.dtype, device: torch.device) -> Inputs:
     return (torch.tensor(values, dtype=dtype, device=device),)
 
 
+def huge(device: torch.device, gen: torch.Generator) -> Inputs:
+    # 2^31 + 2^20 + 7 elements: past the int32 range, with a ragged end.
+    return (8 * torch.randn(2**31 + 2**20 + 7, device=device, generator=gen),)
+
+
 SPEC = OpSpec(
     name="sigmoid",
     doc="elementwise; the stable two-branch form so exp never overflows",
@@ -30,4 +35,5 @@ SPEC = OpSpec(
     edge_cases={"extremes": extremes},
     oracle=torch.sigmoid,
     layouts={"numba": one_per_thread(BLOCK), "cuda": one_per_thread(256)},
+    huge=huge,
 )
