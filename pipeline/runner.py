@@ -339,6 +339,17 @@ class Validator:
             b.fail("the cuda stage was not built (run with the cuda stage, on a GPU)")
             self.rows.append(b.finish())
             return
+        try:
+            positions = self._huge_compare(b)
+        except Exception as e:  # an illegal address from a 32-bit index lands here
+            b.fault(fault_from(e, self.op.path("cuda")), Case("huge", ()))
+            positions = None
+        row = b.finish()
+        if row.worst is not None and positions is not None:
+            row.worst.index = (int(positions[row.worst.flat_index]),)
+        self.rows.append(row)
+
+    def _huge_compare(self, b: RowBuilder) -> torch.Tensor:
         cuda, ref = self.stages["cuda"], self.stages["reference"]
         gen = torch.Generator(device="cuda").manual_seed(self.options.seed)
         with ticking(f"{self.op.name}: cuda stage on more than 2^31 elements"):
@@ -357,7 +368,7 @@ class Validator:
             flat = [torch.broadcast_to(x, shape).reshape(-1)[positions].double() for x in inputs]
             want = Trial(stage_fn(ref), tuple(flat), "cuda", torch.float64)
             want_grads = as_tuple(ref.backward(upstream.reshape(-1)[positions].double(),
-                                               *(_named_flat(self.spec, flat, want.outputs, n) for n in self.spec.saved),
+                                               *(_named_flat(self.spec, flat, want.outputs, s) for s in self.spec.saved),
                                                *self.spec.param_values))
             case = Case(f"{n} elements, {positions.numel()} sampled", tuple(flat))
             tol = self.spec.tolerance(torch.float32)
@@ -367,10 +378,7 @@ class Validator:
                     b.add(compare(f"grad_{name}", g.reshape(-1)[positions], w, tol, flat[0]), case)
             del inputs, outputs, grads, upstream
             torch.cuda.empty_cache()
-        row = b.finish()
-        if row.worst is not None:
-            row.worst.index = (int(positions[row.worst.flat_index]),)
-        self.rows.append(row)
+        return positions
 
     def compile_only(self, b: RowBuilder) -> Row:
         if builder.find_nvcc() is None:

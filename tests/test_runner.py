@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import HAS_GPU, gpu, needs_nvcc
+from conftest import HAS_GPU, brrr, gpu, needs_nvcc
 
 from pipeline import runner
 from pipeline.report import FAIL, NOT_RUN, PASS, Row
@@ -150,3 +150,27 @@ def test_unwritten_last_element_on_gpu(mutant) -> None:
     row = bad[("cuda", "forward", "float32")]
     assert "NaN where a number was expected" in row.detail
     assert row.worst.block is not None
+
+
+@gpu
+def test_huge_sigmoid_on_gpu() -> None:
+    rows = runner.validate(load_op("sigmoid"), runner.Options(stages=("cuda",), huge=True))
+    row = next(r for r in rows if r.check.startswith("huge"))
+    assert row.verdict == PASS, row.detail
+    assert row.extras["elements"] > 2**31
+
+
+@gpu
+def test_32_bit_index_fails_huge_on_gpu(mutant) -> None:
+    """The seeds' `int idx` wraps past 2^31 elements; only --huge can see it."""
+    op = mutant("sigmoid", "kernel.cu",
+                "__global__ void sigmoid_forward_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {\n"
+                "    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;",
+                "__global__ void sigmoid_forward_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {\n"
+                "    const int i = blockIdx.x * blockDim.x + threadIdx.x;")
+    # A wrapped index can fault the GPU context, so this runs in its own process.
+    proc = brrr("validate", str(op), "--stage", "cuda", "--huge")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    huge = [line for line in proc.stdout.splitlines() if line.startswith("cuda   huge")]
+    assert huge and "FAIL" in huge[0]
+    assert all("FAIL" not in line for line in proc.stdout.splitlines() if line.startswith("cuda   forward "))
