@@ -39,6 +39,21 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     v.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
+    for name, help_text in (("debug", "stop in pdb inside one simulated GPU thread of an op's numba kernel"),
+                            ("trace", "print the kernel lines one simulated thread executes, its locals and its writes")):
+        d = sub.add_parser(name, help=help_text, description=help_text + ". Exit 0 when the op ran through.")
+        d.add_argument("op", nargs="?", metavar="OP|PATH", help="op name or folder (optional with --input)")
+        d.add_argument("--index", type=int, metavar="I", help="the thread that computes element I of the result")
+        d.add_argument("--block", metavar="X[,Y[,Z]]", help="block index (with --thread)")
+        d.add_argument("--thread", metavar="X[,Y[,Z]]", help="thread index within the block (with --block)")
+        d.add_argument("--kernel", metavar="NAME", help="stop only in this kernel (default: the first one the thread enters)")
+        d.add_argument("--phase", choices=("forward", "backward"), default="forward",
+                       help="stop in a kernel launched by forward (default) or by backward")
+        d.add_argument("--input", metavar="FILE", help="the exact inputs a failed validation saved")
+        d.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="dtype of fresh inputs")
+        d.add_argument("--seed", type=int, default=0, help="seed of fresh inputs (default 0)")
+        d.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+
     sub.add_parser("list", help="list the built-in ops")
     return parser
 
@@ -48,6 +63,28 @@ def cmd_list() -> int:
 
     for name in builtin_op_names():
         print(name)
+    return EXIT_OK
+
+
+def cmd_debug(args: argparse.Namespace) -> int:
+    from pipeline import debugger
+    from pipeline.checks import fault_from
+
+    session, module = debugger.prepare(args.op, block=args.block, thread=args.thread, index=args.index,
+                                       input_file=args.input, dtype=args.dtype, phase=args.phase,
+                                       kernel=args.kernel, seed=args.seed)
+    try:
+        if args.command == "debug":
+            debugger.debug(session, module)
+        else:
+            debugger.trace(session, module, sys.stdout)
+    except BrrrError:
+        raise
+    except Exception as e:  # the kernel itself raised: report it as facts
+        if args.debug:
+            traceback.print_exc()
+        print(f"brrr: the kernel raised: {fault_from(e, session.op.path('numba')).describe()}", file=sys.stderr)
+        return EXIT_CHECK_FAILED
     return EXIT_OK
 
 
@@ -103,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "validate":
             return cmd_validate(args)
+        if args.command in ("debug", "trace"):
+            return cmd_debug(args)
         if args.command == "list":
             return cmd_list()
         parser.print_help()

@@ -19,6 +19,7 @@ class Stage:
     backward: Callable[..., Any]
     source: Path
     device: str  # where its tensors live: "cpu" or "cuda"
+    module: Any = None  # the imported stage file, where there is one
 
 
 def _functions(op: Op, stage: str, module: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -37,7 +38,7 @@ def _functions(op: Op, stage: str, module: Any) -> tuple[Callable[..., Any], Cal
 def load_reference(op: Op) -> Stage:
     module = import_file(op.path("reference"), module_name(op, "reference"))
     fwd, bwd = _functions(op, "reference", module)
-    return Stage(op, "reference", fwd, bwd, op.path("reference"), "cpu")
+    return Stage(op, "reference", fwd, bwd, op.path("reference"), "cpu", module)
 
 
 def load_numba(op: Op, gpu: bool = False) -> Stage:
@@ -47,7 +48,7 @@ def load_numba(op: Op, gpu: bool = False) -> Stage:
     use_simulator(not gpu)
     module = import_file(op.path("numba"), module_name(op, "numba" if not gpu else "numba_gpu"))
     fwd, bwd = _functions(op, "numba", module)
-    return Stage(op, "numba", fwd, bwd, op.path("numba"), "cuda" if gpu else "cpu")
+    return Stage(op, "numba", fwd, bwd, op.path("numba"), "cuda" if gpu else "cpu", module)
 
 
 def load_cuda(op: Op, build: Any) -> Stage:

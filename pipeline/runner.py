@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.autograd.gradcheck import GradcheckError
@@ -117,6 +118,7 @@ class RowBuilder:
         self.op = op
         self.best: Comparison | None = None
         self.problems: list[str] = []
+        self.target: tuple[Any, ...] | None = None
         self.start = time.monotonic()
 
     def add(self, comparison: Comparison, case: Case) -> None:
@@ -133,6 +135,23 @@ class RowBuilder:
     def fail(self, text: str) -> None:
         self.problems.append(text)
 
+    def keep_for_debugging(self, case: Case, upstream: tuple[torch.Tensor, ...], dtype: torch.dtype,
+                           phase: str, where: str, excess: float = float("inf")) -> None:
+        """Remember the worst failing case; finish() saves its inputs for `brrr debug`."""
+        if self.row.stage != "reference" and (self.target is None or excess > self.target[-1]):
+            self.target = (case, upstream, dtype, phase, where, excess)
+
+    def _save_target(self) -> str:
+        from pipeline.debugger import save_failure
+
+        case, upstream, dtype, phase, where, _ = self.target
+        slug = "".join(c if c.isalnum() else "-" for c in f"{self.row.stage}-{self.row.check}-{self.row.dtype}")
+        path = builder.cache_root() / "failures" / f"{self.op.name}-{slug}.pt"
+        inputs = tuple(x.to(dtype) if x.is_floating_point() else x for x in case.inputs)
+        save_failure(path, self.op, inputs, tuple(u.to(dtype) for u in upstream), phase)
+        phase_flag = " --phase backward" if phase == "backward" else ""
+        return f"debug it: brrr debug {_op_ref(self.op)} --input {path}{phase_flag} {where}"
+
     def finish(self) -> Row:
         row = self.row
         row.seconds = time.monotonic() - self.start
@@ -144,6 +163,8 @@ class RowBuilder:
         if self.problems:
             row.verdict = FAIL
             row.detail = "\n".join(self.problems[:6]) + (f"\n... {len(self.problems) - 6} more" if len(self.problems) > 6 else "")
+            if self.target is not None:
+                row.detail += "\n" + self._save_target()
         return row
 
 
@@ -193,18 +214,26 @@ class Validator:
                 fwd.fail(f"[{case.label}] {e}")
                 continue
             except Exception as e:
-                fwd.fault(fault_from(e, source), case)
+                fault = fault_from(e, source)
+                fwd.fault(fault, case)
+                if fault.block is not None:
+                    fwd.keep_for_debugging(case, upstream, dtype, "forward", _place_flags(fault))
                 continue
             shapes_ok = True
             for name, g, w in zip(self.spec.outputs, got.outputs, want.outputs):
                 c = compare(name, g, w, tol, _probe(case.inputs, g))
                 shapes_ok &= c.shape_ok
                 fwd.add(c, case)
+                if not c.ok and c.worst is not None:
+                    fwd.keep_for_debugging(case, upstream, dtype, "forward", f"--index {c.worst.flat_index}", c.excess)
             if bwd is not None and shapes_ok:
                 try:
                     got.backward(upstream)
                 except Exception as e:
-                    bwd.fault(fault_from(e, source), case)
+                    fault = fault_from(e, source)
+                    bwd.fault(fault, case)
+                    if fault.block is not None:
+                        bwd.keep_for_debugging(case, upstream, dtype, "backward", _place_flags(fault))
                     continue
                 for name, g, w in zip(self.spec.inputs, got.grads, want.grads):
                     if g is None or w is None:
@@ -212,7 +241,10 @@ class Validator:
                             bwd.fail(f"[{case.label}] grad {name}: got {'none' if g is None else 'a tensor'}, "
                                      f"expected {'none' if w is None else 'a tensor'}")
                         continue
-                    bwd.add(compare(f"grad_{name}", g, w, tol, _probe(case.inputs, g)), case)
+                    c = compare(f"grad_{name}", g, w, tol, _probe(case.inputs, g))
+                    bwd.add(c, case)
+                    if not c.ok and c.worst is not None:
+                        bwd.keep_for_debugging(case, upstream, dtype, "backward", f"--index {c.worst.flat_index}", c.excess)
             if intact is not None and got.changed_inputs():
                 intact.fail(f"[{case.label}] {stage} wrote into its input(s) during a {_dtype_name(dtype)} call")
         return [fwd.finish()] + ([bwd.finish()] if bwd else [])
@@ -463,6 +495,16 @@ def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Out
         print(f"  validating {len(names)} ops in {min(jobs, len(names))} processes ...", file=sys.stderr, flush=True)
         for future in futures:  # in the order asked, each as soon as it is ready
             yield future.result()
+
+
+def _place_flags(fault: StageFault) -> str:
+    return f"--block {','.join(map(str, fault.block or ()))} --thread {','.join(map(str, fault.thread or ()))}"
+
+
+def _op_ref(op: Op) -> str:
+    from pipeline.spec import BUILTIN_DIR
+
+    return op.name if op.folder.parent == BUILTIN_DIR else _shown(op.folder)
 
 
 def _shown(path: Path) -> str:

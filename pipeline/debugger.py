@@ -1,0 +1,286 @@
+"""Stop inside one simulated GPU thread, or trace it line by line, in an op's numba stage.
+
+The CUDA simulator runs every thread of a block as a Python thread. A trace function installed
+with threading.settrace sees each kernel call; it acts only in the thread whose blockIdx and
+threadIdx were asked for, so the other threads run as usual and any block size works.
+"""
+
+from __future__ import annotations
+
+import pdb
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+import torch
+
+from pipeline.errors import UsageError
+from pipeline.spec import Op, as_tuple
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass
+class Session:
+    """What one debug or trace run needs: the op, its inputs, and the thread to stop in."""
+
+    op: Op
+    inputs: tuple[torch.Tensor, ...]
+    upstream: tuple[torch.Tensor, ...]
+    phase: str  # forward | backward: whose launch to stop in
+    block: Dim3
+    thread: Dim3
+    kernel: str | None = None
+    index: int | None = None
+    hits: list[str] = field(default_factory=list)
+
+
+def dim3(text: str | tuple[int, ...] | int) -> Dim3:
+    if isinstance(text, int):
+        parts = [text]
+    elif isinstance(text, tuple):
+        parts = list(text)
+    else:
+        try:
+            parts = [int(p) for p in text.split(",")]
+        except ValueError as e:
+            raise UsageError(f"expected X[,Y[,Z]] of integers, got {text!r}") from e
+    if not 1 <= len(parts) <= 3 or any(p < 0 for p in parts):
+        raise UsageError(f"expected 1 to 3 non-negative integers, got {text!r}")
+    return tuple(parts + [0] * (3 - len(parts)))  # type: ignore[return-value]
+
+
+def kernels_of(module: Any) -> dict[str, Any]:
+    """The @cuda.jit kernels a numba stage module defines, by name."""
+    return {name: obj for name, obj in vars(module).items() if hasattr(obj, "py_func") and hasattr(obj, "__getitem__")}
+
+
+def _current_place() -> tuple[Dim3, Dim3] | None:
+    t = threading.current_thread()
+    if not hasattr(t, "blockIdx"):
+        return None
+    b, th = t.blockIdx, t.threadIdx
+    return (b.x, b.y, b.z), (th.x, th.y, th.z)
+
+
+@contextmanager
+def trapped(codes: dict[Any, str], session: Session, on_hit: Callable[[FrameType, str], Any]) -> Iterator[None]:
+    """While active, call on_hit(frame, kernel) when the chosen thread enters a chosen kernel, once."""
+    fired = threading.Event()
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if event != "call" or fired.is_set() or frame.f_code not in codes:
+            return None
+        if _current_place() != (session.block, session.thread):
+            return None
+        fired.set()
+        session.hits.append(codes[frame.f_code])
+        return on_hit(frame, codes[frame.f_code])
+
+    threading.settrace(tracer)
+    try:
+        yield
+    finally:
+        threading.settrace(None)  # type: ignore[arg-type]
+
+
+def run_op(session: Session, module: Any, arm: Callable[[], Any]) -> tuple[torch.Tensor, ...]:
+    """Forward, then backward if the phase asks for it; the trap is armed only for that phase."""
+    spec = session.op.spec
+    params = spec.param_values
+    if session.phase == "forward":
+        with arm():
+            results = as_tuple(module.forward(*session.inputs, *params))
+        return results[: len(spec.outputs)]
+    results = as_tuple(module.forward(*session.inputs, *params))
+    named = dict(zip(spec.inputs, session.inputs)) | dict(zip(spec.outputs + spec.stats, results))
+    with arm():
+        grads = as_tuple(module.backward(*session.upstream, *(named[n] for n in spec.saved), *params))
+    return grads
+
+
+def chosen_codes(module: Any, kernel: str | None) -> dict[Any, str]:
+    found = kernels_of(module)
+    if kernel is not None:
+        if kernel not in found:
+            raise UsageError(f"no kernel named {kernel!r} in the numba stage; it has: {', '.join(found) or 'none'}")
+        found = {kernel: found[kernel]}
+    return {k.py_func.__code__: name for name, k in found.items()}
+
+
+def _not_reached(session: Session) -> UsageError:
+    return UsageError(
+        f"block {session.block} thread {session.thread} never entered "
+        f"{session.kernel or 'any kernel'} during {session.phase}: the launch is smaller, or that thread returned first",
+        hint="pick a block and thread inside the launch, or use --index I",
+    )
+
+
+def debug(session: Session, module: Any, stdin: TextIO | None = None, stdout: TextIO | None = None) -> tuple[torch.Tensor, ...]:
+    """Open pdb at the first line of the chosen kernel, in the chosen thread only."""
+    codes = chosen_codes(module, session.kernel)
+
+    def on_hit(frame: FrameType, name: str) -> Any:
+        out = stdout or sys.stdout
+        out.write(f"brrr: stopped in {name}, block {session.block} thread {session.thread}"
+                  + (f" (computes element {session.index})" if session.index is not None else "") + "\n")
+        out.flush()
+        debugger = pdb.Pdb(stdin=stdin, stdout=stdout)
+        debugger.use_rawinput = stdin is None
+        debugger.set_trace(frame)
+        return debugger.trace_dispatch  # the kernel frame's own tracer: pdb, from its first line
+
+    results = run_op(session, module, lambda: trapped(codes, session, on_hit))
+    if not session.hits:
+        raise _not_reached(session)
+    return results
+
+
+# --- trace ----------------------------------------------------------------------------------
+
+
+def _scalars(frame_locals: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in frame_locals.items():
+        if isinstance(v, (bool, int, float)) or (type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0):
+            out[k] = v.item() if hasattr(v, "item") else v
+    return out
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def trace(session: Session, module: Any, out: TextIO) -> tuple[torch.Tensor, ...]:
+    """Print each kernel line the chosen thread executes with the locals it changed, and its writes."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
+
+    codes = chosen_codes(module, session.kernel)
+    lines_of: dict[str, list[str]] = {}
+    target = threading.local()
+
+    def on_hit(frame: FrameType, name: str) -> Callable[..., Any]:
+        source = Path(frame.f_code.co_filename)
+        lines_of[name] = source.read_text().splitlines()
+        out.write(f"{name}  block {session.block} thread {session.thread}  ({source.name})\n")
+        state = {"line": None, "locals": {}}
+        target.on, target.writes = True, []
+
+        def flush(frame: FrameType) -> None:
+            now = _scalars(frame.f_locals)
+            changed = {k: v for k, v in now.items() if state["locals"].get(k, object()) != v}
+            if state["line"] is not None:
+                text = lines_of[name][state["line"] - 1].strip()
+                shown = "  ".join(f"{k}={_fmt(v)}" for k, v in changed.items())
+                out.write(f"  {state['line']:4d}  {text:<44s} {shown}".rstrip() + "\n")
+            for write in target.writes:
+                out.write(f"        wrote {write}\n")
+            target.writes.clear()
+            state["locals"] = now
+
+        def local(frame: FrameType, event: str, arg: Any) -> Any:
+            if event in ("line", "return"):
+                flush(frame)
+                state["line"] = frame.f_lineno if event == "line" else None
+            if event == "return":
+                target.on = False
+            return local
+
+        return local
+
+    original = FakeWithinKernelCUDAArray.__setitem__
+
+    def recording_setitem(self: Any, idx: Any, val: Any) -> None:
+        original(self, idx, val)
+        if getattr(target, "on", False):
+            caller = sys._getframe(1).f_locals
+            name = next((k for k, v in caller.items() if v is self), "array")
+            key = ",".join(str(int(i)) for i in (idx if isinstance(idx, tuple) else (idx,)))
+            target.writes.append(f"{name}[{key}] = {_fmt(_scalars({'v': val}).get('v', val))}")
+
+    FakeWithinKernelCUDAArray.__setitem__ = recording_setitem
+    try:
+        results = run_op(session, module, lambda: trapped(codes, session, on_hit))
+    finally:
+        FakeWithinKernelCUDAArray.__setitem__ = original
+    if not session.hits:
+        raise _not_reached(session)
+    return results
+
+
+# --- choosing the inputs and the thread ---------------------------------------------------------
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def prepare(op_ref: str | None, *, block: str | tuple[int, ...] | int | None = None,
+            thread: str | tuple[int, ...] | int | None = None, index: int | None = None,
+            input_file: str | Path | None = None, dtype: str = "float32", phase: str = "forward",
+            kernel: str | None = None, seed: int = 0) -> tuple[Session, Any]:
+    """Load the op's numba stage in the simulator and pick the inputs and the thread."""
+    from pipeline.loaders import load_numba, load_reference
+    from pipeline.numba_env import use_simulator
+    from pipeline.spec import load_op
+
+    use_simulator(True)
+    saved: dict[str, Any] = {}
+    if input_file is not None:
+        try:
+            saved = torch.load(input_file, weights_only=True)
+        except (OSError, RuntimeError) as e:
+            raise UsageError(f"cannot read saved inputs {input_file}: {e}") from e
+        op_ref = op_ref or saved["op"]
+        phase = saved.get("phase", phase)
+    if op_ref is None:
+        raise UsageError("name an op (or give --input FILE saved by a failed validation)")
+    op = load_op(op_ref)
+    spec = op.spec
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}")
+    if phase not in ("forward", "backward"):
+        raise UsageError("--phase must be forward or backward")
+    if saved:
+        inputs, upstream = tuple(saved["inputs"]), tuple(saved["upstream"])
+    else:
+        gen = torch.Generator().manual_seed(seed)
+        inputs = spec.make_inputs(spec.sim_sizes[-1], DTYPES[dtype], torch.device("cpu"), gen)
+        shapes = [o.shape for o in as_tuple(load_reference(op).forward(*inputs, *spec.param_values))[: len(spec.outputs)]]
+        upstream = tuple(torch.randn(s, dtype=DTYPES[dtype], generator=gen) for s in shapes)
+    stage = load_numba(op, gpu=False)
+    if index is not None:
+        layout = spec.layouts.get("numba")
+        if layout is None:
+            raise UsageError(f"op {spec.name!r} declares no numba layout, so --index cannot be mapped; use --block/--thread")
+        shape = tuple(upstream[0].shape) if phase == "forward" else tuple(inputs[0].shape)
+        total = int(torch.Size(shape).numel())
+        if not 0 <= index < total:
+            raise UsageError(f"--index {index} is outside the {phase} result of shape {shape} ({total} elements)")
+        b, t = layout.locate(index, shape)
+    elif block is not None and thread is not None:
+        b, t = dim3(block), dim3(thread)
+    else:
+        raise UsageError("choose a thread: --index I, or --block X[,Y[,Z]] with --thread X[,Y[,Z]]")
+    session = Session(op=op, inputs=tuple(inputs), upstream=tuple(upstream), phase=phase,
+                      block=dim3(b), thread=dim3(t), kernel=kernel, index=index)
+    return session, stage.module
+
+
+def save_failure(path: Path, op: Op, inputs: tuple[torch.Tensor, ...], upstream: tuple[torch.Tensor, ...],
+                 phase: str) -> None:
+    """Keep the exact inputs of a failed check, for `brrr debug --input` (written atomically)."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"op": str(op.folder), "phase": phase,
+            "inputs": [x.detach().cpu().clone() for x in inputs],
+            "upstream": [u.detach().cpu().clone() for u in upstream]}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(fd)
+    torch.save(data, tmp)
+    os.replace(tmp, path)
