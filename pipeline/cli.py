@@ -54,6 +54,14 @@ def _parser() -> argparse.ArgumentParser:
         d.add_argument("--seed", type=int, default=0, help="seed of fresh inputs (default 0)")
         d.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
+    n = sub.add_parser("new", help="scaffold an op folder (spec and three stage templates) that validates at once",
+                       description="Write NAME/ with spec.py, reference.py, numba_kernel.py and kernel.cu. "
+                                   "Never overwrites: exit 1 if NAME exists.")
+    n.add_argument("name", help="the op's name (a Python identifier)")
+    n.add_argument("--inputs", default="x", help="comma-separated tensor input names (default: x)")
+    n.add_argument("--dir", type=Path, default=Path("."), help="where to create the folder (default: here)")
+    n.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+
     sub.add_parser("list", help="list the built-in ops")
     return parser
 
@@ -63,6 +71,16 @@ def cmd_list() -> int:
 
     for name in builtin_op_names():
         print(name)
+    return EXIT_OK
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from pipeline.scaffold import new_op
+
+    folder = new_op(args.name, [x.strip() for x in args.inputs.split(",") if x.strip()], args.dir)
+    print(f"wrote {folder}/: spec.py, reference.py, numba_kernel.py, kernel.cu")
+    shown = folder if folder.is_absolute() or str(folder).startswith(".") else f"./{folder}"
+    print(f"next: brrr validate {shown}   (each unfinished stage says which function to write)")
     return EXIT_OK
 
 
@@ -142,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_validate(args)
         if args.command in ("debug", "trace"):
             return cmd_debug(args)
+        if args.command == "new":
+            return cmd_new(args)
         if args.command == "list":
             return cmd_list()
         parser.print_help()

@@ -28,6 +28,7 @@ from pipeline.function import call
 from pipeline.loaders import Stage, load_cuda, load_numba, load_reference
 from pipeline.progress import ticking
 from pipeline.report import FAIL, NOT_RUN, PASS, SKIP, Row
+from pipeline.scaffold import UNFINISHED_MARK
 from pipeline.spec import STAGES, Inputs, Op, OpSpec, Size, as_tuple
 
 Fn = Callable[..., tuple[torch.Tensor, ...]]
@@ -266,21 +267,51 @@ class Validator:
 
     def validate(self) -> list[Row]:
         wanted = self.options.stages
-        self.stages["reference"] = load_reference(self.op)
+        ref = self.stages["reference"] = load_reference(self.op)
+        ref_todo = self.unfinished(ref)
         if "reference" in wanted:
-            with ticking(f"{self.op.name}: reference stage"):
-                self.reference_checks()
+            if ref_todo:
+                self.rows.append(Row(self.op.name, "reference", "unfinished", "-", FAIL, detail=ref_todo))
+            else:
+                with ticking(f"{self.op.name}: reference stage"):
+                    self.reference_checks()
         if "numba" in wanted or "cuda" in wanted:
             self.stages["numba"] = load_numba(self.op, gpu=self.options.numba_gpu)
         if "numba" in wanted:
             where = "on the GPU" if self.options.numba_gpu else "in the CUDA simulator"
-            with ticking(f"{self.op.name}: numba stage {where}"):
-                self.numba_checks()
+            numba_todo = self.unfinished(self.stages["numba"])
+            if numba_todo:
+                self.rows.append(Row(self.op.name, "numba", "unfinished", "-", FAIL, detail=numba_todo))
+            elif ref_todo:
+                self.rows.append(Row(self.op.name, "numba", "all", "-", SKIP, detail="the reference stage is unfinished"))
+            else:
+                with ticking(f"{self.op.name}: numba stage {where}"):
+                    self.numba_checks()
         if "cuda" in wanted:
-            self.cuda_checks()
+            if UNFINISHED_MARK in self.op.path("cuda").read_text():
+                self.rows.append(Row(self.op.name, "cuda", "unfinished", "-", FAIL,
+                                     detail=f"write forward() and backward() in {_shown(self.op.path('cuda'))}, "
+                                            f"then delete its '{UNFINISHED_MARK}' line"))
+            else:
+                self.cuda_checks()
         if self.options.huge:
             self.huge_check()
         return self.rows
+
+    def unfinished(self, stage: Stage) -> str | None:
+        """A stage that still raises NotImplementedError (a `brrr new` template) is reported once, as such."""
+        spec = self.spec
+        inputs = spec.make_inputs(spec.sim_sizes[0], torch.float64, torch.device(stage.device), self.gen)
+        try:
+            results = as_tuple(stage.forward(*inputs, *spec.param_values))
+            named = dict(zip(spec.inputs, inputs)) | dict(zip(spec.outputs + spec.stats, results))
+            upstream = tuple(torch.ones_like(r) for r in results[: len(spec.outputs)])
+            stage.backward(*upstream, *(named[n] for n in spec.saved if n in named), *spec.param_values)
+        except NotImplementedError as e:
+            return "unfinished: " + fault_from(e, stage.source).describe()
+        except Exception:
+            return None  # any other error is for the checks to report
+        return None
 
     def reference_checks(self) -> None:
         ref = self.stages["reference"]

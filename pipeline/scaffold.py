@@ -1,0 +1,69 @@
+"""`brrr new`: a new op folder from templates, wired so `brrr validate` runs at once."""
+
+from __future__ import annotations
+
+import keyword
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from string import Template
+
+from pipeline.errors import BrrrError, UsageError
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+FILES = ("spec.py", "reference.py", "numba_kernel.py", "kernel.cu")
+UNFINISHED_MARK = "brrr: unfinished"
+
+
+class RefusedError(BrrrError):
+    """brrr would have to overwrite something that exists (exit 1)."""
+
+    exit_code = 1
+
+
+def _identifier(text: str, what: str) -> str:
+    if not text.isidentifier() or keyword.iskeyword(text):
+        raise UsageError(f"{what} {text!r} is not a Python identifier")
+    return text
+
+
+def new_op(name: str, inputs: list[str], directory: Path) -> Path:
+    """Write DIR/NAME with the four files; refuse if DIR/NAME exists in any form."""
+    _identifier(name, "op name")
+    for x in inputs:
+        _identifier(x, "input name")
+    if len(set(inputs)) != len(inputs) or not inputs:
+        raise UsageError(f"--inputs must name distinct inputs, got {','.join(inputs) or 'none'}")
+    if "grad_y" in inputs or "y" in inputs:
+        raise UsageError("'y' and 'grad_y' name the output and its gradient; choose other input names")
+    folder = directory / name
+    if folder.exists() or folder.is_symlink():
+        raise RefusedError(f"{folder} already exists; brrr new never overwrites anything")
+    grads = [f"grad_{x}" for x in inputs]
+    values = {
+        "name": name,
+        "doc": f"elementwise op on {', '.join(inputs)} (describe the pattern it teaches)",
+        "count": str(len(inputs)),
+        "input_names": "".join(f'"{x}", ' for x in inputs).rstrip(" "),
+        "args": ", ".join(f"{x}: torch.Tensor" for x in inputs),
+        "args_plain": ", ".join(inputs),
+        "grad_names": ", ".join(grads),
+        "grad_type": "torch.Tensor" if len(inputs) == 1 else f"tuple[{', '.join(['torch.Tensor'] * len(inputs))}]",
+        "cu_args": ", ".join(f"at::Tensor {x}" for x in inputs),
+        "cu_grad_type": "at::Tensor" if len(inputs) == 1 else f"std::tuple<{', '.join(['at::Tensor'] * len(inputs))}>",
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=directory))
+    try:
+        for file in FILES:
+            text = Template((TEMPLATES / f"{file}.tmpl").read_text()).substitute(values)
+            (staging / file).write_text(text)
+        # rename() onto an existing folder would merge or fail depending on its contents; check again.
+        if folder.exists():
+            raise RefusedError(f"{folder} appeared while writing; brrr new never overwrites anything")
+        os.rename(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return folder

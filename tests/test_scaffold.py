@@ -1,0 +1,186 @@
+"""`brrr new`: a skeleton that validates at once, says what is unfinished, and never overwrites."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import HAS_NVCC, brrr
+
+SWISH_REFERENCE = '''
+import torch
+
+
+def forward(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.sigmoid(x)
+
+
+def backward(grad_y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    s = torch.sigmoid(x)
+    return grad_y * (s + x * s * (1 - s))
+'''
+
+SWISH_NUMBA = '''
+import math
+
+import torch
+
+from pipeline.numba_env import cdiv, import_cuda, launch
+
+cuda = import_cuda()
+BLOCK = 128
+
+
+@cuda.jit(device=True)
+def sigmoid(v):
+    if v >= 0:
+        return 1.0 / (1.0 + math.exp(-v))
+    e = math.exp(v)
+    return e / (1.0 + e)
+
+
+@cuda.jit
+def swish_forward_kernel(x, y, n):
+    i = cuda.grid(1)
+    if i >= n:
+        return
+    y[i] = x[i] * sigmoid(x[i])
+
+
+@cuda.jit
+def swish_backward_kernel(grad_y, x, grad_x, n):
+    i = cuda.grid(1)
+    if i >= n:
+        return
+    s = sigmoid(x[i])
+    grad_x[i] = grad_y[i] * (s + x[i] * s * (1.0 - s))
+
+
+def forward(x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    if x.numel():
+        launch(swish_forward_kernel, cdiv(x.numel(), BLOCK), BLOCK, x.view(-1), y.view(-1), x.numel())
+    return y
+
+
+def backward(grad_y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    grad_y, x = grad_y.contiguous(), x.contiguous()
+    grad_x = torch.empty_like(x)
+    if x.numel():
+        launch(swish_backward_kernel, cdiv(x.numel(), BLOCK), BLOCK, grad_y.view(-1), x.view(-1), grad_x.view(-1), x.numel())
+    return grad_x
+'''
+
+SWISH_CUDA = '''
+#include "brrr.cuh"
+
+template <typename T>
+__device__ T stable_sigmoid(T v) {
+    if (v >= 0) return T(1) / (T(1) + exp(-v));
+    const T e = exp(v);
+    return e / (T(1) + e);
+}
+
+template <typename T>
+__global__ void swish_forward_kernel(const T* x, T* y, int64_t n) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * stable_sigmoid(x[i]);
+}
+
+template <typename T>
+__global__ void swish_backward_kernel(const T* g, const T* x, T* gx, int64_t n) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) {
+        const T s = stable_sigmoid(x[i]);
+        gx[i] = g[i] * (s + x[i] * s * (T(1) - s));
+    }
+}
+
+at::Tensor forward(at::Tensor x) {
+    brrr::check_input(x, "x");
+    auto xc = x.contiguous();
+    auto y = at::empty_like(xc);
+    const int64_t n = xc.numel();
+    if (n == 0) return y;
+    AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "swish_forward", [&] {
+        swish_forward_kernel<scalar_t><<<brrr::blocks_for(n, 256), 256, 0, brrr::stream()>>>(
+            xc.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n);
+    });
+    BRRR_CHECK_LAUNCH();
+    return y;
+}
+
+at::Tensor backward(at::Tensor grad_y, at::Tensor x) {
+    brrr::check_input(grad_y, "grad_y");
+    brrr::check_same(grad_y, x, "grad_y", "x");
+    auto gc = grad_y.contiguous();
+    auto xc = x.contiguous();
+    auto gx = at::empty_like(xc);
+    const int64_t n = xc.numel();
+    if (n == 0) return gx;
+    AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "swish_backward", [&] {
+        swish_backward_kernel<scalar_t><<<brrr::blocks_for(n, 256), 256, 0, brrr::stream()>>>(
+            gc.data_ptr<scalar_t>(), xc.data_ptr<scalar_t>(), gx.data_ptr<scalar_t>(), n);
+    });
+    BRRR_CHECK_LAUNCH();
+    return gx;
+}
+
+BRRR_BIND(m) {
+    m.def("forward", &forward);
+    m.def("backward", &backward);
+}
+'''
+
+
+def test_new_then_validate_reports_unfinished_stages_by_file_and_function(tmp_path: Path) -> None:
+    made = brrr("new", "swish", "--inputs", "x", "--dir", str(tmp_path))
+    assert made.returncode == 0, made.stderr
+    proc = brrr("validate", str(tmp_path / "swish"), cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "swish/reference.py:7 in forward" in out and "write forward(x) in reference.py" in out
+    assert "numba_kernel.py:20 in forward" in out and "write forward(x) in numba_kernel.py" in out
+    assert "write forward() and backward() in swish/kernel.cu" in out
+    assert [ln.split()[1] for ln in out.splitlines() if " FAIL " in ln] == ["unfinished"] * 3
+
+
+def test_new_never_overwrites(tmp_path: Path) -> None:
+    (tmp_path / "swish").mkdir()
+    (tmp_path / "swish" / "mine.txt").write_text("keep")
+    proc = brrr("new", "swish", "--dir", str(tmp_path))
+    assert proc.returncode == 1 and "never overwrites" in proc.stderr
+    assert [p.name for p in (tmp_path / "swish").iterdir()] == ["mine.txt"]
+
+
+def test_new_rejects_a_bad_name(tmp_path: Path) -> None:
+    proc = brrr("new", "my-op", "--dir", str(tmp_path))
+    assert proc.returncode == 2 and "not a Python identifier" in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_new_with_two_inputs_loads(tmp_path: Path) -> None:
+    assert brrr("new", "fma2", "--inputs", "a,b", "--dir", str(tmp_path)).returncode == 0
+    proc = brrr("validate", str(tmp_path / "fma2"), "--stage", "reference")
+    assert proc.returncode == 1 and "write forward(a, b) in reference.py" in proc.stdout
+
+
+def test_written_stages_pass(tmp_path: Path) -> None:
+    assert brrr("new", "swish", "--dir", str(tmp_path)).returncode == 0
+    folder = tmp_path / "swish"
+    (folder / "reference.py").write_text(SWISH_REFERENCE)
+    (folder / "numba_kernel.py").write_text(SWISH_NUMBA)
+    (folder / "kernel.cu").write_text(SWISH_CUDA)
+    spec = folder / "spec.py"
+    spec.write_text(spec.read_text().replace("oracle=None,", "oracle=torch.nn.functional.silu,"))
+    stages = ["--stage", "reference", "--stage", "numba"] + (["--stage", "cuda"] if HAS_NVCC else [])
+    proc = brrr("validate", str(folder), *stages)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert " 0 failed" in proc.stdout and "forward vs oracle" in proc.stdout
+
+
+@pytest.mark.parametrize("inputs", ["", "x,x", "y"])
+def test_bad_inputs_are_refused(tmp_path: Path, inputs: str) -> None:
+    proc = brrr("new", "op", "--inputs", inputs, "--dir", str(tmp_path))
+    assert proc.returncode == 2 and not (tmp_path / "op").exists()
