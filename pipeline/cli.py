@@ -62,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     n.add_argument("--dir", type=Path, default=Path("."), help="where to create the folder (default: here)")
     n.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
+    w = sub.add_parser("walkthrough", help="a narrated, live tour of the six steps on one op (default: sigmoid)")
+    w.add_argument("op", nargs="?", default="sigmoid", metavar="OP|PATH")
+    w.add_argument("--step", type=int, metavar="N", help="run only step N (1-6)")
+    w.add_argument("--no-pause", action="store_true", help="do not wait for Enter between steps")
+    w.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+
     sub.add_parser("list", help="list the built-in ops")
     return parser
 
@@ -71,6 +77,20 @@ def cmd_list() -> int:
 
     for name in builtin_op_names():
         print(name)
+    return EXIT_OK
+
+
+def cmd_walkthrough(args: argparse.Namespace) -> int:
+    from pipeline import walkthrough
+    from pipeline.numba_env import use_simulator
+    from pipeline.spec import load_op
+
+    use_simulator(True)
+    total = len(walkthrough.STEPS)
+    if args.step is not None and not 1 <= args.step <= total:
+        raise BrrrError(f"--step must be between 1 and {total}")
+    steps = [args.step] if args.step else list(range(1, total + 1))
+    walkthrough.run(load_op(args.op), steps, sys.stdout, pause=not args.no_pause)
     return EXIT_OK
 
 
@@ -162,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_debug(args)
         if args.command == "new":
             return cmd_new(args)
+        if args.command == "walkthrough":
+            return cmd_walkthrough(args)
         if args.command == "list":
             return cmd_list()
         parser.print_help()

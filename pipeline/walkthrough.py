@@ -1,0 +1,163 @@
+"""`brrr walkthrough`: the six steps from a PyTorch function to a checked CUDA kernel, run live."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+import torch
+
+from pipeline.spec import Op
+
+Step = Callable[["Tour"], None]
+
+
+class Tour:
+    def __init__(self, op: Op, out: TextIO, pause: bool) -> None:
+        self.op = op
+        self.out = out
+        self.pause = pause
+        self.gpu = torch.cuda.is_available()
+
+    def say(self, text: str) -> None:
+        self.out.write(textwrap.fill(textwrap.dedent(text).strip(), width=96) + "\n\n")
+
+    def show(self, path: Path, first: int = 1, last: int | None = None) -> None:
+        lines = path.read_text().splitlines()[first - 1 : last]
+        code = "\n".join(lines)
+        if self.out.isatty():
+            try:
+                from pygments import highlight
+                from pygments.formatters import TerminalFormatter
+                from pygments.lexers import get_lexer_for_filename
+
+                code = highlight(code, get_lexer_for_filename(path.name), TerminalFormatter()).rstrip("\n")
+            except ImportError:  # highlighting is a nicety; plain text says the same
+                pass
+        self.out.write(f"--- {path.name} ---\n")
+        for n, line in enumerate(code.splitlines(), start=first):
+            self.out.write(f"{n:4d} | {line}\n")
+        self.out.write("\n")
+
+    def wait(self) -> None:
+        if self.pause and sys.stdin.isatty():
+            input("  [Enter for the next step] ")
+
+
+def step_reference(t: Tour) -> None:
+    t.say(f"""Step 1: the op in plain PyTorch. Every brrr op starts as two functions, forward and backward,
+    in {t.op.folder.name}/reference.py. This is the contract the kernels must meet later, written where a
+    debugger, a notebook and all of PyTorch are at hand. For sigmoid, the stable form picks, per element,
+    the branch in which exp never sees a large positive number, and backward reuses the forward
+    output: sigma'(x) = y (1 - y).""")
+    t.show(t.op.path("reference"))
+
+
+def step_gradcheck(t: Tour) -> None:
+    from pipeline.function import apply
+    from pipeline.loaders import load_reference
+
+    t.say("""Step 2: does backward really differentiate forward? torch.autograd.gradcheck perturbs each
+    input element, measures the change of the outputs numerically and compares with what backward
+    returns. In float64 the two agree to many digits, so a wrong backward cannot hide. brrr wraps any
+    stage in one autograd.Function so gradcheck can call it. Running it now:""")
+    spec = t.op.spec
+    ref = load_reference(t.op)
+    inputs = spec.make_inputs(spec.gradcheck_size, torch.float64, torch.device("cpu"), torch.Generator().manual_seed(0))
+    xs = tuple(x.requires_grad_() for x in inputs)
+    ok = torch.autograd.gradcheck(lambda *a: apply(ref, *a), xs)
+    t.out.write(f"  gradcheck(reference, float64, size {spec.gradcheck_size}) -> {ok}\n\n")
+
+
+def step_numba(t: Tour) -> None:
+    from pipeline.debugger import prepare, trace
+    from pipeline.loaders import load_numba, load_reference
+
+    t.say("""Step 3: the same op as GPU kernels, in Python. numba_kernel.py holds @cuda.jit kernels with the
+    same forward and backward names. Each thread computes one element; it finds its element from its
+    block and thread index and returns if it is past the end (the last block is usually partial).""")
+    t.show(t.op.path("numba"))
+    t.say("""With NUMBA_ENABLE_CUDASIM=1 these kernels run on the CPU, every GPU thread a Python thread, so
+    you can stop inside one of them. Here the kernel runs in the simulator and is compared with the
+    reference, then one thread is traced line by line (brrr trace; brrr debug opens pdb there instead):""")
+    spec = t.op.spec
+    gen = torch.Generator().manual_seed(0)
+    inputs = spec.make_inputs(spec.sim_sizes[-1], torch.float64, torch.device("cpu"), gen)
+    numba, ref = load_numba(t.op, gpu=False), load_reference(t.op)
+    got = numba.forward(*inputs, *spec.param_values)
+    want = ref.forward(*inputs, *spec.param_values)
+    got, want = (got[0], want[0]) if isinstance(got, tuple) else (got, want)
+    t.out.write(f"  simulator vs reference, {got.numel()} elements: max abs difference "
+                f"{(got - want).abs().max().item():.2e}\n\n")
+    session, module = prepare(str(t.op.folder), index=5, dtype="float64")
+    trace(session, module, t.out)
+    t.out.write("\n")
+
+
+def step_cuda_source(t: Tour) -> None:
+    t.say("""Step 4: translate to CUDA C. kernel.cu mirrors numba_kernel.py line for line: the same kernels,
+    now templated on the dtype, indices in 64 bits (tensors above 2^31 elements exist), and host
+    functions on at::Tensor that check their inputs with TORCH_CHECK, allocate the output and launch on
+    PyTorch's current stream. BRRR_BIND registers forward and backward so Python can call them.""")
+    t.show(t.op.path("cuda"))
+
+
+def step_compile(t: Tour) -> None:
+    from pipeline import builder
+
+    t.say("""Step 5: compile. brrr compiles kernel.cu with nvcc, caches the result under a key of the
+    sources, flags, architecture and versions, and reads ptxas' report: registers per thread and
+    bytes spilled to local memory for every kernel (spills are a first thing to look at when a
+    kernel is slow).""")
+    if builder.find_nvcc() is None:
+        t.out.write("  nvcc is not installed here, so this step can only be described.\n\n")
+        return
+    if t.gpu:
+        ext = builder.build_extension(t.op)
+        t.out.write(f"  built {ext.library.name} with torch.utils.cpp_extension in {ext.seconds:.1f}s\n")
+    report = builder.compile_check(t.op, builder.device_arch() if t.gpu else builder.DEFAULT_ARCH)
+    t.out.write(f"  ptxas ({report.arch}):\n")
+    for k in report.kernels:
+        t.out.write(f"    {k.kernel:40s} {k.registers:3d} registers, {k.spill_stores + k.spill_loads} bytes spilled\n")
+    t.out.write("\n")
+
+
+def step_gpu(t: Tour) -> None:
+    from pipeline import builder
+    from pipeline.function import apply
+    from pipeline.loaders import load_cuda, load_reference
+
+    t.say("""Step 6: run it on the GPU and check the gradients again. The compiled forward and backward
+    go into the same autograd.Function; gradcheck runs in float64 on the GPU, and the outputs are
+    compared with the reference on a large odd size.""")
+    if not t.gpu:
+        t.say(f"""No GPU here, so this step stops at the description. On a machine with an NVIDIA GPU and a
+        CUDA build of torch, `brrr validate {t.op.name}` builds kernel.cu, runs it against the reference and the
+        numba stage (large odd sizes, non-contiguous inputs, edge inputs) and runs gradcheck on it.""")
+        return
+    spec = t.op.spec
+    cuda = load_cuda(t.op, builder.build_extension(t.op))
+    gen = torch.Generator().manual_seed(0)
+    inputs = spec.make_inputs(spec.gradcheck_size, torch.float64, torch.device("cuda"), gen)
+    ok = torch.autograd.gradcheck(lambda *a: apply(cuda, *a), tuple(x.requires_grad_() for x in inputs))
+    t.out.write(f"  gradcheck(cuda stage, float64, on {torch.cuda.get_device_name()}) -> {ok}\n")
+    big = spec.make_inputs(spec.gpu_sizes[-1], torch.float32, torch.device("cuda"), gen)
+    got = apply(cuda, *big)
+    want = load_reference(t.op).forward(*(x.double() for x in big), *spec.param_values)
+    got, want = (got[0], want[0]) if isinstance(got, tuple) else (got, want)
+    t.out.write(f"  cuda float32 vs reference float64 at size {spec.gpu_sizes[-1]}: max abs difference "
+                f"{(got.double() - want).abs().max().item():.2e}\n\n")
+
+
+STEPS: tuple[Step, ...] = (step_reference, step_gradcheck, step_numba, step_cuda_source, step_compile, step_gpu)
+
+
+def run(op: Op, steps: list[int], out: TextIO, pause: bool) -> None:
+    for n in steps:
+        out.write(f"==== step {n} of {len(STEPS)} " + "=" * 70 + "\n")
+        STEPS[n - 1](Tour(op, out, pause))
+        if n != steps[-1]:
+            Tour(op, out, pause).wait()

@@ -1,0 +1,49 @@
+"""The walkthrough, the notebook and the training example, run as a reader would run them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import HAS_GPU, REPO, brrr
+
+
+def test_walkthrough_runs_every_step_without_pausing() -> None:
+    proc = brrr("walkthrough", "--no-pause")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for n in range(1, 7):
+        assert f"==== step {n} of 6" in out
+    assert "gradcheck(reference, float64, size 9) -> True" in out
+    assert "sigmoid_forward_kernel  block (0, 0, 0) thread (5, 0, 0)" in out and "wrote y[5] = " in out
+    assert ("gradcheck(cuda stage" in out) if HAS_GPU else ("No GPU here" in out)
+
+
+def test_walkthrough_single_step_and_bad_step() -> None:
+    one = brrr("walkthrough", "--step", "2", "--no-pause")
+    assert one.returncode == 0 and "step 2 of 6" in one.stdout and "step 1 of 6" not in one.stdout
+    bad = brrr("walkthrough", "--step", "9")
+    assert bad.returncode == 2 and "between 1 and 6" in bad.stderr
+
+
+def test_notebook_executes() -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.read(REPO / "examples" / "walkthrough.ipynb", as_version=4)
+    os.environ["PYTHONPATH"] = str(REPO)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in outputs)
+    assert "gradcheck passed" in text and "wrote y[5]" in text and " 0 failed" in text
+
+
+def test_training_example_loss_goes_down_and_gradients_match() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "examples/train_with_brrr_op.py", "--steps", "25"], capture_output=True,
+                          text=True, cwd=REPO, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, last = (float(v) for v in proc.stdout.splitlines()[-1].removeprefix("loss ").split(" -> "))
+    assert last < 0.5 * first
