@@ -68,6 +68,15 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--no-pause", action="store_true", help="do not wait for Enter between steps")
     w.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
+    b = sub.add_parser("build", help="compile an op's kernel.cu only (nvcc compile check; on a GPU, the extension too)",
+                       description="Compile only. Exit 0: compiled; 1: the compiler failed (its errors shown "
+                                   "against the op's own file and line); 2: usage error.")
+    b.add_argument("ops", nargs="+", metavar="OP|PATH")
+    b.add_argument("--arch", default=None, help="target architecture (default: the GPU's, or sm_90 without one)")
+    b.add_argument("--resources", action="store_true", help="print registers, shared memory, spills and stack per kernel")
+    b.add_argument("--verbose", action="store_true", help="show the build commands' output")
+    b.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+
     sub.add_parser("list", help="list the built-in ops")
     return parser
 
@@ -92,6 +101,36 @@ def cmd_walkthrough(args: argparse.Namespace) -> int:
     steps = [args.step] if args.step else list(range(1, total + 1))
     walkthrough.run(load_op(args.op), steps, sys.stdout, pause=not args.no_pause)
     return EXIT_OK
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    import torch
+
+    from pipeline import builder
+    from pipeline.errors import BuildError
+    from pipeline.spec import load_op
+
+    gpu = torch.cuda.is_available()
+    arch = args.arch or (builder.device_arch() if gpu else builder.DEFAULT_ARCH)
+    worst = EXIT_OK
+    for name in args.ops:
+        op = load_op(name)
+        try:
+            if gpu:
+                ext = builder.build_extension(op, arch=arch, verbose=args.verbose)
+                print(f"{op.name}: extension {'cached' if ext.cached else 'built'} in {ext.seconds:.1f}s ({ext.library})")
+            report = builder.compile_check(op, arch)
+        except BuildError as e:
+            print(f"{op.name}: {e}", file=sys.stderr)
+            worst = max(worst, e.exit_code)
+            continue
+        print(f"{op.name}: compiled for {report.arch} {'(cached)' if report.cached else f'in {report.seconds:.1f}s'}")
+        if args.resources:
+            print(f"  {'kernel':44s} {'regs':>5s} {'smem B':>7s} {'spill st':>9s} {'spill ld':>9s} {'stack B':>8s}")
+            for k in report.kernels:
+                print(f"  {k.kernel:44s} {k.registers:5d} {k.shared_bytes:7d} {k.spill_stores:9d} {k.spill_loads:9d} "
+                      f"{k.stack_bytes:8d}")
+    return worst
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -184,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_new(args)
         if args.command == "walkthrough":
             return cmd_walkthrough(args)
+        if args.command == "build":
+            return cmd_build(args)
         if args.command == "list":
             return cmd_list()
         parser.print_help()

@@ -76,3 +76,12 @@ def test_cu_that_does_not_compile_shows_nvcc_error_at_file_and_line(tmp_path: Pa
     proc = brrr("validate", str(folder), "--stage", "cuda", cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"sigmoid/kernel.cu({line}): error" in proc.stdout and "identifier \"yy\" is undefined" in proc.stdout
+
+
+@needs_nvcc
+def test_build_resources_reports_every_kernel() -> None:
+    proc = brrr("build", "sigmoid", "--resources")
+    assert proc.returncode == 0, proc.stderr
+    rows = [ln.split() for ln in proc.stdout.splitlines() if ln.strip().startswith("sigmoid_")]
+    assert {r[0] for r in rows} >= {"sigmoid_forward_kernel<float>", "sigmoid_backward_kernel<double>"}
+    assert all(len(r) == 6 and int(r[1]) > 0 for r in rows)
