@@ -1,0 +1,154 @@
+"""matmul: the tiled kernel's planted bugs (barriers, boundary tiles, transposed strides) must fail."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import HAS_GPU, gpu, needs_nvcc, plant
+from test_runner import failed, validate
+
+from pipeline.report import NOT_RUN
+from pipeline.spec import load_op
+
+NUMBA = "numba_kernel.py"
+LOADED_BARRIER = "                cuda.syncthreads()  # tiles loaded: every thread reads elements others wrote\n"
+USED_BARRIER = "                cuda.syncthreads()  # tiles used: only now may the next k0 overwrite them\n"
+A_ZERO_FILL = ("                else:\n"
+               "                    a_tile[ty, tx] = 0  # past the edge, in both tiles: 0 * a stale NaN is NaN\n")
+B_ZERO_FILL = "                else:\n                    b_tile[ty, tx] = 0\n"
+ALL_ROWS = {(check, dtype) for check in ("forward", "backward", "edge forward", "edge backward")
+            for dtype in ("float32", "float64")}
+
+
+def failed_checks(bad: dict) -> set[tuple[str, str]]:
+    return {(check, dtype) for stage, check, dtype in bad if stage == "numba"}
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # garbage times garbage
+def test_missing_barrier_after_tile_loads_fails(mutant) -> None:
+    """Without the barrier after the loads, threads read tile elements no thread has written yet.
+
+    The simulator runs a block's threads as Python threads started one after another, each running
+    until it blocks: with no barrier to block on, thread (0, 0) finishes its whole dot product
+    before thread (1, 0) has loaded anything, reading whatever the shared arrays held before (an
+    earlier block's or launch's tile, or uninitialised memory) in place of a[0, 1..] and b[1.., 0].
+    Any sum over two or more valid k columns of a tile goes wrong that way, whatever the seed:
+    forward and backward, random and edge inputs, fail on the comparison, not on a crash.
+    """
+    op = mutant("matmul", NUMBA, LOADED_BARRIER, "")
+    bad = failed(validate(op, "numba"))
+    assert ALL_ROWS <= failed_checks(bad)
+    row = bad[("numba", "forward", "float64")]
+    assert "[size (5, 7, 3)] c:" in row.detail and "[size (6, 5, 7)] c:" in row.detail
+    assert "IndexError" not in row.detail
+
+
+def test_missing_barrier_before_tile_overwrite_fails(mutant) -> None:
+    """Without the barrier after the dot products, a fast thread loads tile k0 + 4 over tile k0.
+
+    Once the simulator releases the barrier after the loads, the first thread to run finishes its
+    products over this tile and at once writes its element of the next one, which threads that have
+    not run yet still read as part of this tile. Only sums over two or more k-tiles can show it:
+    (5, 7, 3) and (6, 5, 7), and every backward launch of theirs, fail on the comparison.
+    """
+    op = mutant("matmul", NUMBA, USED_BARRIER, "")
+    bad = failed(validate(op, "numba"))
+    assert ALL_ROWS <= failed_checks(bad)
+    detail = bad[("numba", "forward", "float32")].detail
+    assert "[size (5, 7, 3)]" in detail and "[size (6, 5, 7)]" in detail and "[size (1, 1, 1)]" not in detail
+
+
+def test_boundary_tile_that_is_not_zero_filled_fails(mutant) -> None:
+    """With no zeros past the edges, the last, partial k-tile still holds the previous tile's values.
+
+    Each thread left its own element of tile k0 - 4 in the shared arrays, and c picks up the products
+    a[i, p - 4] * b[p - 4, j] a second time for each p >= K in the last tile: at (5, 7, 3) and
+    (6, 5, 7) the comparison fails, whatever the seed (on the exact huge-magnitude edge case by ~1e31).
+    """
+    # Both zero fills must go: either one alone still zeroes every product past K (see the NaN test).
+    op = plant(mutant("matmul", NUMBA, A_ZERO_FILL, ""), NUMBA, B_ZERO_FILL, "")
+    bad = failed(validate(op, "numba"))
+    assert ALL_ROWS <= failed_checks(bad)
+    row = bad[("numba", "forward", "float32")]
+    assert "[size (5, 7, 3)] c:" in row.detail and "[size (6, 5, 7)] c:" in row.detail
+    edge = bad[("numba", "edge forward", "float64")]
+    assert "huge mixed-sign, exact" in edge.detail
+    # The worst element is named with the thread that computed it: x along columns, y along rows.
+    w = row.worst
+    r, c = w.index
+    assert w.block == (c // 4, r // 4, 0) and w.thread == (c % 4, r % 4, 0)
+
+
+def test_nan_past_k_is_not_cancelled_by_the_other_operands_zeros(mutant) -> None:
+    """Garbage read past K where b's tile holds zeros still poisons the sum if it is NaN: NaN * 0 = NaN.
+
+    On a GPU an unfilled shared-memory slot can hold any bit pattern; planting NaN in a's tile past
+    the edge shows why a's tile needs its zeros even though b's tile has them: every sum with a
+    partial k-tile comes out NaN where a number was expected.
+    """
+    op = mutant("matmul", NUMBA, "a_tile[ty, tx] = 0  # past the edge", "a_tile[ty, tx] = float('nan')  # past the edge")
+    bad = failed(validate(op, "numba"))
+    assert ALL_ROWS <= failed_checks(bad)
+    assert "NaN where a number was expected" in bad[("numba", "forward", "float32")].detail
+
+
+def test_transposed_operand_read_with_its_own_strides_fails_backward(mutant) -> None:
+    """grad_a reads b^T through swapped strides; reading b's storage as if it were b^T is wrong.
+
+    Forward never touches that code, so it still passes; backward and gradcheck fail.
+    """
+    op = mutant("matmul", NUMBA, "grad_a = _product(grad_c, (n, 1), b, (1, n), m, n, k)",
+                "grad_a = _product(grad_c, (n, 1), b, (k, 1), m, n, k)")
+    bad = failed(validate(op, "numba"))
+    checks = failed_checks(bad)
+    assert ("forward", "float32") not in checks and ("edge forward", "float64") not in checks
+    assert {("backward", "float32"), ("backward", "float64")} <= checks
+    assert ("numba", "gradcheck", "float64") in bad
+    assert "grad_a:" in bad[("numba", "backward", "float64")].detail
+
+
+# -- the spec --------------------------------------------------------------------------------
+
+
+def test_huge_edge_case_is_exact_in_float32() -> None:
+    """Its point is that any error at all is a bug: float32 must give float64's answer bit for bit."""
+    spec = load_op("matmul").spec
+    a, b = spec.edge_cases["huge mixed-sign, exact"](torch.float32, torch.device("cpu"))
+    c = a @ b
+    assert torch.equal(c.double(), a.double() @ b.double())
+    assert c[0, 0] == 0 and c[4, 2] == 0 and c[1, 2] != 0 and c.abs().max() > 1e30
+
+
+def test_layout_wraps_rows_past_the_grid_limit() -> None:
+    """Both kernels cap gridDim.y at 65535 and loop: row tile 65535 is block y 0's second tile."""
+    locate = load_op("matmul").spec.layouts["cuda"].locate
+    n = 100
+    assert locate(17 * n + 40, (20, n)) == ((2, 1, 0), (8, 1, 0))
+    assert locate(65535 * 16 * n + 3, (65535 * 16 + 1, n)) == ((0, 0, 0), (3, 0, 0))
+
+
+# -- the cuda stage --------------------------------------------------------------------------
+
+
+@needs_nvcc
+@pytest.mark.skipif(HAS_GPU, reason="the no-GPU verdict is for machines without a GPU")
+def test_cuda_stage_compiles_for_both_dtypes_without_spills() -> None:
+    rows = validate("matmul", "cuda")
+    assert [(r.check, r.verdict) for r in rows] == [("compile", NOT_RUN)]
+    kernels = {k["kernel"]: k for k in rows[0].extras["kernels"]}
+    assert {"tiled_matmul_kernel<float>", "tiled_matmul_kernel<double>"} <= set(kernels)
+    assert all(k["spill_stores"] == 0 and k["spill_loads"] == 0 for k in kernels.values())
+    # Two 16x16 tiles: 2 KiB of shared memory for float, 4 KiB for double.
+    assert kernels["tiled_matmul_kernel<float>"]["shared_bytes"] == 2048
+    assert kernels["tiled_matmul_kernel<double>"]["shared_bytes"] == 4096
+
+
+@gpu
+def test_cuda_boundary_tile_that_is_not_zero_filled_fails_on_gpu(mutant) -> None:
+    """The stale-tile bug of the numba test, in kernel.cu: deterministic on a GPU too, since each
+    thread's slot keeps its own previous tile's value (K = 65 leaves 15 stale slots in the last tile)."""
+    op = plant(mutant("matmul", "kernel.cu", "a_tile[ty][tx] = scalar_t(0);", "(void)0;"),
+               "kernel.cu", "b_tile[ty][tx] = scalar_t(0);", "(void)0;")
+    bad = failed(validate(op, "cuda"))
+    assert ("cuda", "forward", "float32") in bad and ("cuda", "forward", "float64") in bad
+    assert "size (33, 65, 17)" in bad[("cuda", "forward", "float64")].detail
