@@ -10,6 +10,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
@@ -25,10 +26,15 @@ inline void check_input(const at::Tensor& t, const char* name) {
     TORCH_CHECK(at::isFloatingType(t.scalar_type()), name, " must be a floating-point tensor, got ", t.scalar_type());
 }
 
-inline void check_same(const at::Tensor& a, const at::Tensor& b, const char* an, const char* bn) {
+// Same device and dtype (shapes may differ: a matrix and a bias, say).
+inline void check_compatible(const at::Tensor& a, const at::Tensor& b, const char* an, const char* bn) {
     check_input(b, bn);
     TORCH_CHECK(a.device() == b.device(), an, " and ", bn, " must be on one device: ", a.device(), " vs ", b.device());
     TORCH_CHECK(a.scalar_type() == b.scalar_type(), an, " and ", bn, " must have one dtype: ", a.scalar_type(), " vs ", b.scalar_type());
+}
+
+inline void check_same(const at::Tensor& a, const at::Tensor& b, const char* an, const char* bn) {
+    check_compatible(a, b, an, bn);
     TORCH_CHECK(a.sizes() == b.sizes(), an, " and ", bn, " must have one shape: ", a.sizes(), " vs ", b.sizes());
 }
 
@@ -41,4 +47,6 @@ inline cudaStream_t stream() { return at::cuda::getCurrentCUDAStream(); }
 }  // namespace brrr
 
 #define BRRR_CHECK_LAUNCH() C10_CUDA_KERNEL_LAUNCH_CHECK()
+// Launch on the tensor's own GPU, not whichever one is current (multi-GPU machines).
+#define BRRR_DEVICE_GUARD(t) const c10::cuda::CUDAGuard brrr_device_guard((t).device())
 #define BRRR_BIND(m) TORCH_LIBRARY(BRRR_NAMESPACE, m)

@@ -28,6 +28,7 @@ constexpr int kThreads = 256;
 
 at::Tensor forward(at::Tensor x) {
     brrr::check_input(x, "x");
+    BRRR_DEVICE_GUARD(x);
     auto xc = x.contiguous();
     auto y = at::empty_like(xc);
     const int64_t n = xc.numel();
@@ -43,6 +44,7 @@ at::Tensor forward(at::Tensor x) {
 at::Tensor backward(at::Tensor grad_y, at::Tensor y) {
     brrr::check_input(grad_y, "grad_y");
     brrr::check_same(grad_y, y, "grad_y", "y");
+    BRRR_DEVICE_GUARD(y);
     auto gc = grad_y.contiguous();
     auto yc = y.contiguous();
     auto grad_x = at::empty_like(yc);
