@@ -55,8 +55,8 @@ def test_wrong_reference_backward_fails_gradcheck(mutant) -> None:
 
 def test_naive_reference_fails_on_edge_inputs(mutant) -> None:
     """exp(x)/(1+exp(x)) for every x is NaN at x = 1e5: inf/inf."""
-    op = mutant("sigmoid", "reference.py", "y[pos] = 1 / (1 + torch.exp(-x[pos]))",
-                "y[pos] = torch.exp(x[pos]) / (1 + torch.exp(x[pos]))")
+    op = mutant("sigmoid", "reference.py", "e = torch.exp(-x.abs())\n    return torch.where(x >= 0, 1 / (1 + e), e / (1 + e))",
+                "e = torch.exp(x)\n    return e / (1 + e)")
     bad = failed(validate(op, "reference"))
     row = bad[("reference", "edge inputs", "float32")]
     assert "NaN where a number was expected" in row.detail

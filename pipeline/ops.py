@@ -1,0 +1,79 @@
+"""An op's stages as real PyTorch ops: torch.ops.brrr.NAME and torch.ops.brrr.NAME_backward.
+
+On CUDA tensors they run the cuda stage, on CPU tensors the reference stage. The fake (meta)
+implementation is the reference stage itself, run on fake tensors, which is why a reference must
+not have data-dependent shapes. Autograd is registered with torch.library.register_autograd, so
+loss.backward() goes through the cuda backward and torch.compile(fullgraph=True) sees one op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from pipeline.spec import Op, as_tuple, load_op
+
+_libraries: dict[str, torch.library.Library] = {}
+
+
+def _returns(n: int) -> str:
+    return "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
+
+
+def _param_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    return "int" if isinstance(value, int) else "float"
+
+
+def _fresh(result: Any) -> Any:
+    """Custom ops may not return their inputs or views of them; a reference might."""
+    values = as_tuple(result)
+    fixed = tuple(v.clone() if v._base is not None else v for v in values)
+    return fixed if len(fixed) > 1 else fixed[0]
+
+
+def register(name_or_path: str) -> Any:
+    """Register (once per process) and return torch.ops.brrr.NAME."""
+    from pipeline import builder
+    from pipeline.loaders import load_cuda, load_reference
+
+    op: Op = load_op(name_or_path)
+    spec, name = op.spec, op.spec.name
+    if name in _libraries:
+        return getattr(torch.ops.brrr, name)
+    params = [f"{_param_type(v)} {k}" for k, v in spec.params.items()]
+    n_results = len(spec.outputs) + len(spec.stats)
+    lib = torch.library.Library("brrr", "FRAGMENT")
+    lib.define(f"{name}({', '.join([f'Tensor {x}' for x in spec.inputs] + params)}) -> {_returns(n_results)}")
+    grads = [f"Tensor grad_{y}" for y in spec.outputs]
+    saved = [f"Tensor {s}" for s in spec.saved]
+    lib.define(f"{name}_backward({', '.join(grads + saved + params)}) -> {_returns(len(spec.inputs))}")
+
+    ref = load_reference(op)
+    lib.impl(name, lambda *a: _fresh(ref.forward(*a)), "CPU")
+    lib.impl(f"{name}_backward", lambda *a: _fresh(ref.backward(*a)), "CPU")
+    if torch.cuda.is_available():
+        cuda = load_cuda(op, builder.build_extension(op))
+        lib.impl(name, cuda.forward, "CUDA")
+        lib.impl(f"{name}_backward", cuda.backward, "CUDA")
+    torch.library.register_fake(f"brrr::{name}", lambda *a: _fresh(ref.forward(*a)), lib=lib)
+    torch.library.register_fake(f"brrr::{name}_backward", lambda *a: _fresh(ref.backward(*a)), lib=lib)
+
+    n_inputs, n_outputs = len(spec.inputs), len(spec.outputs)
+
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        named = dict(zip(spec.inputs, inputs)) | dict(zip(spec.outputs + spec.stats, as_tuple(output)))
+        ctx.save_for_backward(*(named[s] for s in spec.saved))
+        ctx.params = inputs[n_inputs:]
+
+    def backward(ctx: Any, *grad_results: Any) -> tuple[Any, ...]:
+        grad_outputs = [g.contiguous() for g in grad_results[:n_outputs]]  # autograd materializes unused ones as zeros
+        result = as_tuple(getattr(torch.ops.brrr, f"{name}_backward")(*grad_outputs, *ctx.saved_tensors, *ctx.params))
+        wanted = ctx.needs_input_grad
+        return tuple(g if wanted[i] else None for i, g in enumerate(result)) + (None,) * len(ctx.params)
+
+    torch.library.register_autograd(f"brrr::{name}", backward, setup_context=setup_context, lib=lib)
+    _libraries[name] = lib
+    return getattr(torch.ops.brrr, name)

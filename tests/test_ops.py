@@ -1,0 +1,57 @@
+"""torch.ops.brrr.*: schema, fake tensors, autograd and torch.compile, for every op."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import gpu
+
+from pipeline.ops import register
+from pipeline.spec import builtin_op_names, load_op
+
+
+def sample(name: str, device: str, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, ...]:
+    spec = load_op(name).spec
+    inputs = spec.make_inputs(spec.gradcheck_size, dtype, torch.device(device), torch.Generator().manual_seed(0))
+    return tuple(x.requires_grad_(x.is_floating_point()) for x in inputs) + spec.param_values
+
+
+@pytest.mark.parametrize("name", builtin_op_names())
+def test_opcheck_on_cpu(name: str) -> None:
+    op = register(name)
+    results = torch.library.opcheck(op.default, sample(name, "cpu"))
+    assert set(results.values()) == {"SUCCESS"}, results
+
+
+def test_backward_goes_through_the_registered_backward() -> None:
+    sigmoid = register("sigmoid")
+    (x,) = sample("sigmoid", "cpu")
+    sigmoid(x).sum().backward()
+    s = torch.sigmoid(x.detach())
+    torch.testing.assert_close(x.grad, s * (1 - s))
+    assert torch.autograd.gradcheck(sigmoid, (x.detach().requires_grad_(),))
+
+
+def test_compile_fullgraph_on_cpu() -> None:
+    sigmoid = register("sigmoid")
+    f = torch.compile(lambda t: sigmoid(t) * 2, fullgraph=True)
+    x = torch.randn(33)
+    torch.testing.assert_close(f(x), 2 * torch.sigmoid(x))
+
+
+@gpu
+@pytest.mark.parametrize("name", builtin_op_names())
+def test_opcheck_and_compile_on_gpu(name: str) -> None:
+    op = register(name)
+    args = sample(name, "cuda")
+    results = torch.library.opcheck(op.default, args)
+    assert set(results.values()) == {"SUCCESS"}, results
+    n_out = len(load_op(name).spec.outputs)
+
+    def f(*a):
+        out = op(*a)
+        return out[:n_out] if isinstance(out, (tuple, list)) else out
+
+    eager = f(*args)
+    compiled = torch.compile(f, fullgraph=True)(*args)
+    torch.testing.assert_close(compiled, eager)
