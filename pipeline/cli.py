@@ -77,6 +77,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--verbose", action="store_true", help="show the build commands' output")
     b.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
+    e = sub.add_parser("export", help="write a standalone pip-installable package of an op's CUDA C stage",
+                       description="Write DIR: setup.py (CUDAExtension), pyproject.toml, the kernel, the torch.library "
+                                   "registration and a test. It builds with pip and imports without brrr. Never overwrites.")
+    e.add_argument("op", metavar="OP|PATH")
+    e.add_argument("dir", type=Path, metavar="DIR")
+    e.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+
     sub.add_parser("list", help="list the built-in ops")
     return parser
 
@@ -131,6 +138,17 @@ def cmd_build(args: argparse.Namespace) -> int:
                 print(f"  {k.kernel:44s} {k.registers:5d} {k.shared_bytes:7d} {k.spill_stores:9d} {k.spill_loads:9d} "
                       f"{k.stack_bytes:8d}")
     return worst
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pipeline.export import export
+    from pipeline.spec import load_op
+
+    op = load_op(args.op)
+    folder = export(op, args.dir)
+    print(f"wrote {folder}: pip install {folder}  (offline: pip install --no-build-isolation {folder}), "
+          f"then: import brrr_{op.name}; brrr_{op.name}.{op.name}(...)")
+    return EXIT_OK
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -225,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_walkthrough(args)
         if args.command == "build":
             return cmd_build(args)
+        if args.command == "export":
+            return cmd_export(args)
         if args.command == "list":
             return cmd_list()
         parser.print_help()
