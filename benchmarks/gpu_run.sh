@@ -24,5 +24,5 @@ python3 -m pipeline validate "${ops[@]}" --stage cuda --huge 2>&1 | grep -E "^==
 python3 -m pipeline walkthrough --no-pause > "$OUT/walkthrough.txt" 2>&1
 echo "walkthrough exit: $?" | tee -a "$OUT/walkthrough.txt"
 if [ -n "$k" ]; then
-  python3 -m pytest -q -rs -x tests/ -k "$k" 2>&1 | tee "$OUT/pytest_gpu.txt"
+  python3 -m pytest -q -rs tests/ -k "$k" 2>&1 | tee "$OUT/pytest_gpu.txt"
 fi
