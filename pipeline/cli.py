@@ -84,6 +84,17 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("dir", type=Path, metavar="DIR")
     e.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
+    bn = sub.add_parser("bench", help="time ops on a GPU against PyTorch eager, torch.compile and the other stages",
+                        description="GPU only (exit 2 without one). Median of 50 runs with CUDA events after a warm-up.")
+    bn.add_argument("ops", nargs="*", metavar="OP|PATH", help="default: every built-in op")
+    bn.add_argument("--size", action="append", metavar="N[xM...]", help="size(s) to time (default: the op's bench sizes)")
+    bn.add_argument("--dtype", action="append", choices=("float32", "float64", "float16", "bfloat16"),
+                    help="dtype(s) (default: float32)")
+    bn.add_argument("--no-numba", action="store_true", help="skip the numba stage on the GPU")
+    bn.add_argument("--json", type=Path, metavar="FILE", help="also write the timings as JSON")
+    bn.add_argument("--plot", metavar="PNG", help="bar chart of the fraction of copy bandwidth")
+    bn.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+
     sub.add_parser("list", help="list the built-in ops")
     return parser
 
@@ -148,6 +159,49 @@ def cmd_export(args: argparse.Namespace) -> int:
     folder = export(op, args.dir)
     print(f"wrote {folder}: pip install {folder}  (offline: pip install --no-build-isolation {folder}), "
           f"then: import brrr_{op.name}; brrr_{op.name}.{op.name}(...)")
+    return EXIT_OK
+
+
+def _parse_size(text: str) -> int | tuple[int, ...]:
+    try:
+        parts = tuple(int(p) for p in text.lower().split("x"))
+    except ValueError as e:
+        raise BrrrError(f"--size expects N or NxM..., got {text!r}") from e
+    return parts[0] if len(parts) == 1 else parts
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import json
+
+    import torch
+
+    from pipeline import bench
+    from pipeline.files import write_atomic
+    from pipeline.numba_env import use_simulator
+    from pipeline.spec import builtin_op_names, load_op
+
+    bench.require_gpu()
+    use_simulator(False)
+    dtypes = [getattr(torch, d) for d in (args.dtype or ["float32"])]
+    copy_gbps = bench.copy_bandwidth()
+    rows = []
+    for name in args.ops or builtin_op_names():
+        op = load_op(name)
+        sizes = [_parse_size(s) for s in args.size] if args.size else list(op.spec.bench_sizes or op.spec.gpu_sizes[-1:])
+        impls = bench.implementations(op, with_numba=not args.no_numba)
+        for dtype in dtypes:
+            if dtype not in op.spec.stage_dtypes("cuda"):
+                continue
+            for size in sizes:
+                for backward in (False, True):
+                    rows += bench.bench_op(op, size, dtype, impls, copy_gbps, backward)
+        print(bench.format_table([r for r in rows if r.op == op.name], copy_gbps, torch.cuda.get_device_name()), flush=True)
+    if args.json:
+        meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+                "copy_gbps": copy_gbps}
+        write_atomic(args.json, json.dumps({"meta": meta, "rows": bench.to_dicts(rows)}, indent=2))
+    if args.plot:
+        bench.plot(rows, args.plot)
     return EXIT_OK
 
 
@@ -245,6 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_build(args)
         if args.command == "export":
             return cmd_export(args)
+        if args.command == "bench":
+            return cmd_bench(args)
         if args.command == "list":
             return cmd_list()
         parser.print_help()

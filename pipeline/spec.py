@@ -80,6 +80,8 @@ class OpSpec:
     # Elementwise ops only: inputs with more than 2**31 elements, made on `device` with a
     # generator there (for `brrr validate --huge`, which catches 32-bit index arithmetic).
     huge: Callable[[torch.device, torch.Generator], Inputs] | None = None
+    # Sizes for `brrr bench` (default: the largest GPU validation size).
+    bench_sizes: tuple[Size, ...] = ()
     doc: str = ""
 
     def __post_init__(self) -> None:

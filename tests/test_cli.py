@@ -85,3 +85,12 @@ def test_build_resources_reports_every_kernel() -> None:
     rows = [ln.split() for ln in proc.stdout.splitlines() if ln.strip().startswith("sigmoid_")]
     assert {r[0] for r in rows} >= {"sigmoid_forward_kernel<float>", "sigmoid_backward_kernel<double>"}
     assert all(len(r) == 6 and int(r[1]) > 0 for r in rows)
+
+
+def test_bench_without_gpu_exits_2_with_a_one_line_reason() -> None:
+    from conftest import HAS_GPU
+
+    if HAS_GPU:
+        return
+    proc = brrr("bench", "sigmoid")
+    assert proc.returncode == 2 and proc.stderr.strip() == "brrr: error: brrr bench needs a CUDA GPU; torch sees none here"

@@ -36,4 +36,5 @@ SPEC = OpSpec(
     oracle=torch.sigmoid,
     layouts={"numba": one_per_thread(BLOCK), "cuda": one_per_thread(256)},
     huge=huge,
+    bench_sizes=(2**28,),  # 1 GiB a float32 tensor: far past L2
 )
