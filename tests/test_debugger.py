@@ -93,3 +93,21 @@ def test_a_kernel_that_raises_is_reported_with_block_thread_file_and_line(mutant
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert re.search(r"numba_kernel.py:16 in sigmoid_forward_kernel, block \(3, 0, 0\) thread \(\d+, 0, 0\): IndexError",
                      proc.stderr), proc.stderr
+
+
+def test_trace_a_2d_kernel_names_both_coordinates() -> None:
+    spec = load_op("square").spec
+    x = spec.make_inputs(spec.sim_sizes[-1], torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))[0]
+    rows, cols = x.shape
+    index = cols + 3 if rows > 1 else 3  # second row: the y coordinate matters
+    row, col = divmod(index, cols)
+    lines = pipeline.trace("square", index=index).splitlines()
+    assert lines[0].startswith(f"square_forward_kernel  block ({col // 8}, {row // 8}, 0) thread ({col % 8}, {row % 8}, 0)")
+    body = [re.sub(r"\s+", " ", ln.strip()) for ln in lines[1:]]
+    assert body[0].endswith(f"col, row = cuda.grid(2) col={col} row={row}")
+    v = float(x[row, col])
+    assert any(b.startswith(f"{body[2].split()[0]} for r in range(row, rows") and b.endswith(f"r={row}") for b in body)
+    assert any(b.endswith(f"v = x[r, col] v={v:.6g}") for b in body)
+    written = [b for b in body if b.startswith("wrote ")]
+    assert written[0].startswith(f"wrote y[{row},{col}] = ")
+    assert float(written[0].split("= ")[1]) == pytest.approx(v * v, rel=1e-5)  # printed with 6 digits

@@ -1,0 +1,68 @@
+"""mul: planted bugs in its stages that validation must catch, and its CUDA build."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import HAS_GPU, gpu, needs_nvcc
+from test_runner import failed, validate
+
+from pipeline import builder
+from pipeline.report import NOT_RUN
+from pipeline.spec import load_op
+
+SWAP_NUMBA = ("    grad_a[i] = g * b[i]\n    grad_b[i] = g * a[i]", "    grad_a[i] = g * a[i]\n    grad_b[i] = g * b[i]")
+
+
+def test_swapped_gradients_in_numba_fail_backward_not_forward(mutant) -> None:
+    op = mutant("mul", "numba_kernel.py", *SWAP_NUMBA)
+    bad = failed(validate(op, "numba"))
+    for dtype in ("float32", "float64"):
+        detail = bad[("numba", "backward", dtype)].detail
+        assert "grad_a:" in detail and "grad_b:" in detail, detail
+    assert not any(check in ("forward", "edge forward") for _, check, _ in bad)
+    assert "Jacobian mismatch" in bad[("numba", "gradcheck", "float64")].detail
+
+
+def test_swapped_gradients_in_reference_fail_gradcheck_and_oracle(mutant) -> None:
+    op = mutant("mul", "reference.py", "return grad_y * b, grad_y * a", "return grad_y * a, grad_y * b")
+    bad = failed(validate(op, "reference"))
+    assert "Jacobian mismatch" in bad[("reference", "gradcheck", "float64")].detail
+    assert "grad_a:" in bad[("reference", "backward vs oracle", "float32")].detail
+    assert ("reference", "forward vs oracle", "float32") not in bad
+
+
+def test_one_gradient_from_the_wrong_tensor_is_named(mutant) -> None:
+    """Only grad_b wrong: the report names grad_b and not grad_a."""
+    op = mutant("mul", "numba_kernel.py", "    grad_b[i] = g * a[i]", "    grad_b[i] = g * b[i]")
+    detail = failed(validate(op, "numba"))[("numba", "backward", "float32")].detail
+    assert "grad_b:" in detail and "grad_a:" not in detail
+
+
+def test_mismatched_shapes_are_refused_not_read_past() -> None:
+    from pipeline.loaders import load_numba
+
+    numba = load_numba(load_op("mul"))
+    with pytest.raises(ValueError, match="one shape"):
+        numba.forward(torch.ones(3), torch.ones(4))
+
+
+@needs_nvcc
+@pytest.mark.skipif(HAS_GPU, reason="the no-GPU verdict is for machines without a GPU")
+def test_cuda_stage_compiles_all_four_dtypes_without_spills() -> None:
+    (row,) = validate("mul", "cuda")
+    assert row.verdict == NOT_RUN
+    kernels = {k["kernel"]: k for k in row.extras["kernels"]}
+    for t in ("float", "double", "c10::Half", "c10::BFloat16"):
+        assert f"mul_forward_kernel<{t}>" in kernels and f"mul_backward_kernel<{t}>" in kernels
+    assert all(k["spill_stores"] == 0 for k in kernels.values())
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_products_are_rounded_once(dtype: torch.dtype) -> None:
+    """Computed in float, so the result is the exact product rounded once: torch's own answer."""
+    ext = builder.build_extension(load_op("mul"))
+    a = torch.randn(4099, device="cuda").to(dtype)
+    b = torch.randn(4099, device="cuda").to(dtype)
+    assert torch.equal(ext.forward(a, b), (a.float() * b.float()).to(dtype))
