@@ -257,7 +257,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise BrrrError(f"{flag} needs a GPU, but torch sees none here")
     all_rows: list[report.Row] = []
     worst = EXIT_OK
-    for outcome in runner.validate_many(names, options, jobs=args.jobs or os.cpu_count() or 1):
+    # --huge needs most of the GPU's memory for one op at a time.
+    jobs = 1 if args.huge else (args.jobs or os.cpu_count() or 1)
+    for outcome in runner.validate_many(names, options, jobs=jobs):
         if outcome.error is not None:
             if args.debug and outcome.traceback:
                 print(outcome.traceback, file=sys.stderr)
