@@ -107,4 +107,5 @@ SPEC = OpSpec(
     # error 3.9e-3: the output's own rounding).
     tolerances={torch.float32: column_sum_tolerance(torch.float32)},
     layouts={"numba": rows_then_columns(BLOCK, BLOCK), "cuda": rows_then_columns(CUDA_BLOCK, CUDA_COLUMNS)},
+    bench_sizes=((4096, 8192),),
 )

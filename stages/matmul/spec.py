@@ -90,4 +90,5 @@ SPEC = OpSpec(
                                      "each, 7.5e-6 at worst in an emulation of the kernel (0.33x this tolerance)"),
     },
     layouts={"numba": tiled(NUMBA_TILE), "cuda": tiled(CUDA_TILE)},
+    bench_sizes=((4096, 4096, 4096),),
 )

@@ -63,4 +63,5 @@ SPEC = OpSpec(
         "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),
     },
     layouts={"numba": one_block_per_row(BLOCK), "cuda": one_block_per_row(CUDA_BLOCK)},
+    bench_sizes=((4096, 8192),),
 )

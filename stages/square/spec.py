@@ -52,4 +52,5 @@ SPEC = OpSpec(
     edge_cases={"extremes": extremes},
     oracle=torch.square,
     layouts={"numba": grid_2d(NUMBA_BLOCK), "cuda": grid_2d(CUDA_BLOCK)},
+    bench_sizes=((8192, 8192),),
 )
