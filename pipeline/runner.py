@@ -160,7 +160,8 @@ class RowBuilder:
             row.max_abs, row.max_rel, row.worst = self.best.max_abs, self.best.max_rel, self.best.worst
             layout = self.op.spec.layouts.get(row.stage)
             if row.worst is not None and layout is not None and row.stage != "reference":
-                row.worst.block, row.worst.thread = layout.locate(row.worst.flat_index, row.worst.shape)
+                itemsize = getattr(torch, row.dtype).itemsize if hasattr(torch, row.dtype) else 1
+                row.worst.block, row.worst.thread = layout.place(row.worst.flat_index, row.worst.shape, itemsize)
         if self.problems:
             row.verdict = FAIL
             row.detail = "\n".join(self.problems[:6]) + (f"\n... {len(self.problems) - 6} more" if len(self.problems) > 6 else "")

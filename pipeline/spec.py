@@ -47,15 +47,21 @@ class Layout:
 
     locate: Callable[[int, tuple[int, ...]], Place]
     description: str
+    pack_bytes: int = 0  # each thread owns one pack of this many bytes, not one element
+
+    def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        per_thread = max(1, self.pack_bytes // itemsize) if self.pack_bytes else 1
+        return self.locate(index // per_thread, shape)
 
 
-def one_per_thread(block: int) -> Layout:
-    """1-D grid, one thread per element of the flattened output, `block` threads a block."""
+def one_per_thread(block: int, pack_bytes: int = 0) -> Layout:
+    """1-D grid, one thread per element (or per `pack_bytes` pack) of the flattened output."""
 
     def locate(index: int, shape: tuple[int, ...]) -> Place:
         return (index // block, 0, 0), (index % block, 0, 0)
 
-    return Layout(locate, f"one thread per element, {block} threads a block")
+    unit = f"{pack_bytes}-byte pack" if pack_bytes else "element"
+    return Layout(locate, f"one thread per {unit}, {block} threads a block", pack_bytes)
 
 
 @dataclass(frozen=True)

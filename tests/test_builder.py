@@ -49,7 +49,7 @@ def test_compile_check_is_cached_and_a_corrupt_entry_is_rebuilt(tmp_path: Path, 
     again = builder.compile_check(op)
     assert again.cached and again.kernels == first.kernels
     names = {k.kernel for k in first.kernels}
-    assert {"sigmoid_forward_kernel<float>", "sigmoid_backward_kernel<double>"} <= names
+    assert {"sigmoid_forward_kernel<float, 4>", "sigmoid_backward_kernel<double, 2>"} <= names
     (entry,) = [p for p in (brrr_cache / "check").glob("sigmoid-*.json")]
     entry.write_text("{ not json")
     rebuilt = builder.compile_check(op)

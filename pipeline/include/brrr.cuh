@@ -38,6 +38,14 @@ inline void check_same(const at::Tensor& a, const at::Tensor& b, const char* an,
     TORCH_CHECK(a.sizes() == b.sizes(), an, " and ", bn, " must have one shape: ", a.sizes(), " vs ", b.sizes());
 }
 
+// W consecutive elements moved as one access: 16 bytes (one LDG.128/STG.128) when W = 16 / sizeof(T).
+template <typename T, int W>
+struct alignas(sizeof(T) * W) Pack {
+    T v[W];
+};
+
+inline bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
 inline unsigned int blocks_for(int64_t n, int threads) {
     return static_cast<unsigned int>((n + threads - 1) / threads);
 }

@@ -34,7 +34,7 @@ SPEC = OpSpec(
     gradcheck_size=9,
     edge_cases={"extremes": extremes},
     oracle=torch.sigmoid,
-    layouts={"numba": one_per_thread(BLOCK), "cuda": one_per_thread(256)},
+    layouts={"numba": one_per_thread(BLOCK), "cuda": one_per_thread(256, pack_bytes=16)},
     huge=huge,
     bench_sizes=(2**28,),  # 1 GiB a float32 tensor: far past L2
 )
