@@ -23,7 +23,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from pipeline import builder
 from pipeline.checks import Comparison, StageFault, compare, fault_from, same_bits
-from pipeline.errors import BrrrError, BuildError
+from pipeline.errors import BrrrError, BuildError, OpLoadError
 from pipeline.function import call
 from pipeline.loaders import Stage, load_cuda, load_numba, load_reference
 from pipeline.progress import ticking
@@ -183,10 +183,20 @@ class Validator:
     # -- inputs ---------------------------------------------------------------------------
 
     def random_cases(self, sizes: tuple[Size, ...], dtype: torch.dtype, device: str) -> list[Case]:
-        return [Case(f"size {s}", self.spec.make_inputs(s, dtype, torch.device(device), self.gen)) for s in sizes]
+        return [Case(f"size {s}", self._spec_call("make_inputs", self.spec.make_inputs, s, dtype, torch.device(device),
+                                                  self.gen)) for s in sizes]
 
     def edge_cases(self, dtype: torch.dtype, device: str) -> list[Case]:
-        return [Case(name, make(dtype, torch.device(device))) for name, make in self.spec.edge_cases.items()]
+        return [Case(name, self._spec_call(f"edge case {name!r}", make, dtype, torch.device(device)))
+                for name, make in self.spec.edge_cases.items()]
+
+    def _spec_call(self, what: str, fn: Callable[..., Inputs], *args: Any) -> Inputs:
+        """Inputs from the op's spec; a spec that fails to make them is a loading error, named as such."""
+        try:
+            return tuple(fn(*args))
+        except Exception as e:
+            shown = ", ".join(str(a) for a in args[:2])
+            raise OpLoadError(f"{self.op.path('spec')}: {what}({shown}) raised {type(e).__name__}: {e}") from e
 
     def upstream_for(self, outputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
         return tuple(torch.randn(o.shape, dtype=torch.float64, generator=self.gen) for o in outputs)
@@ -255,7 +265,8 @@ class Validator:
 
     def gradcheck(self, stage: Stage, device: str) -> Row:
         b = RowBuilder(self.op, stage.name, "gradcheck", "float64")
-        inputs = self.spec.make_inputs(self.spec.gradcheck_size, torch.float64, torch.device(device), self.gen)
+        inputs = self._spec_call("make_inputs", self.spec.make_inputs, self.spec.gradcheck_size, torch.float64,
+                                 torch.device(device), self.gen)
         xs = tuple(x.detach().requires_grad_(x.is_floating_point()) for x in inputs)
         try:
             with poisoned():
@@ -304,7 +315,8 @@ class Validator:
     def unfinished(self, stage: Stage) -> str | None:
         """A stage that still raises NotImplementedError (a `brrr new` template) is reported once, as such."""
         spec = self.spec
-        inputs = spec.make_inputs(spec.sim_sizes[0], torch.float64, torch.device(stage.device), self.gen)
+        inputs = self._spec_call("make_inputs", spec.make_inputs, spec.sim_sizes[0], torch.float64,
+                                 torch.device(stage.device), self.gen)
         try:
             results = as_tuple(stage.forward(*inputs, *spec.param_values))
             named = dict(zip(spec.inputs, inputs)) | dict(zip(spec.outputs + spec.stats, results))

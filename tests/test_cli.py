@@ -93,3 +93,10 @@ def test_build_resources_reports_every_kernel() -> None:
 def test_bench_without_gpu_exits_2_with_a_one_line_reason() -> None:
     proc = brrr("bench", "sigmoid")
     assert proc.returncode == 2 and proc.stderr.strip() == "brrr: error: brrr bench needs a CUDA GPU; torch sees none here"
+
+
+def test_a_spec_that_cannot_make_inputs_is_a_loading_error(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "spec.py", "generator=gen).to(device),)", "generator=gen).to(device) + oops,)")
+    proc = brrr("validate", str(folder), "--stage", "reference")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "spec.py: make_inputs(1, torch.float64) raised NameError" in proc.stderr
