@@ -32,6 +32,7 @@ from pipeline.scaffold import UNFINISHED_MARK
 from pipeline.spec import STAGES, Inputs, Op, OpSpec, Size, as_tuple
 
 Fn = Callable[..., tuple[torch.Tensor, ...]]
+Replay = tuple[tuple[torch.Tensor, ...], torch.dtype]  # the upstream gradient and dtype of a failing case
 
 
 @dataclass
@@ -114,38 +115,43 @@ class Trial:
 class RowBuilder:
     """Folds the comparisons of many cases into one report row: the worst case speaks for all."""
 
-    def __init__(self, op: Op, stage: str, check: str, dtype: str) -> None:
+    def __init__(self, op: Op, stage: str, check: str, dtype: str, phase: str = "forward") -> None:
         self.row = Row(op=op.name, stage=stage, check=check, dtype=dtype, verdict=PASS)
+        self.phase = phase  # whose kernels a replay in `brrr debug` should stop in
         self.op = op
         self.best: Comparison | None = None
         self.problems: list[str] = []
         self.target: tuple[Any, ...] | None = None
         self.start = time.monotonic()
 
-    def add(self, comparison: Comparison, case: Case) -> None:
+    def add(self, comparison: Comparison, case: Case, replay: Replay | None = None) -> None:
         if comparison.worst is not None:
             comparison.worst.case = case.label
         if not comparison.ok:
             self.problems.append(f"[{case.label}] {comparison.reason}")
+            if replay is not None and comparison.worst is not None:
+                self.keep_for_debugging(case, replay, f"--index {comparison.worst.flat_index}", comparison.excess)
         if self.best is None or comparison.excess > self.best.excess:
             self.best = comparison
 
-    def fault(self, fault: StageFault, case: Case) -> None:
+    def fault(self, fault: StageFault, case: Case, replay: Replay | None = None) -> None:
         self.problems.append(f"[{case.label}] {fault.describe()}")
+        if replay is not None and fault.block is not None:
+            self.keep_for_debugging(case, replay, _place_flags(fault))
 
     def fail(self, text: str) -> None:
         self.problems.append(text)
 
-    def keep_for_debugging(self, case: Case, upstream: tuple[torch.Tensor, ...], dtype: torch.dtype,
-                           phase: str, where: str, excess: float = float("inf")) -> None:
+    def keep_for_debugging(self, case: Case, replay: Replay, where: str, excess: float = float("inf")) -> None:
         """Remember the worst failing case; finish() saves its inputs for `brrr debug`."""
         if self.row.stage != "reference" and (self.target is None or excess > self.target[-1]):
-            self.target = (case, upstream, dtype, phase, where, excess)
+            self.target = (case, replay, where, excess)
 
     def _save_target(self) -> str:
         from pipeline.debugger import save_failure
 
-        case, upstream, dtype, phase, where, _ = self.target
+        case, (upstream, dtype), where, _ = self.target
+        phase = self.phase
         slug = "".join(c if c.isalnum() else "-" for c in f"{self.row.stage}-{self.row.check}-{self.row.dtype}")
         path = builder.cache_root() / "failures" / f"{self.op.name}-{slug}.pt"
         inputs = tuple(x.to(dtype) if x.is_floating_point() else x for x in case.inputs)
@@ -208,7 +214,7 @@ class Validator:
                       cases: list[Case], dtype: torch.dtype, intact: RowBuilder | None) -> list[Row]:
         """Forward (and backward) of got_fn against want_fn on each case; one row per check."""
         fwd = RowBuilder(self.op, stage, checks[0], _dtype_name(dtype))
-        bwd = RowBuilder(self.op, stage, checks[1], _dtype_name(dtype)) if checks[1] else None
+        bwd = RowBuilder(self.op, stage, checks[1], _dtype_name(dtype), "backward") if checks[1] else None
         tol = self.spec.tolerance(dtype)
         for case in cases:
             try:
@@ -228,26 +234,18 @@ class Validator:
                 fwd.fail(f"[{case.label}] {e}")
                 continue
             except Exception as e:
-                fault = fault_from(e, source)
-                fwd.fault(fault, case)
-                if fault.block is not None:
-                    fwd.keep_for_debugging(case, upstream, dtype, "forward", _place_flags(fault))
+                fwd.fault(fault_from(e, source), case, (upstream, dtype))
                 continue
             shapes_ok = True
             for name, g, w in zip(self.spec.outputs, got.outputs, want.outputs):
                 c = compare(name, g, w, tol, _probe(case.inputs, g))
                 shapes_ok &= c.shape_ok
-                fwd.add(c, case)
-                if not c.ok and c.worst is not None:
-                    fwd.keep_for_debugging(case, upstream, dtype, "forward", f"--index {c.worst.flat_index}", c.excess)
+                fwd.add(c, case, (upstream, dtype))
             if bwd is not None and shapes_ok:
                 try:
                     got.backward(upstream)
                 except Exception as e:
-                    fault = fault_from(e, source)
-                    bwd.fault(fault, case)
-                    if fault.block is not None:
-                        bwd.keep_for_debugging(case, upstream, dtype, "backward", _place_flags(fault))
+                    bwd.fault(fault_from(e, source), case, (upstream, dtype))
                     continue
                 for name, g, w in zip(self.spec.inputs, got.grads, want.grads):
                     if g is None or w is None:
@@ -255,10 +253,7 @@ class Validator:
                             bwd.fail(f"[{case.label}] grad {name}: got {'none' if g is None else 'a tensor'}, "
                                      f"expected {'none' if w is None else 'a tensor'}")
                         continue
-                    c = compare(f"grad_{name}", g, w, tol, _probe(case.inputs, g))
-                    bwd.add(c, case)
-                    if not c.ok and c.worst is not None:
-                        bwd.keep_for_debugging(case, upstream, dtype, "backward", f"--index {c.worst.flat_index}", c.excess)
+                    bwd.add(compare(f"grad_{name}", g, w, tol, _probe(case.inputs, g)), case, (upstream, dtype))
             if intact is not None and got.changed_inputs():
                 intact.fail(f"[{case.label}] {stage} wrote into its input(s) during a {_dtype_name(dtype)} call")
         return [fwd.finish()] + ([bwd.finish()] if bwd else [])
