@@ -53,8 +53,9 @@ def test_cuda_stage_compiles_all_four_dtypes_without_spills() -> None:
     (row,) = validate("mul", "cuda")
     assert row.verdict == NOT_RUN
     kernels = {k["kernel"]: k for k in row.extras["kernels"]}
-    for t in ("float", "double", "c10::Half", "c10::BFloat16"):
-        assert f"mul_forward_kernel<{t}>" in kernels and f"mul_backward_kernel<{t}>" in kernels
+    for t, w in (("float", 4), ("double", 2), ("c10::Half", 8), ("c10::BFloat16", 8)):
+        for kernel in ("mul_forward_kernel", "mul_backward_kernel"):
+            assert f"{kernel}<{t}, {w}>" in kernels and f"{kernel}<{t}, 1>" in kernels
     assert all(k["spill_stores"] == 0 for k in kernels.values())
 
 

@@ -53,7 +53,7 @@ SPEC = OpSpec(
         "numba": (torch.float32, torch.float64),
         "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),
     },
-    layouts={"numba": one_per_thread(BLOCK), "cuda": one_per_thread(256)},
+    layouts={"numba": one_per_thread(BLOCK), "cuda": one_per_thread(256, pack_bytes=16)},
     huge=huge,
     bench_sizes=(2**28,),  # 1 GiB a float32 tensor
 )
