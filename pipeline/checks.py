@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from pipeline.files import shown
 from pipeline.tolerances import Tolerance
 
 
@@ -146,11 +147,11 @@ class StageFault:
 
 
 def _scalar_locals(frame_locals: dict[str, Any]) -> dict[str, Any]:
-    shown = {}
+    scalars = {}
     for k, v in frame_locals.items():
         if isinstance(v, (int, float)) or type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
-            shown[k] = v.item() if hasattr(v, "item") else v
-    return shown
+            scalars[k] = v.item() if hasattr(v, "item") else v
+    return scalars
 
 
 def fault_from(error: BaseException, stage_file: Path) -> StageFault:
@@ -165,7 +166,7 @@ def fault_from(error: BaseException, stage_file: Path) -> StageFault:
     target = stage_file.resolve()
     for frame, lineno in traceback.walk_tb(error.__traceback__):
         if Path(frame.f_code.co_filename).resolve() == target:
-            fault.file = str(_shown(stage_file))
+            fault.file = shown(stage_file)
             fault.line = lineno
             fault.function = frame.f_code.co_name
             fault.locals = _scalar_locals(frame.f_locals) if fault.block is not None else {}
@@ -181,10 +182,3 @@ def fault_from(error: BaseException, stage_file: Path) -> StageFault:
 def _first_lines(text: str, n: int = 3) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("Exception raised from")]
     return "\n".join(lines[:n])
-
-
-def _shown(path: Path) -> Path:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -24,6 +23,7 @@ from torch.autograd.gradcheck import GradcheckError
 from pipeline import builder
 from pipeline.checks import Comparison, StageFault, compare, fault_from, same_bits
 from pipeline.errors import BrrrError, BuildError, OpLoadError
+from pipeline.files import shown
 from pipeline.function import call
 from pipeline.loaders import Stage, load_cuda, load_numba, load_reference
 from pipeline.progress import ticking
@@ -201,8 +201,8 @@ class Validator:
         try:
             return tuple(fn(*args))
         except Exception as e:
-            shown = ", ".join(str(a) for a in args[:2])
-            raise OpLoadError(f"{self.op.path('spec')}: {what}({shown}) raised {type(e).__name__}: {e}") from e
+            given = ", ".join(str(a) for a in args[:2])
+            raise OpLoadError(f"{self.op.path('spec')}: {what}({given}) raised {type(e).__name__}: {e}") from e
 
     def upstream_for(self, outputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
         return tuple(torch.randn(o.shape, dtype=torch.float64, generator=self.gen) for o in outputs)
@@ -299,7 +299,7 @@ class Validator:
         if "cuda" in wanted:
             if UNFINISHED_MARK in self.op.path("cuda").read_text():
                 self.rows.append(Row(self.op.name, "cuda", "unfinished", "-", FAIL,
-                                     detail=f"write forward() and backward() in {_shown(self.op.path('cuda'))}, "
+                                     detail=f"write forward() and backward() in {shown(self.op.path('cuda'))}, "
                                             f"then delete its '{UNFINISHED_MARK}' line"))
             else:
                 self.cuda_checks()
@@ -517,7 +517,7 @@ def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
         progress.set_quiet(True)
     try:
         op = load_op(name)
-        return Outcome(name=op.name, folder=_shown(op.folder), rows=validate(op, options))
+        return Outcome(name=op.name, folder=shown(op.folder), rows=validate(op, options))
     except BrrrError as e:
         return Outcome(name=name, error=str(e), exit_code=e.exit_code, traceback=tb.format_exc())
 
@@ -546,11 +546,4 @@ def _place_flags(fault: StageFault) -> str:
 def _op_ref(op: Op) -> str:
     from pipeline.spec import BUILTIN_DIR
 
-    return op.name if op.folder.parent == BUILTIN_DIR else _shown(op.folder)
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+    return op.name if op.folder.parent == BUILTIN_DIR else shown(op.folder)
