@@ -146,7 +146,8 @@ class StageFault:
         return text
 
 
-def _scalar_locals(frame_locals: dict[str, Any]) -> dict[str, Any]:
+def scalar_locals(frame_locals: dict[str, Any]) -> dict[str, Any]:
+    """The plain numbers among a frame's locals (Python or numpy scalars), as Python numbers."""
     scalars = {}
     for k, v in frame_locals.items():
         if isinstance(v, (int, float)) or type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
@@ -169,7 +170,7 @@ def fault_from(error: BaseException, stage_file: Path) -> StageFault:
             fault.file = shown(stage_file)
             fault.line = lineno
             fault.function = frame.f_code.co_name
-            fault.locals = _scalar_locals(frame.f_locals) if fault.block is not None else {}
+            fault.locals = scalar_locals(frame.f_locals) if fault.block is not None else {}
     if fault.line is not None:
         lines = stage_file.read_text().splitlines()
         if 0 < fault.line <= len(lines):

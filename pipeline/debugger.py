@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 import torch
 
+from pipeline.checks import scalar_locals
 from pipeline.errors import UsageError
 from pipeline.spec import Op, as_tuple
 
@@ -144,14 +145,6 @@ def debug(session: Session, module: Any, stdin: TextIO | None = None, stdout: Te
 # --- trace ----------------------------------------------------------------------------------
 
 
-def _scalars(frame_locals: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in frame_locals.items():
-        if isinstance(v, (bool, int, float)) or (type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0):
-            out[k] = v.item() if hasattr(v, "item") else v
-    return out
-
-
 def _fmt(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
@@ -172,7 +165,7 @@ def trace(session: Session, module: Any, out: TextIO) -> tuple[torch.Tensor, ...
         target.on, target.writes = True, []
 
         def flush(frame: FrameType) -> None:
-            now = _scalars(frame.f_locals)
+            now = scalar_locals(frame.f_locals)
             changed = {k: v for k, v in now.items() if state["locals"].get(k, object()) != v}
             if state["line"] is not None:
                 text = lines_of[name][state["line"] - 1].strip()
@@ -201,7 +194,7 @@ def trace(session: Session, module: Any, out: TextIO) -> tuple[torch.Tensor, ...
             caller = sys._getframe(1).f_locals
             name = next((k for k, v in caller.items() if v is self), "array")
             key = ",".join(str(int(i)) for i in (idx if isinstance(idx, tuple) else (idx,)))
-            target.writes.append(f"{name}[{key}] = {_fmt(_scalars({'v': val}).get('v', val))}")
+            target.writes.append(f"{name}[{key}] = {_fmt(scalar_locals({'v': val}).get('v', val))}")
 
     FakeWithinKernelCUDAArray.__setitem__ = recording_setitem
     try:
