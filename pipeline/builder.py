@@ -1,9 +1,19 @@
-"""Compile an op's kernel.cu: a compile check with nvcc anywhere, a loadable extension on a GPU.
+"""Compile an op's CUDA C stage: kernel.cu with nvcc, binding.cpp with the host compiler, each
+into an object file cached by its own content; on a GPU machine, link both into a library and
+load it into torch.
 
-Both are cached under $BRRR_CACHE (default ~/.cache/brrr) by a key over the op's CUDA sources,
-brrr's header, the flags, the target architecture and the torch and nvcc versions. An entry is
-written into a temporary folder and renamed into place, so a killed build never leaves a half
-entry; a lock file makes a second process wait for the first and reuse what it built.
+The split is what makes a kernel edit cheap: kernel.cu includes only CUDA's headers (about a
+second of nvcc), binding.cpp holds everything that touches torch (ten seconds of torch headers)
+and is compiled again only when it changes. torch.utils.cpp_extension supplies torch's include
+and library paths; brrr drives the compilers itself because cpp_extension.load recompiles every
+source of an extension whenever one of them changes.
+
+Objects and libraries live under $BRRR_CACHE (default ~/.cache/brrr), named by a key over the
+source and the headers it can include, the command line, the compiler's version and, for what
+touches torch, torch's and CUDA's versions. Each is written to a temporary name and renamed
+into place under a file lock, so a killed build never leaves half a file and a second process
+waits for the first and reuses its work; an object whose recorded checksum no longer matches
+is compiled again.
 """
 
 from __future__ import annotations
@@ -15,13 +25,15 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pipeline.errors import BuildError
-from pipeline.files import locked, write_atomic
+from pipeline.files import locked, shown, write_atomic
 from pipeline.progress import ticking
 from pipeline.spec import Op
 
@@ -29,8 +41,11 @@ INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 # The CPU torch wheel ships c10/cuda headers but not this generated one; see the shim's comment.
 CPU_WHEEL_SHIM = INCLUDE_DIR / "cpu_wheel_shim"
 DEFAULT_ARCH = "sm_90"
-NVCC_FLAGS = ("-std=c++20", "-O3", "--expt-relaxed-constexpr")
-CUDA_SUFFIXES = (".cu", ".cuh", ".h")
+NVCC_FLAGS = ("-std=c++20", "-O3", "--expt-relaxed-constexpr", "-lineinfo", "-Xcompiler", "-fPIC")
+CXX_FLAGS = ("-std=c++20", "-O2", "-fPIC")
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
+# What a build links against: torch's libraries and the CUDA runtime that torch has loaded.
+LINK_LIBS = ("-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch", "-lcudart")
 
 
 @dataclass(frozen=True)
@@ -59,42 +74,70 @@ class CompileReport:
         return "; ".join(parts)
 
 
+@dataclass(frozen=True)
+class ObjectFile:
+    path: Path
+    key: str
+    kernels: tuple[KernelResources, ...]  # ptxas' report; empty for binding.cpp
+    seconds: float
+    cached: bool
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("BRRR_CACHE", Path.home() / ".cache" / "brrr"))
 
 
-@lru_cache(maxsize=1)
-def find_nvcc() -> str | None:
+def cuda_home() -> Path | None:
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    candidates = [Path(home) / "bin" / "nvcc"] if home else []
+    candidates = [Path(home)] if home else []
     found = shutil.which("nvcc")
     if found:
-        candidates.append(Path(found))
-    candidates.append(Path("/usr/local/cuda/bin/nvcc"))
-    return next((str(c) for c in candidates if c.is_file()), None)
+        candidates.append(Path(found).resolve().parent.parent)
+    candidates.append(Path("/usr/local/cuda"))
+    return next((c for c in candidates if (c / "bin" / "nvcc").is_file() and (c / "include" / "cuda.h").is_file()),
+                None)
 
 
 @lru_cache(maxsize=1)
+def find_nvcc() -> str | None:
+    home = cuda_home()
+    return str(home / "bin" / "nvcc") if home else None
+
+
+def find_cxx() -> str:
+    return os.environ.get("CXX") or shutil.which("c++") or "g++"
+
+
+@lru_cache(maxsize=4)
+def compiler_version(compiler: str) -> str:
+    try:
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return "none"
+    lines = out.splitlines()
+    return (lines[-1] if "nvcc" in compiler else lines[0]) if lines else "unknown"
+
+
 def nvcc_version() -> str:
     nvcc = find_nvcc()
-    if nvcc is None:
-        return "none"
-    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
-    return out.strip().splitlines()[-1] if out.strip() else "unknown"
+    return compiler_version(nvcc) if nvcc else "none"
+
+
+def local_headers(op: Op) -> list[Path]:
+    return sorted(p for p in op.folder.iterdir() if p.suffix in HEADER_SUFFIXES and p.is_file())
 
 
 def cuda_sources(op: Op) -> list[Path]:
-    return sorted(p for p in op.folder.iterdir() if p.suffix in CUDA_SUFFIXES and p.is_file())
+    """Every file of the op's CUDA C stage, as an exported package needs them."""
+    return sorted([op.path("cuda"), op.path("binding"), *local_headers(op)])
 
 
-def build_key(op: Op, kind: str, arch: str, flags: tuple[str, ...]) -> str:
-    import torch
-
+def object_key(op: Op, source: Path, headers: list[Path], command: list[str], versions: tuple[str, ...]) -> str:
     h = hashlib.sha256()
-    for path in [*cuda_sources(op), INCLUDE_DIR / "brrr.cuh"]:
+    for path in [source, *local_headers(op), *headers]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
-    for part in (kind, arch, *flags, torch.__version__, str(torch.version.cuda), nvcc_version()):
+    for part in (*command, *versions):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:16]
@@ -156,7 +199,8 @@ def first_error_location(output: str) -> tuple[str, int] | None:
     return None
 
 
-# --- compile check (no GPU needed) ---------------------------------------------------------
+
+# --- objects: kernel.cu and binding.cpp ----------------------------------------------------
 
 
 def _torch_include_flags() -> list[str]:
@@ -169,43 +213,105 @@ def _torch_include_flags() -> list[str]:
     return flags
 
 
-def compile_check(op: Op, arch: str = DEFAULT_ARCH) -> CompileReport:
-    """nvcc -c the op's kernel.cu for `arch` and read ptxas' register and spill report."""
-    import time
-
+def kernel_job(op: Op, arch: str) -> tuple[Path, list[str], str]:
+    """kernel.cu's source, nvcc command (less the output) and cache key: no torch in it."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH and in /usr/local/cuda/bin)")
-    flags = (*NVCC_FLAGS, f"-arch={arch}", "-DBRRR_NAMESPACE=brrr_compile_check")
-    key = build_key(op, "check", arch, flags)
-    entry = cache_root() / "check" / f"{op.name}-{key}.json"
-    with locked(entry.with_suffix(".lock")):
-        cached = _read_report(entry)
+    source = op.path("cuda")
+    command = [nvcc, "-c", *NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v", f"-I{INCLUDE_DIR}", f"-I{op.folder}"]
+    key = object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh"], command, (nvcc_version(),))
+    return source, command, key
+
+
+def binding_job(op: Op) -> tuple[Path, list[str], str]:
+    """binding.cpp's source, host-compiler command (less the output) and cache key."""
+    import torch
+
+    cxx = find_cxx()
+    home = cuda_home()
+    if home is None:
+        raise BuildError("CUDA's headers not found (looked in $CUDA_HOME, beside nvcc and in /usr/local/cuda)")
+    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
+    source = op.path("binding")
+    command = [cxx, "-c", *CXX_FLAGS, abi, f"-I{INCLUDE_DIR}", f"-I{op.folder}", *_torch_include_flags(),
+               f"-I{home / 'include'}"]
+    versions = (compiler_version(cxx), torch.__version__, str(torch.version.cuda), nvcc_version())
+    key = object_key(op, source, [INCLUDE_DIR / "brrr.cuh", INCLUDE_DIR / "brrr_kernel.cuh"], command, versions)
+    return source, command, key
+
+
+def _compile(op: Op, source: Path, command: list[str], key: str, verbose: bool) -> ObjectFile:
+    obj, meta = _object_paths(op, source, key)
+    with locked(obj.with_suffix(".lock")):
+        cached = _read_object(obj, meta, key)
         if cached is not None:
             return cached
-        source = op.path("cuda")
-        cmd = [nvcc, "-c", *flags, "-Xptxas", "-v", f"-I{INCLUDE_DIR}", *_torch_include_flags(), str(source)]
+        fd, tmp = tempfile.mkstemp(dir=obj.parent, prefix=f".{obj.name}.", suffix=".o")
+        os.close(fd)
+        full = [*command, str(source), "-o", tmp]
+        if verbose:
+            print(" ".join(full), flush=True)
         start = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="brrr-nvcc-") as tmp, ticking(f"nvcc {op.name}/kernel.cu ({arch})"):
-            proc = subprocess.run([*cmd, "-o", str(Path(tmp) / "kernel.o")], capture_output=True, text=True, check=False)
+        proc = subprocess.run(full, capture_output=True, text=True, check=False)
+        seconds = time.monotonic() - start
+        output = proc.stderr + proc.stdout
         if proc.returncode != 0:
-            raise BuildError(f"nvcc could not compile {source}:\n{compiler_errors(proc.stderr + proc.stdout, source)}")
-        kernels = tuple(KernelResources(**k) for k in parse_resources(proc.stderr + proc.stdout))
-        report = CompileReport(arch=arch, kernels=kernels, seconds=time.monotonic() - start, cached=False)
-        write_atomic(entry, json.dumps(asdict(report)))
-        return report
+            Path(tmp).unlink(missing_ok=True)
+            tool = "nvcc" if source.suffix == ".cu" else Path(command[0]).name
+            raise BuildError(f"{tool} could not compile {shown(source)}:\n{compiler_errors(output, source)}")
+        kernels = tuple(KernelResources(**k) for k in parse_resources(output)) if source.suffix == ".cu" else ()
+        os.replace(tmp, obj)
+        # Written last: an object without its record is compiled again.
+        write_atomic(meta, json.dumps({"key": key, "sha256": _sha256(obj), "seconds": seconds,
+                                       "kernels": [asdict(k) for k in kernels]}))
+        return ObjectFile(obj, key, kernels, seconds, cached=False)
 
 
-def _read_report(entry: Path) -> CompileReport | None:
+def _read_object(obj: Path, meta: Path, key: str) -> ObjectFile | None:
     try:
-        data = json.loads(entry.read_text())
+        data = json.loads(meta.read_text())
+        if data["key"] != key or data["sha256"] != _sha256(obj):
+            return None  # a stale or corrupt entry: compile again
         kernels = tuple(KernelResources(**k) for k in data["kernels"])
-        return CompileReport(arch=data["arch"], kernels=kernels, seconds=data["seconds"], cached=True)
+        return ObjectFile(obj, key, kernels, data["seconds"], cached=True)
     except (OSError, ValueError, KeyError, TypeError):
-        return None  # missing or corrupt: compile again
+        return None
 
 
-# --- extension (GPU) -----------------------------------------------------------------------
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def compile_objects(op: Op, arch: str, verbose: bool = False) -> tuple[ObjectFile, ObjectFile]:
+    """kernel.cu and binding.cpp as object files, compiled side by side where not cached."""
+    jobs = [kernel_job(op, arch), binding_job(op)]
+    missing = [source.name for source, _, key in jobs
+               if _read_object(*_object_paths(op, source, key), key) is None]
+    if not missing:
+        kernel, binding = (_compile(op, *job, verbose) for job in jobs)
+        return kernel, binding
+    with ticking(f"compiling {op.name}: {' and '.join(missing)} ({arch})"), ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(_compile, op, *job, verbose) for job in jobs]
+        kernel, binding = (f.result() for f in futures)
+    return kernel, binding
+
+
+def _object_paths(op: Op, source: Path, key: str) -> tuple[Path, Path]:
+    obj = cache_root() / "obj" / f"{op.name}-{source.stem}-{key}.o"
+    return obj, obj.with_suffix(".json")
+
+
+def compile_check(op: Op, arch: str = DEFAULT_ARCH) -> CompileReport:
+    """Compile kernel.cu for `arch` and binding.cpp, and read ptxas' register and spill report: no GPU needed."""
+    start = time.monotonic()
+    kernel, binding = compile_objects(op, arch)
+    cached = kernel.cached and binding.cached
+    seconds = kernel.seconds + binding.seconds if cached else time.monotonic() - start
+    return CompileReport(arch=arch, kernels=kernel.kernels, seconds=seconds, cached=cached)
+
+
+# --- library (GPU) -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -235,45 +341,60 @@ def device_arch() -> str:
     return f"sm_{major}{minor}"
 
 
-def build_extension(op: Op, arch: str | None = None, verbose: bool = False) -> Extension:
-    """Build kernel.cu into a shared library with torch.utils.cpp_extension and load it."""
-    import time
-
-    import torch
+def _link_command(library: Path, namespace_source: Path, objects: list[Path]) -> list[str]:
     from torch.utils import cpp_extension
 
-    arch = arch or device_arch()
-    flags = (*NVCC_FLAGS,)
-    key = build_key(op, "ext", arch, flags)
-    namespace = f"brrr_{op.name}_{key}"
-    final = cache_root() / "ext" / namespace
-    library = final / f"{namespace}.so"
-    start = time.monotonic()
-    with locked(cache_root() / "ext" / f"{namespace}.lock"):
-        if not (final / "complete").is_file():
-            shutil.rmtree(final, ignore_errors=True)  # a stale or half-built entry
-            staging = Path(tempfile.mkdtemp(prefix=f".{namespace}-", dir=final.parent))
-            major_minor = arch.removeprefix("sm_")
-            os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major_minor[:-1]}.{major_minor[-1]}"
-            try:
-                with ticking(f"building {op.name}/kernel.cu ({arch}, torch.utils.cpp_extension)"):
-                    cpp_extension.load(
-                        name=namespace,
-                        sources=[str(op.path("cuda"))],
-                        extra_cuda_cflags=[*flags, f"-DBRRR_NAMESPACE={namespace}"],
-                        extra_include_paths=[str(INCLUDE_DIR)],
-                        build_directory=str(staging),
-                        is_python_module=False,
-                        verbose=verbose,
-                    )
-            except (RuntimeError, subprocess.CalledProcessError) as e:
-                shutil.rmtree(staging, ignore_errors=True)
+    home = cuda_home()
+    lib_dirs = [*cpp_extension.library_paths(), str(home / "lib64")] if home else cpp_extension.library_paths()
+    return [find_cxx(), "-shared", "-fPIC", "-o", str(library), "-x", "c++", str(namespace_source), "-x", "none",
+            *map(str, objects), *(f"-L{d}" for d in lib_dirs), *LINK_LIBS, "-Wl,--no-undefined"]
+
+
+def _link(op: Op, library: Path, namespace: str, objects: list[Path], verbose: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="brrr-link-", dir=library.parent) as tmp:
+        namespace_source = Path(tmp) / "namespace.cpp"
+        namespace_source.write_text(f'extern "C" const char brrr_namespace[] = "{namespace}";\n')
+        partial = Path(tmp) / library.name
+        command = _link_command(partial, namespace_source, objects)
+        if verbose:
+            print(" ".join(command), flush=True)
+        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            output = proc.stderr + proc.stdout
+            undefined = re.findall(r"undefined reference to [`'](.+?)'", output)
+            if undefined:
                 raise BuildError(
-                    f"building {op.path('cuda')} failed:\n{compiler_errors(str(e), op.path('cuda'))}"
-                ) from e
-            (staging / "complete").write_text(namespace)
-            os.replace(staging, final)
-            return Extension(namespace, library, time.monotonic() - start, cached=False)
-    if not hasattr(torch.ops, namespace) or not hasattr(getattr(torch.ops, namespace), "forward"):
-        torch.ops.load_library(str(library))
-    return Extension(namespace, library, time.monotonic() - start, cached=True)
+                    f"linking {op.name} failed: {shown(op.path('binding'))} calls functions "
+                    f"{shown(op.path('cuda'))} does not define:\n" + "\n".join(dict.fromkeys(undefined)),
+                    hint="kernel.cu must define each launcher binding.cpp declares, with an explicit "
+                         "instantiation for every dtype binding.cpp dispatches to",
+                )
+            raise BuildError(f"linking {op.name} failed:\n{output[-3000:]}")
+        os.replace(partial, library)
+
+
+def build_extension(op: Op, arch: str | None = None, verbose: bool = False) -> Extension:
+    """Compile (or reuse) kernel.cu's and binding.cpp's objects, link them, and load the library into torch."""
+    import torch
+
+    arch = arch or device_arch()
+    start = time.monotonic()
+    kernel, binding = compile_objects(op, arch, verbose)
+    key = hashlib.sha256(f"{kernel.key} {binding.key} {' '.join(LINK_LIBS)}".encode()).hexdigest()[:16]
+    namespace = f"brrr_{op.name}_{key}"
+    library = cache_root() / "ext" / f"{namespace}.so"
+    with locked(library.with_suffix(".lock")):
+        linked = not library.is_file()
+        if linked:
+            with ticking(f"linking {op.name}"):
+                _link(op, library, namespace, [binding.path, kernel.path], verbose)
+        if not hasattr(torch.ops, namespace) or not hasattr(getattr(torch.ops, namespace), "forward"):
+            try:
+                torch.ops.load_library(str(library))
+            except OSError:
+                if linked:
+                    raise
+                _link(op, library, namespace, [binding.path, kernel.path], verbose)  # a corrupt entry
+                torch.ops.load_library(str(library))
+    cached = kernel.cached and binding.cached and not linked
+    return Extension(namespace, library, time.monotonic() - start, cached)

@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         d.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
     n = sub.add_parser("new", help="scaffold an op folder (spec and three stage templates) that validates at once",
-                       description="Write NAME/ with spec.py, reference.py, numba_kernel.py and kernel.cu. "
+                       description="Write NAME/ with spec.py, reference.py, numba_kernel.py, kernel.cu and binding.cpp. "
                                    "Never overwrites: exit 1 if NAME exists.")
     n.add_argument("name", help="the op's name (a Python identifier)")
     n.add_argument("--inputs", default="x", help="comma-separated tensor input names (default: x)")
@@ -68,7 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--no-pause", action="store_true", help="do not wait for Enter between steps")
     w.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
-    b = sub.add_parser("build", help="compile an op's kernel.cu only (nvcc compile check; on a GPU, the extension too)",
+    b = sub.add_parser("build", help="compile an op's CUDA C stage only: kernel.cu (nvcc) and binding.cpp (c++); "
+                                     "on a GPU, link and load them too",
                        description="Compile only. Exit 0: compiled; 1: the compiler failed (its errors shown "
                                    "against the op's own file and line); 2: usage error.")
     b.add_argument("ops", nargs="+", metavar="OP|PATH")
@@ -136,7 +137,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         try:
             if gpu:
                 ext = builder.build_extension(op, arch=arch, verbose=args.verbose)
-                print(f"{op.name}: extension {'cached' if ext.cached else 'built'} in {ext.seconds:.1f}s ({ext.library})")
+                what = "reused the cached build" if ext.cached else "built"
+                print(f"{op.name}: {what} in {ext.seconds:.1f}s ({ext.library})")
             report = builder.compile_check(op, arch)
         except BuildError as e:
             print(f"{op.name}: {e}", file=sys.stderr)
@@ -209,7 +211,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     from pipeline.scaffold import new_op
 
     folder = new_op(args.name, [x.strip() for x in args.inputs.split(",") if x.strip()], args.dir)
-    print(f"wrote {folder}/: spec.py, reference.py, numba_kernel.py, kernel.cu")
+    print(f"wrote {folder}/: spec.py, reference.py, numba_kernel.py, kernel.cu, binding.cpp")
     shown = folder if folder.is_absolute() or str(folder).startswith(".") else f"./{folder}"
     print(f"next: brrr validate {shown}   (each unfinished stage says which function to write)")
     return EXIT_OK

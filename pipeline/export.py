@@ -54,7 +54,8 @@ def export(op: Op, directory: Path) -> Path:
             (staging / target).write_text(text)
         for source in cuda_sources(op):
             shutil.copy2(source, csrc / source.name)
-        shutil.copy2(INCLUDE_DIR / "brrr.cuh", csrc / "brrr.cuh")
+        for header in ("brrr.cuh", "brrr_kernel.cuh"):
+            shutil.copy2(INCLUDE_DIR / header, csrc / header)
         shutil.copy2(op.path("reference"), staging / package / "reference.py")
         os.rename(staging, directory)
     except BaseException:

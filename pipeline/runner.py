@@ -297,10 +297,11 @@ class Validator:
                 with ticking(f"{self.op.name}: numba stage {where}"):
                     self.numba_checks()
         if "cuda" in wanted:
-            if UNFINISHED_MARK in self.op.path("cuda").read_text():
+            if any(UNFINISHED_MARK in self.op.path(part).read_text() for part in ("cuda", "binding")):
                 self.rows.append(Row(self.op.name, "cuda", "unfinished", "-", FAIL,
-                                     detail=f"write forward() and backward() in {shown(self.op.path('cuda'))}, "
-                                            f"then delete its '{UNFINISHED_MARK}' line"))
+                                     detail=f"write the kernels in {shown(self.op.path('cuda'))} and forward() and "
+                                            f"backward() in {shown(self.op.path('binding'))}, "
+                                            f"then delete the '{UNFINISHED_MARK}' line"))
             else:
                 self.cuda_checks()
         if self.options.huge:

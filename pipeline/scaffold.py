@@ -12,7 +12,7 @@ from string import Template
 from pipeline.errors import BrrrError, UsageError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-FILES = ("spec.py", "reference.py", "numba_kernel.py", "kernel.cu")
+FILES = ("spec.py", "reference.py", "numba_kernel.py", "kernel.cu", "binding.cpp")
 UNFINISHED_MARK = "brrr: unfinished"
 
 
@@ -29,7 +29,7 @@ def _identifier(text: str, what: str) -> str:
 
 
 def new_op(name: str, inputs: list[str], directory: Path) -> Path:
-    """Write DIR/NAME with the four files; refuse if DIR/NAME exists in any form."""
+    """Write DIR/NAME with the five files; refuse if DIR/NAME exists in any form."""
     _identifier(name, "op name")
     for x in inputs:
         _identifier(x, "input name")
@@ -52,6 +52,16 @@ def new_op(name: str, inputs: list[str], directory: Path) -> Path:
         "grad_type": "torch.Tensor" if len(inputs) == 1 else f"tuple[{', '.join(['torch.Tensor'] * len(inputs))}]",
         "cu_args": ", ".join(f"at::Tensor {x}" for x in inputs),
         "cu_grad_type": "at::Tensor" if len(inputs) == 1 else f"std::tuple<{', '.join(['at::Tensor'] * len(inputs))}>",
+        "first": inputs[0],
+        "kernel_params": "".join(f"const T* __restrict__ {x}, " for x in inputs),
+        "launcher_params": "".join(f"const T* {x}, " for x in inputs),
+        "launch_args": "".join(f"{x}, " for x in inputs),
+        "float_params": "const float*, " * len(inputs),
+        "double_params": "const double*, " * len(inputs),
+        "checks": f'    brrr::check_input({inputs[0]}, "{inputs[0]}");\n'
+                  + "".join(f'    brrr::check_same({inputs[0]}, {x}, "{inputs[0]}", "{x}");\n' for x in inputs[1:]),
+        "contiguous": "".join(f"    auto {x}c = {x}.contiguous();\n" for x in inputs),
+        "data_args": "".join(f"brrr::data<scalar_t>({x}c), " for x in inputs),
     }
     directory.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=directory))

@@ -1,11 +1,13 @@
 """The op contract: what an op folder declares in its `spec.py`, and how brrr finds op folders.
 
-An op folder holds four files side by side:
+An op folder holds five files side by side:
 
     spec.py          SPEC = OpSpec(...): inputs, sizes, edge cases, tolerances, oracle, dtypes
     reference.py     forward / backward in plain PyTorch (the autograd contract)
     numba_kernel.py  @cuda.jit kernels plus forward / backward launch wrappers on torch tensors
-    kernel.cu        CUDA C kernels plus forward / backward host functions on at::Tensor
+    kernel.cu        CUDA C kernels and their launchers on raw pointers (CUDA headers only)
+    binding.cpp      forward / backward on at::Tensor: checks, allocation, dtype dispatch,
+                     calls into kernel.cu (compiled once, apart, because torch's headers are slow)
 
 Every stage exposes the same two functions:
 
@@ -37,7 +39,8 @@ Inputs = tuple[torch.Tensor, ...]
 Place = tuple[tuple[int, int, int], tuple[int, int, int]]
 
 STAGES = ("reference", "numba", "cuda")
-STAGE_FILES = {"spec": "spec.py", "reference": "reference.py", "numba": "numba_kernel.py", "cuda": "kernel.cu"}
+STAGE_FILES = {"spec": "spec.py", "reference": "reference.py", "numba": "numba_kernel.py", "cuda": "kernel.cu",
+               "binding": "binding.cpp"}
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "stages"
 
 

@@ -98,26 +98,29 @@ def step_numba(t: Tour) -> None:
 
 
 def step_cuda_source(t: Tour) -> None:
-    t.say("""Step 4: translate to CUDA C. kernel.cu mirrors numba_kernel.py line for line: the same kernels,
-    now templated on the dtype, indices in 64 bits (tensors above 2^31 elements exist), and host
-    functions on at::Tensor that check their inputs with TORCH_CHECK, allocate the output and launch on
-    PyTorch's current stream. BRRR_BIND registers forward and backward so Python can call them.""")
+    t.say("""Step 4: translate to CUDA C, in two files. kernel.cu mirrors numba_kernel.py line for line:
+    the same kernels, now templated on the dtype, indices in 64 bits (tensors above 2^31 elements
+    exist), and a launcher on raw pointers for each. It includes only CUDA's headers, so an edit
+    rebuilds in about a second. binding.cpp holds forward and backward on at::Tensor: they check their
+    inputs with TORCH_CHECK, allocate outputs, pick the dtype and call the launchers on PyTorch's
+    current stream; BRRR_BIND registers them so Python can call them.""")
     t.show(t.op.path("cuda"))
+    t.show(t.op.path("binding"))
 
 
 def step_compile(t: Tour) -> None:
     from pipeline import builder
 
-    t.say("""Step 5: compile. brrr compiles kernel.cu with nvcc, caches the result under a key of the
-    sources, flags, architecture and versions, and reads ptxas' report: registers per thread and
-    bytes spilled to local memory for every kernel (spills are a first thing to look at when a
-    kernel is slow).""")
+    t.say("""Step 5: compile. brrr compiles kernel.cu with nvcc and binding.cpp with the host compiler,
+    caches each object under a key of its source, flags, architecture and versions (so a kernel edit
+    recompiles kernel.cu alone), and reads ptxas' report: registers per thread and bytes spilled to
+    local memory for every kernel (spills are a first thing to look at when a kernel is slow).""")
     if builder.find_nvcc() is None:
         t.out.write("  nvcc is not installed here, so this step can only be described.\n\n")
         return
     if t.gpu:
         ext = builder.build_extension(t.op)
-        t.out.write(f"  built {ext.library.name} with torch.utils.cpp_extension in {ext.seconds:.1f}s\n")
+        t.out.write(f"  built and loaded {ext.library.name} in {ext.seconds:.1f}s\n")
     report = builder.compile_check(t.op, builder.device_arch() if t.gpu else builder.DEFAULT_ARCH)
     t.out.write(f"  ptxas ({report.arch}):\n")
     for k in report.kernels:
@@ -135,7 +138,7 @@ def step_gpu(t: Tour) -> None:
     compared with the reference on a large odd size.""")
     if not t.gpu:
         t.say(f"""No GPU here, so this step stops at the description. On a machine with an NVIDIA GPU and a
-        CUDA build of torch, `brrr validate {t.op.name}` builds kernel.cu, runs it against the reference and the
+        CUDA build of torch, `brrr validate {t.op.name}` builds the CUDA C stage, runs it against the reference and the
         numba stage (large odd sizes, non-contiguous inputs, edge inputs) and runs gradcheck on it.""")
         return
     spec = t.op.spec

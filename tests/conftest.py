@@ -23,6 +23,8 @@ HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").
 
 gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU; torch sees none here")
 needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc to compile CUDA C")
+needs_cuda_torch = pytest.mark.skipif(torch.version.cuda is None or not HAS_NVCC,
+                                      reason="linking needs nvcc and a CUDA build of torch; this torch is CPU-only")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import copy_op, needs_nvcc
+import pytest
+from conftest import copy_op, needs_cuda_torch, needs_nvcc, plant
 
 from pipeline import builder
+from pipeline.errors import BuildError
 from pipeline.spec import load_op
 
 PTXAS = """\
@@ -33,24 +35,46 @@ def test_compiler_errors_keep_the_users_path_and_line(tmp_path: Path) -> None:
     assert builder.first_error_location(out) == (str(source), 42)
 
 
-def test_build_key_changes_with_the_source(tmp_path: Path) -> None:
+def test_gcc_errors_keep_the_users_path_and_line(tmp_path: Path) -> None:
+    source = tmp_path / "op" / "binding.cpp"
+    out = f"{source}: In function 'at::Tensor forward(at::Tensor)':\n{source}:17:5: error: 'yy' was not declared\n"
+    assert builder.first_error_location(out) == (str(source), 17)
+    assert "binding.cpp:17:5: error" in builder.compiler_errors(out, source)
+
+
+def test_each_object_key_covers_its_own_source_only(tmp_path: Path) -> None:
     op = load_op(str(copy_op("sigmoid", tmp_path)))
-    before = builder.build_key(op, "check", "sm_90", ())
-    assert builder.build_key(op, "check", "sm_80", ()) != before
-    path = op.path("cuda")
-    path.write_text(path.read_text() + "\n// edited\n")
-    assert builder.build_key(op, "check", "sm_90", ()) != before
+    kernel, binding = builder.kernel_job(op, "sm_90")[2], builder.binding_job(op)[2]
+    assert builder.kernel_job(op, "sm_80")[2] != kernel
+    op.path("cuda").write_text(op.path("cuda").read_text() + "\n// edited\n")
+    assert builder.kernel_job(op, "sm_90")[2] != kernel and builder.binding_job(op)[2] == binding
+    op.path("binding").write_text(op.path("binding").read_text() + "\n// edited\n")
+    assert builder.binding_job(op)[2] != binding
+    (op.folder / "common.cuh").write_text("// a header of the op's own\n")
+    assert builder.binding_job(op)[2] != binding
 
 
 @needs_nvcc
-def test_compile_check_is_cached_and_a_corrupt_entry_is_rebuilt(tmp_path: Path, brrr_cache: Path) -> None:
-    op = load_op("sigmoid")
-    first = builder.compile_check(op)
+def test_a_kernel_edit_recompiles_kernel_cu_only_and_a_corrupt_object_is_rebuilt(tmp_path: Path) -> None:
+    op = load_op(str(copy_op("sigmoid", tmp_path)))
+    kernel, binding = builder.compile_objects(op, "sm_90")
     again = builder.compile_check(op)
-    assert again.cached and again.kernels == first.kernels
-    names = {k.kernel for k in first.kernels}
-    assert {"sigmoid_forward_kernel<float, 4>", "sigmoid_backward_kernel<double, 2>"} <= names
-    (entry,) = [p for p in (brrr_cache / "check").glob("sigmoid-*.json")]
-    entry.write_text("{ not json")
-    rebuilt = builder.compile_check(op)
-    assert not rebuilt.cached and json.loads(entry.read_text())["kernels"]
+    assert again.cached and again.kernels == kernel.kernels
+    assert {"sigmoid_forward_kernel<float, 4>", "sigmoid_backward_kernel<double, 2>"} <= {k.kernel for k in kernel.kernels}
+    source = op.path("cuda")
+    source.write_text(source.read_text().replace("const T r = T(1) / (T(1) + e);", "const T r = T(1) / (e + T(1));"))
+    edited, binding_again = builder.compile_objects(op, "sm_90")
+    assert not edited.cached and binding_again.cached and binding_again.path == binding.path
+    edited.path.write_bytes(edited.path.read_bytes()[:100])  # a truncated object
+    rebuilt, _ = builder.compile_objects(op, "sm_90")
+    assert not rebuilt.cached and rebuilt.path.stat().st_size > 100
+    assert json.loads(rebuilt.path.with_suffix(".json").read_text())["kernels"]
+
+
+@needs_cuda_torch
+def test_a_launcher_kernel_cu_does_not_instantiate_is_named_at_link_time(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "kernel.cu",
+                   "template void sigmoid_forward(const double*, double*, int64_t, cudaStream_t);\n", "")
+    with pytest.raises(BuildError) as e:
+        builder.build_extension(load_op(str(folder)), arch="sm_90")
+    assert "does not define" in str(e.value) and "sigmoid_forward<double>(double const*" in str(e.value)

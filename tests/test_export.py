@@ -17,7 +17,8 @@ def test_export_writes_a_complete_package(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert files == {"setup.py", "pyproject.toml", "tests/test_sigmoid.py", "brrr_sigmoid/__init__.py",
-                     "brrr_sigmoid/reference.py", "brrr_sigmoid/csrc/kernel.cu", "brrr_sigmoid/csrc/brrr.cuh"}
+                     "brrr_sigmoid/reference.py", "brrr_sigmoid/csrc/kernel.cu", "brrr_sigmoid/csrc/binding.cpp",
+                     "brrr_sigmoid/csrc/brrr.cuh", "brrr_sigmoid/csrc/brrr_kernel.cuh"}
     for py in ("setup.py", "brrr_sigmoid/__init__.py", "tests/test_sigmoid.py"):
         py_compile.compile(str(out / py), doraise=True)
     init = (out / "brrr_sigmoid" / "__init__.py").read_text()

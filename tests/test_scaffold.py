@@ -72,8 +72,8 @@ def backward(grad_y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return grad_x
 '''
 
-SWISH_CUDA = '''
-#include "brrr.cuh"
+SWISH_KERNEL = '''
+#include "brrr_kernel.cuh"
 
 template <typename T>
 __device__ T stable_sigmoid(T v) {
@@ -97,15 +97,35 @@ __global__ void swish_backward_kernel(const T* g, const T* x, T* gx, int64_t n) 
     }
 }
 
+template <typename T>
+void swish_forward(const T* x, T* y, int64_t n, cudaStream_t stream) {
+    swish_forward_kernel<T><<<brrr::blocks_for(n, 256), 256, 0, stream>>>(x, y, n);
+}
+
+template <typename T>
+void swish_backward(const T* g, const T* x, T* gx, int64_t n, cudaStream_t stream) {
+    swish_backward_kernel<T><<<brrr::blocks_for(n, 256), 256, 0, stream>>>(g, x, gx, n);
+}
+
+template void swish_forward(const float*, float*, int64_t, cudaStream_t);
+template void swish_forward(const double*, double*, int64_t, cudaStream_t);
+template void swish_backward(const float*, const float*, float*, int64_t, cudaStream_t);
+template void swish_backward(const double*, const double*, double*, int64_t, cudaStream_t);
+'''
+
+SWISH_BINDING = '''
+#include "brrr.cuh"
+
+template <typename T> void swish_forward(const T* x, T* y, int64_t n, cudaStream_t stream);
+template <typename T> void swish_backward(const T* g, const T* x, T* gx, int64_t n, cudaStream_t stream);
+
 at::Tensor forward(at::Tensor x) {
     brrr::check_input(x, "x");
     auto xc = x.contiguous();
     auto y = at::empty_like(xc);
-    const int64_t n = xc.numel();
-    if (n == 0) return y;
+    if (xc.numel() == 0) return y;
     AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "swish_forward", [&] {
-        swish_forward_kernel<scalar_t><<<brrr::blocks_for(n, 256), 256, 0, brrr::stream()>>>(
-            xc.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n);
+        swish_forward(brrr::data<scalar_t>(xc), brrr::data<scalar_t>(y), xc.numel(), brrr::stream());
     });
     BRRR_CHECK_LAUNCH();
     return y;
@@ -117,11 +137,10 @@ at::Tensor backward(at::Tensor grad_y, at::Tensor x) {
     auto gc = grad_y.contiguous();
     auto xc = x.contiguous();
     auto gx = at::empty_like(xc);
-    const int64_t n = xc.numel();
-    if (n == 0) return gx;
+    if (xc.numel() == 0) return gx;
     AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "swish_backward", [&] {
-        swish_backward_kernel<scalar_t><<<brrr::blocks_for(n, 256), 256, 0, brrr::stream()>>>(
-            gc.data_ptr<scalar_t>(), xc.data_ptr<scalar_t>(), gx.data_ptr<scalar_t>(), n);
+        swish_backward(brrr::data<scalar_t>(gc), brrr::data<scalar_t>(xc), brrr::data<scalar_t>(gx), xc.numel(),
+                       brrr::stream());
     });
     BRRR_CHECK_LAUNCH();
     return gx;
@@ -142,7 +161,7 @@ def test_new_then_validate_reports_unfinished_stages_by_file_and_function(tmp_pa
     out = proc.stdout
     assert "swish/reference.py:7 in forward" in out and "write forward(x) in reference.py" in out
     assert "numba_kernel.py:20 in forward" in out and "write forward(x) in numba_kernel.py" in out
-    assert "write forward() and backward() in swish/kernel.cu" in out
+    assert "write the kernels in swish/kernel.cu and forward() and backward() in swish/binding.cpp" in out
     assert [ln.split()[1] for ln in out.splitlines() if " FAIL " in ln] == ["unfinished"] * 3
 
 
@@ -171,7 +190,8 @@ def test_written_stages_pass(tmp_path: Path) -> None:
     folder = tmp_path / "swish"
     (folder / "reference.py").write_text(SWISH_REFERENCE)
     (folder / "numba_kernel.py").write_text(SWISH_NUMBA)
-    (folder / "kernel.cu").write_text(SWISH_CUDA)
+    (folder / "kernel.cu").write_text(SWISH_KERNEL)
+    (folder / "binding.cpp").write_text(SWISH_BINDING)
     spec = folder / "spec.py"
     spec.write_text(spec.read_text().replace("oracle=None,", "oracle=torch.nn.functional.silu,"))
     stages = ["--stage", "reference", "--stage", "numba"] + (["--stage", "cuda"] if HAS_NVCC else [])

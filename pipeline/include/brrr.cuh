@@ -1,10 +1,11 @@
-// Helpers shared by every op's kernel.cu: input checks, launch sizing, the current stream,
-// and the binding macro. The builder defines BRRR_NAMESPACE (one per build, so an edited
-// kernel can be loaded beside an older one in the same process).
+// Helpers for an op's binding.cpp, the host side of its CUDA C stage: input checks, the current
+// stream and device, torch's 16-bit types as CUDA's, and the binding macro. binding.cpp is
+// compiled once per change to it (torch's headers take seconds); kernel.cu, which includes
+// only brrr_kernel.cuh, is recompiled on every edit and linked against it.
 #pragma once
 // The lightest headers that give at::Tensor, empty_like/empty and dtype dispatch: ATen/ATen.h
-// would pull in every operator and nearly double the compile time. An op that needs another
-// operator includes its own header, e.g. <ATen/ops/sum.h>.
+// would pull in every operator. An op that needs another operator includes its own header,
+// e.g. <ATen/ops/sum.h>.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -12,12 +13,9 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <torch/library.h>
-
-
-#ifndef BRRR_NAMESPACE
-#define BRRR_NAMESPACE brrr_unbound
-#endif
 
 namespace brrr {
 
@@ -38,16 +36,15 @@ inline void check_same(const at::Tensor& a, const at::Tensor& b, const char* an,
     TORCH_CHECK(a.sizes() == b.sizes(), an, " and ", bn, " must have one shape: ", a.sizes(), " vs ", b.sizes());
 }
 
-// W consecutive elements moved as one access: 16 bytes (one LDG.128/STG.128) when W = 16 / sizeof(T).
-template <typename T, int W>
-struct alignas(sizeof(T) * W) Pack {
-    T v[W];
-};
+// kernel.cu sees CUDA's __half and __nv_bfloat16, which have the bit layout of at::Half and
+// at::BFloat16: data<scalar_t>(t) is t's data as the type kernel.cu's launchers take.
+template <typename T> struct Device { using type = T; };
+template <> struct Device<at::Half> { using type = __half; };
+template <> struct Device<at::BFloat16> { using type = __nv_bfloat16; };
 
-inline bool aligned16(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
-
-inline unsigned int blocks_for(int64_t n, int threads) {
-    return static_cast<unsigned int>((n + threads - 1) / threads);
+template <typename scalar_t>
+typename Device<scalar_t>::type* data(const at::Tensor& t) {
+    return reinterpret_cast<typename Device<scalar_t>::type*>(t.data_ptr<scalar_t>());
 }
 
 inline cudaStream_t stream() { return at::cuda::getCurrentCUDAStream(); }
@@ -57,4 +54,19 @@ inline cudaStream_t stream() { return at::cuda::getCurrentCUDAStream(); }
 #define BRRR_CHECK_LAUNCH() C10_CUDA_KERNEL_LAUNCH_CHECK()
 // Launch on the tensor's own GPU, not whichever one is current (multi-GPU machines).
 #define BRRR_DEVICE_GUARD(t) const c10::cuda::CUDAGuard brrr_device_guard((t).device())
+
+// BRRR_BIND(m) { m.def("forward", &forward); ... } registers the op's functions with torch.
+// brrr names the library when it links a build (a one-line object defining brrr_namespace),
+// so binding.cpp's object is reused across kernel edits while each build still gets a
+// namespace of its own; a package built without brrr (brrr export) defines BRRR_NAMESPACE.
+#ifdef BRRR_NAMESPACE
 #define BRRR_BIND(m) TORCH_LIBRARY(BRRR_NAMESPACE, m)
+#else
+extern "C" const char brrr_namespace[];
+#define BRRR_BIND(m)                                                                                   \
+    static void brrr_bind(torch::Library&);                                                            \
+    static const torch::detail::TorchLibraryInit brrr_bind_init(torch::Library::DEF, &brrr_bind,       \
+                                                                brrr_namespace, std::nullopt, __FILE__, \
+                                                                __LINE__);                             \
+    void brrr_bind(torch::Library& m)
+#endif

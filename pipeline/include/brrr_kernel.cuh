@@ -1,0 +1,64 @@
+// Helpers for an op's kernel.cu. Only CUDA's own headers on purpose: kernel.cu is the file a
+// kernel engineer edits dozens of times an hour, and including torch here would add ten
+// seconds or more to every rebuild. Everything that touches torch lives in binding.cpp (see
+// brrr.cuh), which brrr compiles once and links against each new kernel.cu.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace brrr {
+
+// W consecutive elements moved as one access: 16 bytes (one LDG.128/STG.128) when W = 16 / sizeof(T).
+template <typename T, int W>
+struct alignas(sizeof(T) * W) Pack {
+    T v[W];
+};
+
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+inline unsigned int blocks_for(int64_t n, int threads) {
+    return static_cast<unsigned int>((n + threads - 1) / threads);
+}
+
+// The type arithmetic is done in: float for the 16-bit types (one rounding, at the store),
+// the type itself otherwise.
+template <typename T> struct Acc { using type = T; };
+template <> struct Acc<__half> { using type = float; };
+template <> struct Acc<__nv_bfloat16> { using type = float; };
+template <typename T> using acc_t = typename Acc<T>::type;
+
+// Conversions through CUDA's intrinsics, because torch's extension builds (brrr export) define
+// __CUDA_NO_HALF_CONVERSIONS__, which removes __half's implicit ones.
+template <typename T> __device__ __forceinline__ acc_t<T> to_acc(T v) { return v; }
+template <> __device__ __forceinline__ float to_acc(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_acc(acc_t<T> v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Sums and maxima across the 32 lanes of a warp: every lane gets the result.
+template <typename T> __device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+template <typename T> __device__ __forceinline__ T warp_max(T v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+// Streaming multiprocessors of the current device, to size grid-stride loops to the chip.
+inline int sm_count() {
+    int device = 0, count = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+    return count;
+}
+
+}  // namespace brrr
