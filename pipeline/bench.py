@@ -9,17 +9,27 @@ once), and is set against a device-to-device copy measured in the same run.
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from pipeline.errors import BrrrError
-from pipeline.spec import Op, Size, as_tuple
+from pipeline.spec import Inputs, Op, Size, as_tuple
+from pipeline.tolerances import Tolerance
 
 RUNS = 50
+VARIANT = "cuda "  # implementations named "cuda v1", ...: binding.cpp's forward_v1, ...
 L2_MULTIPLE = 3  # rotate enough input sets to cover this many times the L2 cache
 
 
@@ -70,6 +80,56 @@ def _sets_for(nbytes: int) -> int:
     return max(1, min(8, -(-L2_MULTIPLE * l2 // max(nbytes, 1))))
 
 
+def runner(op: Op, fn: Callable[..., Any], sets: list[Inputs], backward: bool,
+           upstreams: dict[int, tuple[torch.Tensor, ...]]) -> Callable[[int], None]:
+    """One call of fn on input set i: forward, or forward then backward from a random upstream gradient."""
+    spec = op.spec
+
+    def run(i: int) -> None:
+        xs = sets[i]
+        if backward:
+            xs = tuple(x.detach().requires_grad_(x.is_floating_point()) for x in xs)
+        out = as_tuple(fn(*xs, *spec.param_values))[: len(spec.outputs)]
+        if backward:
+            if i not in upstreams:
+                upstreams[i] = tuple(torch.randn_like(o) for o in out)
+            torch.autograd.grad(out, [x for x in xs if x.requires_grad], upstreams[i])
+
+    return run
+
+
+def profile(cases: list[tuple[Op, Size, torch.dtype, dict[str, Callable[..., Any]]]], path: Path) -> None:
+    """A torch.profiler Chrome trace of a few calls of each implementation in each case, taken after
+    and apart from the timed runs, whose numbers the profiler would disturb."""
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for case in cases:
+            profile_op(*case)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(tmp)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def profile_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[..., Any]], runs: int = 3) -> None:
+    """A few calls of each implementation (forward and backward, or forward for a first version), each under a labelled range."""
+    sets = [op.spec.make_inputs(size, dtype, torch.device("cuda"), torch.Generator().manual_seed(0))]
+    for name, fn in impls.items():
+        run = runner(op, fn, sets, not name.startswith(VARIANT), {})
+        try:
+            run(0)  # warm-up: compilation and first-call costs stay out of the trace
+        except Exception:
+            continue  # bench_op reports what fails
+        torch.cuda.synchronize()
+        with torch.profiler.record_function(f"{op.name} {name} {dtype} {size}"):
+            for _ in range(runs):
+                run(0)
+            torch.cuda.synchronize()
+
+
 def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[..., Any]], copy_gbps: float,
              backward: bool) -> list[Timing]:
     spec = op.spec
@@ -81,25 +141,22 @@ def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[.
     results: list[Timing] = []
     eager_ms = None
     for name, fn in impls.items():
-        def run(i: int, fn: Callable[..., Any] = fn) -> None:
-            xs = sets[i]
-            if backward:
-                xs = [x.detach().requires_grad_(x.is_floating_point()) for x in xs]
-            out = as_tuple(fn(*xs, *spec.param_values))[: len(spec.outputs)]
-            if backward:
-                if i not in upstreams:
-                    upstreams[i] = tuple(torch.randn_like(o) for o in out)
-                torch.autograd.grad(out, [x for x in xs if x.requires_grad], upstreams[i])
-
+        if backward and name.startswith(VARIANT):
+            continue  # a first version registers forward only
+        run = runner(op, fn, sets, backward, upstreams)
         try:
             out = as_tuple(impls[name](*probe, *spec.param_values))
+            if name.startswith(VARIANT):
+                exact = impls["reference"](*(x.double() for x in probe), *spec.param_values)
+                _check_variant(name, out, as_tuple(exact), spec.tolerance(dtype))
             moved = in_bytes + sum(o.nbytes for o in out)
             if backward:  # read the upstream gradient and what backward needs; write one gradient per input
                 moved += sum(o.nbytes for o in out[: len(spec.outputs)]) + in_bytes + in_bytes
             ms = time_ms(run, len(sets))
         except Exception as e:  # one implementation failing (numba on an unsupported dtype) is reported, not fatal
+            why = str(e) if isinstance(e, VariantMismatch) else type(e).__name__
             results.append(Timing(spec.name, str(size), str(dtype).removeprefix("torch."),
-                                  "forward+backward" if backward else "forward", f"{name} (failed: {type(e).__name__})",
+                                  "forward+backward" if backward else "forward", f"{name} (failed: {why})",
                                   float("nan"), float("nan"), float("nan")))
             continue
         upstreams.clear()
@@ -126,9 +183,29 @@ def implementations(op: Op, with_numba: bool) -> dict[str, Callable[..., Any]]:
     if with_numba:
         numba = load_numba(op, gpu=True)
         impls["numba"] = lambda *a: apply(numba, *a[: len(spec.inputs)])
-    cuda = load_cuda(op, builder.build_extension(op))
+    ext = builder.build_extension(op)
+    cuda = load_cuda(op, ext)
     impls["cuda"] = lambda *a: apply(cuda, *a[: len(spec.inputs)])
+    for variant in variants(ext.namespace):
+        impls[f"{VARIANT}{variant.removeprefix('forward_')}"] = getattr(getattr(torch.ops, ext.namespace), variant)
     return impls
+
+
+def variants(namespace: str) -> list[str]:
+    """The first versions binding.cpp registers beside forward: forward_v1, forward_v2, ..."""
+    prefix = f"{namespace}::forward_"
+    return sorted(name.split("::")[1] for name in torch._C._dispatch_get_all_op_names() if name.startswith(prefix))
+
+
+class VariantMismatch(Exception):
+    pass
+
+
+def _check_variant(name: str, got: tuple[torch.Tensor, ...], exact: tuple[torch.Tensor, ...], tol: Tolerance) -> None:
+    """A first version is timed only if it matches the float64 reference the way validation demands."""
+    for g, w in zip(got, exact):
+        if g.shape != w.shape or not torch.allclose(g.double(), w, rtol=tol.rtol, atol=tol.atol):
+            raise VariantMismatch(f"{name} disagrees with forward")
 
 
 def format_table(rows: list[Timing], copy_gbps: float, device: str) -> str:
@@ -161,3 +238,61 @@ def plot(rows: list[Timing], path: str) -> None:
     ax.set_ylabel("% of device-to-device copy bandwidth")
     fig.tight_layout()
     fig.savefig(path, dpi=150)
+
+
+# --- Nsight Compute -----------------------------------------------------------------------
+
+NCU_METRICS = re.compile(r"Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Registers Per Thread|"
+                         r"Achieved Occupancy|Block Size|Grid Size")
+
+
+def find_ncu() -> str | None:
+    from pipeline.builder import cuda_home
+
+    home = cuda_home()
+    candidates = [shutil.which("ncu"), *(str(p) for p in sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"))),
+                  str(home / "bin" / "ncu") if home else None]
+    return next((c for c in candidates if c and Path(c).is_file()), None)
+
+
+def ncu(op: Op, size: Size, dtype: torch.dtype, report: Path) -> str:
+    """Nsight Compute over one forward and one backward of the cuda stage, after a warm-up, with the
+    card's clocks left as they are (--clock-control none). Writes REPORT.ncu-rep; returns the
+    headline metrics of each kernel."""
+    exe = find_ncu()
+    if exe is None:
+        raise BrrrError("--ncu needs Nsight Compute: no ncu on PATH, in /opt/nvidia/nsight-compute or in CUDA_HOME/bin")
+    target = [sys.executable, "-m", "pipeline.bench", str(op.folder), json.dumps(size), str(dtype).removeprefix("torch.")]
+    profiled = subprocess.run([exe, "--clock-control", "none", "--profile-from-start", "off", "--force-overwrite",
+                               "--export", str(report), *target], capture_output=True, text=True)
+    if profiled.returncode != 0:
+        raise BrrrError(f"ncu failed (exit {profiled.returncode}):\n{(profiled.stdout + profiled.stderr)[-2000:]}")
+    shown = subprocess.run([exe, "--import", f"{report}.ncu-rep"], capture_output=True, text=True)
+    lines = [ln.rstrip() for ln in shown.stdout.splitlines()
+             if NCU_METRICS.search(ln) or ("Context" in ln and "Device" in ln)]
+    return "\n".join(lines)
+
+
+def _ncu_target(folder: str, size_json: str, dtype_name: str) -> None:
+    """What ncu runs: the cuda stage, warmed up, then one forward and backward between profiler start and stop."""
+    from pipeline import builder
+    from pipeline.function import apply
+    from pipeline.loaders import load_cuda
+    from pipeline.spec import load_op
+
+    op = load_op(folder)
+    size = json.loads(size_json)
+    size = tuple(size) if isinstance(size, list) else size
+    cuda = load_cuda(op, builder.build_extension(op))
+    sets = [op.spec.make_inputs(size, getattr(torch, dtype_name), torch.device("cuda"), torch.Generator().manual_seed(0))]
+    run = runner(op, lambda *a: apply(cuda, *a[: len(op.spec.inputs)]), sets, True, {})
+    run(0)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    run(0)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+if __name__ == "__main__":
+    _ncu_target(*sys.argv[1:4])

@@ -94,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     bn.add_argument("--no-numba", action="store_true", help="skip the numba stage on the GPU")
     bn.add_argument("--json", type=Path, metavar="FILE", help="also write the timings as JSON")
     bn.add_argument("--plot", metavar="PNG", help="bar chart of the fraction of copy bandwidth")
+    bn.add_argument("--profile", type=Path, metavar="JSON",
+                    help="also write a torch.profiler Chrome trace of a few untimed calls of each implementation")
+    bn.add_argument("--ncu", type=Path, metavar="REPORT",
+                    help="also run Nsight Compute (--clock-control none) on one forward and backward of the cuda "
+                         "stage at the first size and dtype; writes REPORT-OP.ncu-rep and prints each kernel's headline")
     bn.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
     sub.add_parser("list", help="list the built-in ops")
@@ -187,6 +192,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     dtypes = [getattr(torch, d) for d in (args.dtype or ["float32"])]
     copy_gbps = bench.copy_bandwidth()
     rows = []
+    profiled = []  # what --profile traces once the timing is done
     for name in args.ops or builtin_op_names():
         op = load_op(name)
         sizes = [_parse_size(s) for s in args.size] if args.size else list(op.spec.bench_sizes or op.spec.gpu_sizes[-1:])
@@ -197,7 +203,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
             for size in sizes:
                 for backward in (False, True):
                     rows += bench.bench_op(op, size, dtype, impls, copy_gbps, backward)
+                profiled.append((op, size, dtype, impls))
         print(bench.format_table([r for r in rows if r.op == op.name], copy_gbps, torch.cuda.get_device_name()), flush=True)
+        if args.ncu:
+            dtype = next((d for d in dtypes if d in op.spec.stage_dtypes("cuda")), torch.float32)
+            report = args.ncu.with_name(f"{args.ncu.name.removesuffix('.ncu-rep')}-{op.name}")
+            print(f"Nsight Compute, {op.name} {sizes[0]} {dtype}: {report}.ncu-rep", flush=True)
+            print(bench.ncu(op, sizes[0], dtype, report), flush=True)
+    if args.profile:
+        bench.profile(profiled, args.profile)
+        print(f"wrote the profiler trace to {args.profile} (open it in chrome://tracing or ui.perfetto.dev)")
     if args.json:
         meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
                 "copy_gbps": copy_gbps}

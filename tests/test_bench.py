@@ -1,0 +1,42 @@
+"""`brrr bench`: timing rows, first versions checked before they are timed, the profiler trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import HAS_GPU, brrr, copy_op, gpu, plant
+
+# Two first versions beside forward: v1 computes something else, v2 the same thing.
+VARIANTS = """
+at::Tensor forward_v1(at::Tensor x) { return forward(x).add_(1.0); }
+at::Tensor forward_v2(at::Tensor x) { return forward(x); }
+
+BRRR_BIND(m) {
+    m.def("forward_v1", &forward_v1);
+    m.def("forward_v2", &forward_v2);
+"""
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the message on machines without a GPU")
+def test_bench_without_gpu_exits_2_with_a_one_line_reason() -> None:
+    proc = brrr("bench", "sigmoid")
+    assert proc.returncode == 2 and proc.stderr.strip() == "brrr: error: brrr bench needs a CUDA GPU; torch sees none here"
+
+
+@gpu
+def test_bench_times_first_versions_only_when_they_match_the_reference(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "binding.cpp", "BRRR_BIND(m) {\n", VARIANTS)
+    out = tmp_path / "bench.json"
+    proc = brrr("bench", str(folder), "--size", "1048576", "--no-numba", "--json", str(out),
+                "--profile", str(tmp_path / "trace.json"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(out.read_text())["rows"]
+    forward = {r["impl"]: r for r in rows if r["pass_"] == "forward"}
+    assert forward["cuda"]["ms"] > 0 and forward["cuda v2"]["ms"] > 0
+    assert "cuda v1 (failed: cuda v1 disagrees with forward)" in forward
+    assert not any(r["impl"].startswith("cuda v") for r in rows if r["pass_"] == "forward+backward")
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    names = {e.get("name", "") for e in trace["traceEvents"]}
+    assert any(n.startswith("sigmoid cuda v2 ") for n in names) and any(n.startswith("sigmoid eager ") for n in names)
