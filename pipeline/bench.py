@@ -186,15 +186,9 @@ def implementations(op: Op, with_numba: bool) -> dict[str, Callable[..., Any]]:
     ext = builder.build_extension(op)
     cuda = load_cuda(op, ext)
     impls["cuda"] = lambda *a: apply(cuda, *a[: len(spec.inputs)])
-    for variant in variants(ext.namespace):
-        impls[f"{VARIANT}{variant.removeprefix('forward_')}"] = getattr(getattr(torch.ops, ext.namespace), variant)
+    for variant, fn in ext.variants().items():
+        impls[f"{VARIANT}{variant.removeprefix('forward_')}"] = fn
     return impls
-
-
-def variants(namespace: str) -> list[str]:
-    """The first versions binding.cpp registers beside forward: forward_v1, forward_v2, ..."""
-    prefix = f"{namespace}::forward_"
-    return sorted(name.split("::")[1] for name in torch._C._dispatch_get_all_op_names() if name.startswith(prefix))
 
 
 class VariantMismatch(Exception):

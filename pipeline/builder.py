@@ -333,6 +333,14 @@ class Extension:
 
         return getattr(torch.ops, self.namespace).backward
 
+    def variants(self) -> dict[str, Any]:
+        """First versions binding.cpp registers beside forward (forward_v1, ...), by that name."""
+        import torch
+
+        prefix = f"{self.namespace}::forward_"
+        names = sorted(n.split("::")[1] for n in torch._C._dispatch_get_all_op_names() if n.startswith(prefix))
+        return {name: getattr(getattr(torch.ops, self.namespace), name) for name in names}
+
 
 def device_arch() -> str:
     import torch

@@ -393,9 +393,15 @@ class Validator:
                     self.rows += self.compare_cases("cuda", ("edge forward", "edge backward"), stage_fn(cuda), "cuda",
                                                     stage_fn(ref), "cuda", torch.float64,
                                                     self.edge_cases(dtype, "cpu"), dtype, intact)
+                for name, variant in ext.variants().items():  # first versions kept for bench: forward only
+                    self.rows += self.compare_cases("cuda", (name, ""), self.variant_fn(variant), "cuda",
+                                                    stage_fn(ref), "cuda", torch.float64, cases, dtype, intact)
             self.rows.append(intact.finish())
             if torch.float64 in self.spec.stage_dtypes("cuda"):
                 self.rows.append(self.gradcheck(cuda, "cuda"))
+
+    def variant_fn(self, variant: Callable[..., Any]) -> Fn:
+        return lambda *xs: as_tuple(variant(*xs, *self.spec.param_values))
 
     def huge_check(self) -> None:
         """The cuda stage on more than 2**31 elements, checked on a sample that includes the last ones.

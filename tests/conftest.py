@@ -27,6 +27,18 @@ needs_cuda_torch = pytest.mark.skipif(torch.version.cuda is None or not HAS_NVCC
                                       reason="linking needs nvcc and a CUDA build of torch; this torch is CPU-only")
 
 
+# For sigmoid's binding.cpp, in place of its 'BRRR_BIND(m) {' line: two first versions beside
+# forward, v1 computing something else, v2 the same thing.
+SIGMOID_VARIANTS = """
+at::Tensor forward_v1(at::Tensor x) { return forward(x).add_(1.0); }
+at::Tensor forward_v2(at::Tensor x) { return forward(x); }
+
+BRRR_BIND(m) {
+    m.def("forward_v1", &forward_v1);
+    m.def("forward_v2", &forward_v2);
+"""
+
+
 @pytest.fixture(scope="session", autouse=True)
 def brrr_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One build cache for the whole session, away from the user's own."""

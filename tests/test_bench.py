@@ -6,17 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import HAS_GPU, brrr, copy_op, gpu, plant
-
-# Two first versions beside forward: v1 computes something else, v2 the same thing.
-VARIANTS = """
-at::Tensor forward_v1(at::Tensor x) { return forward(x).add_(1.0); }
-at::Tensor forward_v2(at::Tensor x) { return forward(x); }
-
-BRRR_BIND(m) {
-    m.def("forward_v1", &forward_v1);
-    m.def("forward_v2", &forward_v2);
-"""
+from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, gpu, plant
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the message on machines without a GPU")
@@ -27,7 +17,7 @@ def test_bench_without_gpu_exits_2_with_a_one_line_reason() -> None:
 
 @gpu
 def test_bench_times_first_versions_only_when_they_match_the_reference(tmp_path: Path) -> None:
-    folder = plant(copy_op("sigmoid", tmp_path), "binding.cpp", "BRRR_BIND(m) {\n", VARIANTS)
+    folder = plant(copy_op("sigmoid", tmp_path), "binding.cpp", "BRRR_BIND(m) {\n", SIGMOID_VARIANTS)
     out = tmp_path / "bench.json"
     proc = brrr("bench", str(folder), "--size", "1048576", "--no-numba", "--json", str(out),
                 "--profile", str(tmp_path / "trace.json"))

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import HAS_GPU, brrr, gpu, needs_nvcc
+from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, gpu, needs_nvcc, plant
 
 from pipeline import runner
 from pipeline.report import FAIL, NOT_RUN, PASS, Row
@@ -175,3 +175,12 @@ def test_32_bit_index_fails_huge_on_gpu(mutant) -> None:
     huge = [line for line in proc.stdout.splitlines() if line.startswith("cuda   huge")]
     assert huge and "FAIL" in huge[0]
     assert all("FAIL" not in line for line in proc.stdout.splitlines() if line.startswith("cuda   forward "))
+
+
+@gpu
+def test_first_versions_are_validated_forward_only(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "binding.cpp", "BRRR_BIND(m) {\n", SIGMOID_VARIANTS)
+    rows = validate(folder, "cuda")
+    verdicts = {(r.check, r.dtype): r.verdict for r in rows}
+    assert verdicts[("forward_v1", "float32")] == FAIL and verdicts[("forward_v2", "float32")] == PASS
+    assert not any(r.check.startswith("forward_v2") and r.verdict == FAIL for r in rows)
