@@ -55,8 +55,11 @@ def test_numba_exp_overflow_is_named_with_its_thread(mutant) -> None:
 def test_cuda_layout_for_tiles_and_for_bias_gradient() -> None:
     spec = load_op("bias_gelu").spec
     locate = spec.layouts["cuda"].locate
-    # Row 45 of 257 is in row group 45 // 4 = 11: block y 1, thread y 3; column 300 in pack 37: block x 1, thread x 5.
-    assert locate(45 * 4099 + 300, (257, 4099)) == ((1, 1, 0), (5, 3, 0))
+    # Row 45 of 257 is in row group 45 // 4 = 11: block y 1, thread y 3. Column 300 is in block x 1
+    # (columns 256..511), 44 columns in: thread x 11 owns 300..303 and 428..431.
+    assert locate(45 * 4099 + 300, (257, 4099)) == ((1, 1, 0), (11, 3, 0))
+    assert locate(45 * 4099 + 428, (257, 4099)) == ((1, 1, 0), (11, 3, 0))
+    assert locate(45 * 4099 + 304, (257, 4099)) == ((1, 1, 0), (12, 3, 0))
     assert locate(300, (4099,)) == ((1, 0, 0), (44, 0, 0))
     # Past 65535 * 8 groups of 4 rows, each thread takes more rows rather than the grid growing.
     rows = 65535 * 8 * 4 + 1
@@ -80,8 +83,9 @@ def test_cuda_stage_compiles_without_spills() -> None:
     (row,) = validate("bias_gelu", "cuda")
     assert row.verdict == NOT_RUN
     kernels = {k["kernel"]: k for k in row.extras["kernels"]}
-    for t in ("float", "double", "c10::Half", "c10::BFloat16"):
-        for name in ("bias_gelu_forward_kernel", "bias_gelu_backward_kernel", "bias_grad_kernel"):
+    for t in ("float", "double", "__half", "__nv_bfloat16"):
+        for name in ("bias_gelu_forward_kernel", "bias_gelu_forward_v1_kernel", "bias_gelu_backward_kernel",
+                     "bias_grad_kernel"):
             assert f"{name}<{t}>" in kernels
         assert kernels[f"bias_gelu_backward_kernel<{t}>"]["shared_bytes"] == 8 * 8 * 32 * 8
     assert all(k["spill_stores"] == 0 for k in kernels.values())

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from conftest import HAS_GPU, gpu, needs_nvcc
 from test_runner import failed, validate
 
+from pipeline import builder
 from pipeline.report import NOT_RUN
+from pipeline.spec import load_op
 
 FIRST_BARRIER = ("    partial[t] = value\n    cuda.syncthreads()\n    # Every thread folds",
                  "    partial[t] = value\n    # Every thread folds")
@@ -59,9 +62,13 @@ def test_cuda_stage_compiles_all_three_dtypes_without_spills() -> None:
     (row,) = validate("layernorm", "cuda")
     assert row.verdict == NOT_RUN
     kernels = {k["kernel"]: k for k in row.extras["kernels"]}
-    for t in ("float", "double", "c10::BFloat16"):
+    for t in ("float", "double", "__nv_bfloat16"):
         for k in ("forward", "backward_x", "backward_weight"):
             assert f"layernorm_{k}_kernel<{t}>" in kernels
+        for packs in (1, 2, 4):
+            assert f"layernorm_forward_warp_kernel<{t}, {packs}>" in kernels
+        for packs in (2, 4) if t == "__nv_bfloat16" else (2, 4, 8):
+            assert f"layernorm_forward_block_kernel<{t}, {packs}>" in kernels
     assert all(k["spill_stores"] == 0 for k in kernels.values())
 
 
@@ -72,3 +79,65 @@ def test_cuda_weight_gradient_from_one_row_group_fails_backward(mutant) -> None:
     detail = bad[("cuda", "backward", "float64")].detail
     assert "grad_weight:" in detail and "grad_x:" not in detail, detail
     assert ("cuda", "forward", "float64") not in bad
+
+
+@gpu
+def test_cuda_block_sum_of_one_warp_fails_the_block_path_only(mutant) -> None:
+    """A row held by a whole block, its mean summed from warp 0 alone: the rows a warp holds (short
+    ones, the edge inputs) and the loop kernel's odd widths stay right."""
+    op = mutant("layernorm", "kernel.cu", "for (int w = 1; w < warps; ++w) value += partial[w];",
+                "for (int w = 1; w < 1; ++w) value += partial[w];")
+    bad = failed(validate(op, "cuda"))
+    # The first size each dtype takes to a block path; the sizes before it are on other paths.
+    for dtype, first in (("float64", "(19, 480)"), ("float32", "(7, 1000)"), ("bfloat16", "(17, 2000)")):
+        detail = bad[("cuda", "forward", dtype)].detail
+        assert f"[size {first}] y:" in detail, detail
+        assert not any(f"[size {size}]" in detail for size in ("(1, 1)", "(37, 64)", "(19, 120)", "(37, 200)"))
+        assert ("cuda", "edge forward", dtype) not in bad
+
+
+@gpu
+def test_cuda_float32_y_centred_on_the_rounded_mean_fails_the_large_offset(mutant) -> None:
+    """float32 y subtracts the double mean as hi + lo floats; hi alone is the float mean, whose rounding
+    (up to 4.9e-4 near 1e4) every centred value inherits: the large-offset edge rows fail, the rest not."""
+    op = mutant("layernorm", "kernel.cu", "if constexpr (!kSame<A, stat_t<T>>) d -= lo;",
+                "if constexpr (!kSame<A, stat_t<T>>) (void)lo;")
+    bad = failed(validate(op, "cuda"))
+    detail = bad[("cuda", "edge forward", "float32")].detail
+    assert "[large offset]" in detail and "[constant rows]" not in detail, detail
+    assert not any(dtype != "float32" for _, _, dtype in bad), bad
+    assert ("cuda", "forward", "float32") not in bad
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_cuda_forward_v1_and_misaligned_inputs(dtype: torch.dtype) -> None:
+    """forward_v1 (the loop kernel, any row) is what `brrr bench` times beside forward; validate never
+    calls it, so it is checked here on the validated sizes. Rows off a 16-byte boundary make forward
+    take that same kernel: the same bits as forward_v1 on aligned copies."""
+    op = load_op("layernorm")
+    ext = getattr(torch.ops, builder.build_extension(op).namespace)
+    eps = op.spec.params["eps"]
+    tol = op.spec.tolerance(dtype)
+    gen = torch.Generator().manual_seed(0)
+    cuda = torch.device("cuda")
+    for size in op.spec.gpu_sizes:
+        x, w, b = op.spec.make_inputs(size, dtype, cuda, gen)
+        y, mean, rstd = ext.forward_v1(x, w, b, eps)
+        xd = x.double()
+        torch.testing.assert_close(y.double(), op.spec.oracle(xd, w.double(), b.double(), eps), rtol=tol.rtol, atol=tol.atol)
+        torch.testing.assert_close(mean.double(), xd.mean(dim=-1), rtol=tol.rtol, atol=tol.atol)
+        torch.testing.assert_close(rstd.double(), torch.rsqrt(xd.var(dim=-1, unbiased=False) + eps), rtol=tol.rtol,
+                                   atol=tol.atol)
+
+    def off_boundary(t: torch.Tensor) -> torch.Tensor:
+        flat = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+        shifted = flat[1:].view(t.shape).copy_(t)
+        assert shifted.is_contiguous() and shifted.data_ptr() % 16 != 0
+        return shifted
+
+    x, w, b = op.spec.make_inputs((37, 200), dtype, cuda, gen)  # whole packs: a register path when aligned
+    for got, want in zip(ext.forward(off_boundary(x), w, b, eps), ext.forward_v1(x, w, b, eps)):
+        assert torch.equal(got, want)
+    for got, want in zip(ext.forward(x, off_boundary(w), b, eps), ext.forward_v1(x, w, b, eps)):
+        assert torch.equal(got, want)

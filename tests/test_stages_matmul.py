@@ -1,4 +1,4 @@
-"""matmul: the tiled kernel's planted bugs (barriers, boundary tiles, transposed strides) must fail."""
+"""matmul: the tiled kernels' planted bugs (barriers, boundary tiles, transposed strides) must fail."""
 
 from __future__ import annotations
 
@@ -120,11 +120,31 @@ def test_huge_edge_case_is_exact_in_float32() -> None:
 
 
 def test_layout_wraps_rows_past_the_grid_limit() -> None:
-    """Both kernels cap gridDim.y at 65535 and loop: row tile 65535 is block y 0's second tile."""
-    locate = load_op("matmul").spec.layouts["cuda"].locate
+    """The kernels cap gridDim.y at 65535 and loop: row tile 65535 is block y 0's second tile."""
+    layout = load_op("matmul").spec.layouts["cuda"]
     n = 100
-    assert locate(17 * n + 40, (20, n)) == ((2, 1, 0), (8, 1, 0))
-    assert locate(65535 * 16 * n + 3, (65535 * 16 + 1, n)) == ((0, 0, 0), (3, 0, 0))
+    assert layout.place(17 * n + 40, (20, n), 4) == ((2, 1, 0), (8, 1, 0))
+    assert layout.place(65535 * 16 * n + 3, (65535 * 16 + 1, n), 4) == ((0, 0, 0), (3, 0, 0))
+    assert layout.place(65535 * 128 * 128 + 3, (65536 * 128, 128), 4) == ((0, 0, 0), (0, 0, 0))
+
+
+def test_cuda_layout_follows_the_kernel_choice_and_v3s_register_blocks() -> None:
+    """float32 outputs of 128-multiple rows and columns come from v3, whose thread t = ty * 16 + tx
+    stores rows micro(i, ty) and columns micro(j, tx) of its 128x128 tile (kernel.cu's micro());
+    float64, and any other shape, from the 16x16 kernel."""
+    layout = load_op("matmul").spec.layouts["cuda"]
+
+    def micro(i: int, t: int) -> int:
+        return (i // 4) * 64 + t * 4 + i % 4
+
+    rows, cols = 256, 384
+    for t in range(256):
+        ty, tx = divmod(t, 16)
+        for by, bx, i, j in ((0, 0, 0, 0), (1, 2, 7, 3), (1, 1, 4, 5), (0, 2, 3, 7)):
+            r, c = by * 128 + micro(i, ty), bx * 128 + micro(j, tx)
+            assert layout.place(r * cols + c, (rows, cols), 4) == ((bx, by, 0), (t, 0, 0))
+    assert layout.place(130 * cols + 17, (rows, cols), 8) == ((1, 8, 0), (1, 2, 0))  # float64: 16x16
+    assert layout.place(130 * 100 + 17, (256, 100), 4) == ((1, 8, 0), (1, 2, 0))  # 100 columns: 16x16
 
 
 # -- the cuda stage --------------------------------------------------------------------------
@@ -136,19 +156,61 @@ def test_cuda_stage_compiles_for_both_dtypes_without_spills() -> None:
     rows = validate("matmul", "cuda")
     assert [(r.check, r.verdict) for r in rows] == [("compile", NOT_RUN)]
     kernels = {k["kernel"]: k for k in rows[0].extras["kernels"]}
-    assert {"tiled_matmul_kernel<float>", "tiled_matmul_kernel<double>"} <= set(kernels)
+    assert {"naive_matmul_kernel<float>", "naive_matmul_kernel<double>", "tiled_matmul_kernel<float>",
+            "tiled_matmul_kernel<double>", "blocked_matmul_kernel"} <= set(kernels)
     assert all(k["spill_stores"] == 0 and k["spill_loads"] == 0 for k in kernels.values())
     # Two 16x16 tiles: 2 KiB of shared memory for float, 4 KiB for double.
     assert kernels["tiled_matmul_kernel<float>"]["shared_bytes"] == 2048
     assert kernels["tiled_matmul_kernel<double>"]["shared_bytes"] == 4096
+    # v3: A's 8 x (128 + 4) tile and B's 8 x 128 one, in floats.
+    assert kernels["blocked_matmul_kernel"]["shared_bytes"] == (8 * 132 + 8 * 128) * 4
+    assert kernels["naive_matmul_kernel<float>"]["shared_bytes"] == 0
 
 
 @gpu
 def test_cuda_boundary_tile_that_is_not_zero_filled_fails_on_gpu(mutant) -> None:
-    """The stale-tile bug of the numba test, in kernel.cu: deterministic on a GPU too, since each
-    thread's slot keeps its own previous tile's value (K = 65 leaves 15 stale slots in the last tile)."""
-    op = plant(mutant("matmul", "kernel.cu", "a_tile[ty][tx] = scalar_t(0);", "(void)0;"),
-               "kernel.cu", "b_tile[ty][tx] = scalar_t(0);", "(void)0;")
+    """The stale-tile bug of the numba test, in kernel.cu's 16x16 kernel (v2), which runs every float64
+    size and float32's others: deterministic on a GPU too, since each thread's slot keeps its own
+    previous tile's value (K = 65 leaves 15 stale slots in the last tile)."""
+    op = plant(mutant("matmul", "kernel.cu", "a_tile[ty][tx] = T(0);", "(void)0;"),
+               "kernel.cu", "b_tile[ty][tx] = T(0);", "(void)0;")
     bad = failed(validate(op, "cuda"))
     assert ("cuda", "forward", "float32") in bad and ("cuda", "forward", "float64") in bad
     assert "size (33, 65, 17)" in bad[("cuda", "forward", "float64")].detail
+    assert "size (33, 65, 17)" in bad[("cuda", "forward", "float32")].detail
+
+
+@gpu
+def test_cuda_v3_k_tail_that_is_not_zero_filled_fails_on_gpu(mutant) -> None:
+    """The same bug in the 128x128 kernel (v3), which only float32 outputs of 128-multiple rows and
+    columns run: at (128, 131, 256) the last k-tile holds 3 of 8 k, and each thread's other slots keep
+    its own values from the tile before, so c picks up those products twice. float64 never runs v3."""
+    op = plant(mutant("matmul", "kernel.cu", "else a_tile[a_k][r] = 0.0f;", ""),
+               "kernel.cu", "else b_tile[kk][b_c] = 0.0f;", "")
+    bad = failed(validate(op, "cuda"))
+    assert "size (128, 131, 256)" in bad[("cuda", "forward", "float32")].detail
+    assert ("cuda", "forward", "float64") not in bad
+    # The worst element is named with v3's thread (1-D blocks of 256), not a 16x16 kernel's.
+    w = bad[("cuda", "forward", "float32")].worst
+    r, c = w.index
+    assert w.shape[0] % 128 == 0 and w.shape[1] % 128 == 0
+    assert w.block == (c // 128, r // 128, 0) and w.thread == ((r % 64 // 4) * 16 + c % 64 // 4, 0, 0)
+
+
+@gpu
+def test_cuda_earlier_versions_match_torch() -> None:
+    """forward_v1 (naive) and forward_v2 (16x16 tiles) are what `brrr bench` times beside forward;
+    validate never calls them, so they are checked here, on the validated sizes and K = 0."""
+    from pipeline import builder
+
+    op = load_op("matmul")
+    ext = getattr(torch.ops, builder.build_extension(op).namespace)
+    gen = torch.Generator().manual_seed(0)
+    cuda = torch.device("cuda")
+    for dtype in (torch.float32, torch.float64):
+        cases = [op.spec.make_inputs(size, dtype, cuda, gen) for size in op.spec.gpu_sizes]
+        cases.append(op.spec.edge_cases["K=0, empty sum"](dtype, cuda))
+        for a, b in cases:
+            want = a.double() @ b.double()
+            for version in (ext.forward_v1, ext.forward_v2):
+                torch.testing.assert_close(version(a, b).double(), want, rtol=1e-5, atol=1e-5)

@@ -53,7 +53,7 @@ def test_cuda_stage_compiles_all_four_dtypes_without_spills() -> None:
     (row,) = validate("mul", "cuda")
     assert row.verdict == NOT_RUN
     kernels = {k["kernel"]: k for k in row.extras["kernels"]}
-    for t, w in (("float", 4), ("double", 2), ("c10::Half", 8), ("c10::BFloat16", 8)):
+    for t, w in (("float", 4), ("double", 2), ("__half", 8), ("__nv_bfloat16", 8)):
         for kernel in ("mul_forward_kernel", "mul_backward_kernel"):
             assert f"{kernel}<{t}, {w}>" in kernels and f"{kernel}<{t}, 1>" in kernels
     assert all(k["spill_stores"] == 0 for k in kernels.values())
@@ -67,3 +67,14 @@ def test_half_products_are_rounded_once(dtype: torch.dtype) -> None:
     a = torch.randn(4099, device="cuda").to(dtype)
     b = torch.randn(4099, device="cuda").to(dtype)
     assert torch.equal(ext.forward(a, b), (a.float() * b.float()).to(dtype))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_inputs_off_a_16_byte_boundary_take_the_scalar_path(dtype: torch.dtype) -> None:
+    ext = builder.build_extension(load_op("mul"))
+    a = torch.randn(4100, device="cuda").to(dtype)[1:]  # starts one element past a boundary
+    b = torch.randn(4099, device="cuda").to(dtype)
+    assert torch.equal(ext.forward(a, b), (a.float() * b.float()).to(dtype))
+    grad_a, grad_b = ext.backward(b, a, b)
+    assert torch.equal(grad_a, (b.float() * b.float()).to(dtype)) and torch.equal(grad_b, (b.float() * a.float()).to(dtype))

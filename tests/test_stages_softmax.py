@@ -6,7 +6,7 @@ import re
 
 import pytest
 import torch
-from conftest import HAS_GPU, gpu, needs_nvcc
+from conftest import HAS_GPU, gpu, needs_cuda_torch, needs_nvcc
 from test_runner import failed, validate
 
 from pipeline.report import NOT_RUN
@@ -74,21 +74,81 @@ def test_minus_infinity_gives_exact_zeros() -> None:
     assert grad[0, 0].item() == 0.0
 
 
+# kernel.cu's kernels per dtype: the register path at 16-byte packs and one element at a time,
+# and v1 (forward_v1, and the path for rows too long for registers).
+PACKS = {"float": 4, "double": 2, "__half": 8, "__nv_bfloat16": 8}
+
+
 @needs_nvcc
 @pytest.mark.skipif(HAS_GPU, reason="the no-GPU verdict is for machines without a GPU")
 def test_cuda_stage_compiles_all_four_dtypes_without_spills() -> None:
     (row,) = validate("softmax", "cuda")
     assert row.verdict == NOT_RUN
     kernels = {k["kernel"]: k for k in row.extras["kernels"]}
-    for t in ("float", "double", "c10::Half", "c10::BFloat16"):
-        assert f"softmax_forward_kernel<{t}>" in kernels and f"softmax_backward_kernel<{t}>" in kernels
-    assert all(k["spill_stores"] == 0 for k in kernels.values())
+    for t, w in PACKS.items():
+        for phase in ("forward", "backward"):
+            for width in (w, 1):
+                assert f"softmax_{phase}_kernel<{t}, {width}>" in kernels, sorted(kernels)
+            assert f"softmax_{phase}_v1_kernel<{t}>" in kernels, sorted(kernels)
+    assert all(k["spill_stores"] == 0 and k["spill_loads"] == 0 for k in kernels.values()), kernels
+
+
+@needs_cuda_torch
+def test_cuda_build_registers_forward_v1_beside_forward() -> None:
+    from pipeline import builder
+
+    ext = builder.build_extension(load_op("softmax"), arch="sm_90")
+    assert list(ext.variants()) == ["forward_v1"]
 
 
 @gpu
 def test_cuda_without_the_max_subtraction_gives_nan_on_large_values(mutant) -> None:
-    op = mutant("softmax", "kernel.cu", "exp(static_cast<acc_t>(xr[c]) - m)", "exp(static_cast<acc_t>(xr[c]))")
+    """The planted bug is in the register path, which the edge cases' 6-column rows take."""
+    op = mutant("softmax", "kernel.cu", "exp_acc<T>(v[k][j] - m)", "exp_acc<T>(v[k][j])")
     bad = failed(validate(op, "cuda"))
     for dtype in ("float32", "float16", "bfloat16"):
         detail = bad[("cuda", "edge forward", dtype)].detail
         assert "[large values]" in detail and "NaN where a number was expected" in detail, detail
+
+
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+@gpu
+def test_cuda_forward_v1_agrees_with_forward() -> None:
+    """forward_v1 (bench's first version) on each of forward's paths: packs, single elements, v1."""
+    from pipeline import builder
+
+    op = load_op("softmax")
+    ext = builder.build_extension(op)
+    v1 = ext.variants()["forward_v1"]
+    gen = torch.Generator().manual_seed(0)
+    for dtype in DTYPES:
+        tol = op.spec.tolerance(dtype)
+        for size in ((7, 1000), (65, 8192), (33, 4099), (3, 70001)):
+            (x,) = op.spec.make_inputs(size, dtype, torch.device("cuda"), gen)
+            torch.testing.assert_close(ext.forward(x), v1(x), rtol=tol.rtol, atol=tol.atol)
+
+
+@gpu
+def test_cuda_takes_the_element_path_for_misaligned_rows() -> None:
+    """A contiguous view one element into its storage is not 16-byte aligned, though its rows are
+    whole packs: the launcher must see it and take the element-at-a-time kernel."""
+    from pipeline import builder
+
+    op = load_op("softmax")
+    ext = builder.build_extension(op)
+    rows, cols = 9, 2048
+    for dtype in DTYPES:
+        tol = op.spec.tolerance(dtype)
+        x = (3 * torch.randn(rows * cols + 1, device="cuda", dtype=torch.float64)).to(dtype)[1:].view(rows, cols)
+        g = torch.randn(rows * cols + 1, device="cuda", dtype=torch.float64).to(dtype)[1:].view(rows, cols)
+        assert x.data_ptr() % 16 != 0 and x.is_contiguous()
+        y = ext.forward(x)
+        expected = torch.softmax(x.double(), dim=-1)
+        torch.testing.assert_close(y.double(), expected, rtol=tol.rtol, atol=tol.atol)
+        y_off = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols).copy_(y)
+        grad = ext.backward(g, y_off)
+        yd = y_off.double()
+        expected = yd * (g.double() - (g.double() * yd).sum(dim=-1, keepdim=True))
+        torch.testing.assert_close(grad.double(), expected, rtol=tol.rtol, atol=tol.atol)

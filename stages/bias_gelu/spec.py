@@ -7,15 +7,16 @@ from pipeline.tolerances import DEFAULT, Tolerance
 
 NUMBA_BLOCK = 32  # numba_kernel.py: one warp a block keeps the simulator cheap at these small sizes
 
-# kernel.cu's tiling, shared by its forward and backward kernels: each thread owns PACK
-# consecutive columns of ROWS_PER_THREAD (or more) consecutive rows.
-PACK, BLOCK_X, BLOCK_Y, ROWS_PER_THREAD, MAX_GRID_Y, FINALIZE_THREADS = 8, 32, 8, 4, 65535, 256
+# kernel.cu's tiling, shared by its forward and backward kernels: each thread owns PACK columns,
+# two vectors of VEC consecutive columns BLOCK_X * VEC apart (so each vector access of a warp
+# is one contiguous run), of ROWS_PER_THREAD (or more) consecutive rows.
+VEC, PACK, BLOCK_X, BLOCK_Y, ROWS_PER_THREAD, MAX_GRID_Y, FINALIZE_THREADS = 4, 8, 32, 8, 4, 65535, 256
 
 GPU_SIZES = (
     (1, 1),
     (3, 5),
-    (67, 1028),  # float32/float64 rows are 16-byte aligned: vector packs plus a 4-column scalar tail
-    (129, 8200),  # every dtype's rows aligned, no tail; 129 rows leave a partial block of rows
+    (67, 1028),  # rows of whole vectors (1028 % VEC == 0): vector path plus a 4-column scalar tail
+    (129, 8200),  # vector path, an 8-column scalar tail; 129 rows leave a partial block of rows
     (257, 4099),  # odd width: the scalar path; over 2**20 elements
 )
 MAX_GPU_ROWS = max(rows for rows, _ in GPU_SIZES)
@@ -42,11 +43,15 @@ def cuda_layout() -> Layout:
             return (index // FINALIZE_THREADS, 0, 0), (index % FINALIZE_THREADS, 0, 0)
         rows, cols = shape
         row, col = divmod(index, cols)
-        pack, group = col // PACK, row // rows_per_thread(rows)
-        return (pack // BLOCK_X, group // BLOCK_Y, 0), (pack % BLOCK_X, group % BLOCK_Y, 0)
+        # A block row of threads spans BLOCK_X * PACK columns; within it, thread x owns the VEC
+        # columns from x * VEC and again BLOCK_X * VEC columns further right.
+        span, offset = divmod(col, BLOCK_X * PACK)
+        lane, group = offset % (BLOCK_X * VEC) // VEC, row // rows_per_thread(rows)
+        return (span, group // BLOCK_Y, 0), (lane, group % BLOCK_Y, 0)
 
-    return Layout(locate, f"y, grad_x: {PACK} columns x {ROWS_PER_THREAD}+ rows a thread, {BLOCK_X}x{BLOCK_Y} threads "
-                          f"a block; grad_bias: a thread per column, {FINALIZE_THREADS} a block")
+    return Layout(locate, f"y, grad_x: {PACK // VEC} x {VEC} columns ({BLOCK_X * VEC} apart) x {ROWS_PER_THREAD}+ rows a thread, "
+                          f"{BLOCK_X}x{BLOCK_Y} threads a block; grad_bias: a thread per column, "
+                          f"{FINALIZE_THREADS} a block")
 
 
 def reduction_tolerance(dtype: torch.dtype) -> Tolerance:

@@ -1,4 +1,4 @@
-"""Layer norm over the last dim: one block per row, two-pass block reductions; column sums for the affine grads."""
+"""Layer norm over the last dim: a row per block (or per warp), two-pass reductions; column sums for the affine grads."""
 
 import torch
 
@@ -6,11 +6,19 @@ from pipeline.spec import Inputs, Layout, OpSpec, Place, Size
 from pipeline.tolerances import DEFAULT, Tolerance
 
 BLOCK = 16  # numba_kernel.py's threads per row and per column block: every simulated barrier costs every thread
-CUDA_BLOCK = 256  # kernel.cu's kThreads
+CUDA_BLOCK = 256  # kernel.cu's kThreads (v1 forward and the backward; see layouts below)
 CUDA_COLUMNS = 32  # kernel.cu's kColumns: columns per block in the weight-gradient kernel
 
 
-GPU_SIZES = ((1, 1), (7, 1000), (33, 4099), (1025, 2051), (3, 70001))
+# kernel.cu's forward takes a path by the row's width in 16-byte packs (4 floats, 2 doubles, 8
+# bfloat16), and each dtype meets each of them here: a warp per row with 1, 2 and 4 packs a lane
+# (cols 64, 120, 200, 480, 1000; 37 and 19 rows leave the last block of 8 rows partly empty), a
+# block per row with 2, 4 and 8 packs a thread (bfloat16 at most 4), 30000 floats or bfloat16
+# needing 960 of the 1024 threads a block may have; and v1, the loop over the row, for widths that
+# are not whole packs (1, 4099, 2051, 70001) and rows past the registers (40000, and 30000 doubles).
+# The last two are also the non-contiguous cases.
+GPU_SIZES = ((1, 1), (37, 64), (19, 120), (37, 200), (19, 480), (7, 1000), (17, 2000), (65, 3000), (5, 6000),
+             (3, 30000), (2, 40000), (33, 4099), (1025, 2051), (3, 70001))
 MAX_GPU_ROWS = max(rows for rows, _ in GPU_SIZES)
 
 
@@ -82,7 +90,7 @@ def large_offset(dtype: torch.dtype, device: torch.device) -> Inputs:
 
 SPEC = OpSpec(
     name="layernorm",
-    doc="row-wise; one block per row, two-pass block reductions (mean, then centred variance); column sums",
+    doc="row-wise; a row per block or per warp, two-pass reductions (mean, then centred variance); column sums",
     inputs=("x", "weight", "bias"),
     outputs=("y",),
     stats=("mean", "rstd"),
@@ -106,6 +114,8 @@ SPEC = OpSpec(
     # same rounded upstream; with that patched in they pass the default on an H100 (worst relative
     # error 3.9e-3: the output's own rounding).
     tolerances={torch.float32: column_sum_tolerance(torch.float32)},
+    # The cuda layout is that of grad_x and of y on v1's widths; y on the register paths (whole 16-byte
+    # packs) is laid out as kernel.cu's normalise_row says, which a layout cannot tell apart from grad_x.
     layouts={"numba": rows_then_columns(BLOCK, BLOCK), "cuda": rows_then_columns(CUDA_BLOCK, CUDA_COLUMNS)},
     bench_sizes=((4096, 8192),),
 )

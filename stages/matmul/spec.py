@@ -1,6 +1,7 @@
-"""Matrix product c = a @ b: the shared-memory tiled kernel, reused through strides for both gradients."""
+"""Matrix product c = a @ b: shared-memory tiled kernels, reused through strides for both gradients."""
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -8,8 +9,9 @@ from pipeline.spec import Inputs, Layout, OpSpec, Place, Size
 from pipeline.tolerances import Tolerance
 
 NUMBA_TILE = 4  # numba_kernel.py's TILE: sim_sizes leave a partial tile in every dimension
-CUDA_TILE = 16  # kernel.cu's kTile
-MAX_GRID_Y = 65535  # both kernels cap gridDim.y here and loop over the remaining row tiles
+CUDA_TILE = 16  # kernel.cu's kTile (v2, the 16x16 kernel)
+CUDA_BLOCK = 128  # kernel.cu's kBlock (v3, the 128x128 kernel with an 8x8 block of c per thread)
+MAX_GRID_Y = 65535  # all kernels cap gridDim.y here and loop over the remaining row tiles
 
 
 def tiled(tile: int) -> Layout:
@@ -20,6 +22,25 @@ def tiled(tile: int) -> Layout:
         return (col // tile, (row // tile) % MAX_GRID_Y, 0), (col % tile, row % tile, 0)
 
     return Layout(locate, f"one thread per output element, {tile}x{tile} tiles, x along columns")
+
+
+def blocked_locate(index: int, shape: tuple[int, ...]) -> Place:
+    """kernel.cu's v3: 256 threads a 128x128 tile; thread ty * 16 + tx owns rows ty*4 + 0..3 and
+    64 + ty*4 + 0..3 of the tile, and the columns tx gives the same way."""
+    row, col = divmod(index, shape[-1])
+    ty, tx = (row % CUDA_BLOCK % (CUDA_BLOCK // 2)) // 4, (col % CUDA_BLOCK % (CUDA_BLOCK // 2)) // 4
+    return (col // CUDA_BLOCK, (row // CUDA_BLOCK) % MAX_GRID_Y, 0), (ty * 16 + tx, 0, 0)
+
+
+@dataclass(frozen=True)
+class CudaLayout(Layout):
+    """kernel.cu's matmul_product runs v3 on float32 outputs whose rows and columns are multiples of
+    128 and v2 otherwise: a choice made on the dtype and output shape alone, so it can be followed here."""
+
+    def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        if itemsize == 4 and shape[0] % CUDA_BLOCK == 0 and shape[1] % CUDA_BLOCK == 0:
+            return blocked_locate(index, shape)
+        return self.locate(index, shape)
 
 
 def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
@@ -66,14 +87,20 @@ def huge_mixed_sign(dtype: torch.dtype, device: torch.device) -> Inputs:
 
 SPEC = OpSpec(
     name="matmul",
-    doc="shared-memory tiled matrix product; both gradients reuse the kernel on strided transposes",
+    doc="shared-memory tiled matrix product; both gradients reuse the kernels on strided transposes",
     inputs=("a", "b"),
     outputs=("c",),
     saved=("a", "b"),
     make_inputs=make_inputs,
     # (M, K, N): every dimension ends in a partial 4-wide tile; (6, 5, 7) spans two in all three.
     sim_sizes=((1, 1, 1), (5, 7, 3), (6, 5, 7)),
-    gpu_sizes=((1, 1, 1), (33, 65, 17), (257, 511, 129), (1000, 1027, 999)),
+    # float32 c, grad_a and grad_b run kernel.cu's v3 where their rows and columns are multiples of
+    # 128, v2 (16x16) otherwise. (128, 5, 128): c in v3 with one, partial k-tile; (128, 131, 256): c
+    # in v3, two column blocks, the last k-tile 3 deep, both gradients in v2; (256, 384, 128): c and
+    # both gradients in v3 on operands read through transposed strides. The rest, and float64, run v2.
+    # The last two are also the non-contiguous cases.
+    gpu_sizes=((1, 1, 1), (33, 65, 17), (128, 5, 128), (128, 131, 256), (256, 384, 128), (257, 511, 129),
+               (1000, 1027, 999)),
     gradcheck_size=(2, 3, 2),
     edge_cases={"K=1, outer product": outer_product, "K=0, empty sum": empty_sum,
                 "huge mixed-sign, exact": huge_mixed_sign},
@@ -89,6 +116,9 @@ SPEC = OpSpec(
                                  why="eps 1.2e-7; float32 sums of K~1000 O(1) terms err ~0.15 eps sqrt(K) = 6e-7 "
                                      "each, 7.5e-6 at worst in an emulation of the kernel (0.33x this tolerance)"),
     },
-    layouts={"numba": tiled(NUMBA_TILE), "cuda": tiled(CUDA_TILE)},
+    layouts={"numba": tiled(NUMBA_TILE),
+             "cuda": CudaLayout(tiled(CUDA_TILE).locate, f"float32 outputs of {CUDA_BLOCK}-multiple rows and "
+                                f"columns: an 8x8 block per thread, {CUDA_BLOCK}x{CUDA_BLOCK} tiles; otherwise "
+                                f"one thread per output element, {CUDA_TILE}x{CUDA_TILE} tiles")},
     bench_sizes=((4096, 4096, 4096),),
 )

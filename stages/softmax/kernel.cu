@@ -1,119 +1,333 @@
-// Softmax over the last dim, CUDA C stage: numba_kernel.py's kernels, with each block reduction
-// done by warp shuffles plus one shared slot per warp (the simulator has no shuffles, so numba
-// takes one slot per thread). One block per row; its threads stride over the row, so rows of any
-// length fit. 64-bit indices: rows * cols passes 2^31 long before memory runs out.
-#include <ATen/OpMathType.h>
-
+// Softmax over the last dim, CUDA C stage. Each row is read from HBM once and written once: its
+// threads hold the whole row in registers through both reductions (max, then sum of exp), then
+// write y from those registers. Rows longer than the registers can hold fall back to v1.
+//
+// Napkin math: a float32 4096 x 8192 forward reads 128 MiB and writes 128 MiB, 90.7 us at the
+// 2.96 TB/s an H100 copies (45.3 us in bfloat16). 80% of copy is 113 us (57 us bfloat16). A row
+// of 8192 floats is 32 KiB: 256 threads x 8 packs of 16 bytes, 32 floats of registers a thread
+// (61 registers in all, so 4 such blocks fit an SM's 64K registers): ~128 KiB of loads in flight
+// per SM, well above the ~20 KiB that Little's law asks for at ~1 us of loaded latency. What it
+// cannot hide: 4096 rows over 132 SMs is 31.03 rows an SM, so the busiest SMs do 32 (~3%).
+// Measured on an H100, 4096 x 8192 forward (benchmarks/results/2026-11-23-h100-bench/bench2.txt):
+//   torch eager:                                        0.157 ms float32 (57.6%), 0.144 ms bf16 (31.5%)
+//   v1, one block per row, 3 strided passes over x:     0.148 ms float32 (61.3%), 0.097 ms bf16 (46.9%)
+//   v2, row in registers, 16-byte packs (this file):    not measured yet
+//
+// v1 reads x three times (max, sum, write), one element a load; it is kept as forward_v1, and
+// as the path for rows too long for registers (more than 1024 threads x kSlots elements).
+//
+// 64-bit indices: rows * cols passes 2^31 long before memory runs out (within a row, int is
+// enough: the register path takes at most 32768 columns).
 #include <cstdint>
 #include <limits>
 
-#include "brrr.cuh"
+#include "brrr_kernel.cuh"
 
-constexpr int kThreads = 256;  // a multiple of 32: the reduction works in whole warps
-constexpr int kWarps = kThreads / 32;
+// Elements of a row that one thread holds, as acc_t: 32 floats (32 registers), or 8 doubles (16
+// registers: double's exp needs the rest to stay within 64 registers without spilling).
+template <typename T>
+constexpr int kSlots = sizeof(T) == 8 ? 8 : 32;
+
+// Threads per row in the register path are a multiple of 32 up to this: forward's 32 slots plus
+// indexing fit the 64 registers a thread of a 1024-thread block may have.
+constexpr int kMaxRowThreads = 1024;
+// Backward holds two rows (grad_y and y), twice the registers: at most 512 threads a row then.
+constexpr int kMaxRowThreadsBackward = 512;
+// Short rows share a block: 4 rows of a warp each, or 2 of 64 threads (a warp alone would leave
+// SMs short of threads, at 32 blocks an SM).
+constexpr int kMinBlockThreads = 128;
+
+// exp of a non-positive number in acc_t. The 16-bit types round the result to 8 or 11 bits, so
+// the 2-instruction __expf (a few ulp of float) is exact enough there; float and double keep the
+// libm-accurate exp their tolerances (1e-5, 1e-10 relative) are set for.
+template <typename T>
+__device__ __forceinline__ brrr::acc_t<T> exp_acc(brrr::acc_t<T> d) { return exp(d); }
+template <>
+__device__ __forceinline__ float exp_acc<__half>(float d) { return __expf(d); }
+template <>
+__device__ __forceinline__ float exp_acc<__nv_bfloat16>(float d) { return __expf(d); }
+
+// Reductions over the `tpr` threads of one row (a multiple of 32; a block holds blockDim.x / tpr
+// rows), returned to all of them. A warp-per-row launch (tpr == 32) needs no shared memory and no
+// barrier; tpr is a kernel argument, so the early return is uniform over the block and every
+// thread meets every __syncthreads() or none does. The per-warp values are folded in one fixed
+// order by every thread, so all threads, and all runs, agree bit for bit. Each reduction of a
+// kernel gets its own `part` array, so no barrier is needed between one reduction's reads and
+// the next one's writes.
+template <typename A>
+__device__ __forceinline__ A row_max(A v, A* part, int tpr) {
+    v = brrr::warp_max(v);
+    if (tpr == 32) return v;
+    const int first = threadIdx.x / tpr * (tpr / 32);  // the first warp of this thread's row
+    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
+    __syncthreads();
+    A r = part[first];
+    for (int w = 1; w < tpr / 32; ++w) r = max(r, part[first + w]);
+    return r;
+}
+
+template <typename A>
+__device__ __forceinline__ A row_sum(A v, A* part, int tpr) {
+    v = brrr::warp_sum(v);
+    if (tpr == 32) return v;
+    const int first = threadIdx.x / tpr * (tpr / 32);
+    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
+    __syncthreads();
+    A r = part[first];
+    for (int w = 1; w < tpr / 32; ++w) r += part[first + w];
+    return r;
+}
+
+// v2. W = 16 / sizeof(T) (16-byte packs) when every row starts 16-byte aligned, W = 1 otherwise.
+// Thread `lane` of a row owns packs lane, lane + tpr, lane + 2 tpr, ... (P slots), so each warp
+// access covers 32 consecutive packs. A thread's valid slots are a prefix (k < mine, none for a
+// row past the last, in a block's last rows): the rest are never loaded, used or stored, yet
+// their threads still meet both barriers. The slot loops are unrolled, so v[][] stays in
+// registers, and ptxas turns each slot's branch into predicated code, so all P loads of a
+// thread are issued before the first max waits on one (checked in the SASS: LDG.E.128 x 8,
+// then FMNMX). Each phase walks its own pointer (it may end one stride past the row, never
+// dereferenced there): indexing xr[lane + k * tpr] instead lets the compiler keep P offsets
+// alive from the loads to the stores, which spills the 32-slot scalar variants.
+template <typename T, int W>
+__global__ void __launch_bounds__(kMaxRowThreads)
+softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols, int tpr) {
+    using A = brrr::acc_t<T>;
+    constexpr int P = kSlots<T> / W;
+    using Vec = brrr::Pack<T, W>;
+    __shared__ A part_max[kMaxRowThreads / 32];
+    __shared__ A part_sum[kMaxRowThreads / 32];
+    const int lane = threadIdx.x % tpr;
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+    const int units = row < rows ? cols / W : 0;
+    const int mine = units > lane ? (units - lane + tpr - 1) / tpr : 0;
+    const int64_t base = (row < rows ? row : 0) * cols;  // a row past the last stays inside x
+
+    A v[P][W];
+    A m = -std::numeric_limits<A>::infinity();  // the identity of max, for threads with no element
+    const Vec* in = reinterpret_cast<const Vec*>(x + base) + lane;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        if (k < mine) {
+            const Vec p = *in;
+            in += tpr;
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                v[k][j] = brrr::to_acc(p.v[j]);
+                m = max(m, v[k][j]);
+            }
+        }
+    }
+    m = row_max(m, part_max, tpr);
+
+    // After subtracting the max every exponent is <= 0: no overflow, and the largest term is 1.
+    A s = 0;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        if (k < mine) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                v[k][j] = exp_acc<T>(v[k][j] - m);
+                s += v[k][j];
+            }
+        }
+    }
+    s = row_sum(s, part_sum, tpr);
+
+    const A inv = A(1) / s;  // one division a thread; the product adds at most one rounding
+    Vec* out = reinterpret_cast<Vec*>(y + base) + lane;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        if (k < mine) {
+            Vec o;
+#pragma unroll
+            for (int j = 0; j < W; ++j) o.v[j] = brrr::from_acc<T>(v[k][j] * inv);
+            *out = o;
+            out += tpr;
+        }
+    }
+}
+
+// grad_x = y * (grad_y - sum(grad_y * y)): the forward's layout, one reduction. Two rows of
+// registers a thread: at most kMaxRowThreadsBackward threads (128 registers each) a row.
+template <typename T, int W>
+__global__ void __launch_bounds__(kMaxRowThreadsBackward)
+softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T* __restrict__ grad_x,
+                        int64_t rows, int cols, int tpr) {
+    using A = brrr::acc_t<T>;
+    constexpr int P = kSlots<T> / W;
+    using Vec = brrr::Pack<T, W>;
+    __shared__ A part_sum[kMaxRowThreadsBackward / 32];
+    const int lane = threadIdx.x % tpr;
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+    const int units = row < rows ? cols / W : 0;
+    const int mine = units > lane ? (units - lane + tpr - 1) / tpr : 0;
+    const int64_t base = (row < rows ? row : 0) * cols;
+
+    A g[P][W], yv[P][W];
+    A dot = 0;
+    const Vec* gin = reinterpret_cast<const Vec*>(grad_y + base) + lane;
+    const Vec* yin = reinterpret_cast<const Vec*>(y + base) + lane;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        if (k < mine) {
+            const Vec pg = *gin;
+            const Vec py = *yin;
+            gin += tpr;
+            yin += tpr;
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                g[k][j] = brrr::to_acc(pg.v[j]);
+                yv[k][j] = brrr::to_acc(py.v[j]);
+                dot += g[k][j] * yv[k][j];
+            }
+        }
+    }
+    dot = row_sum(dot, part_sum, tpr);
+
+    Vec* out = reinterpret_cast<Vec*>(grad_x + base) + lane;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+        if (k < mine) {
+            Vec o;
+#pragma unroll
+            for (int j = 0; j < W; ++j) o.v[j] = brrr::from_acc<T>(yv[k][j] * (g[k][j] - dot));
+            *out = o;
+            out += tpr;
+        }
+    }
+}
+
+// --- v1: one block of 256 threads per row, striding over it (numba_kernel.py's kernels, with each
+// block reduction done by warp shuffles plus one shared slot per warp). Rows of any length fit.
+
+constexpr int kV1Threads = 256;  // a multiple of 32: the reduction works in whole warps
+constexpr int kV1Warps = kV1Threads / 32;
 
 struct Max {
-    template <typename T>
-    __device__ T operator()(T a, T b) const { return b > a ? b : a; }
+    template <typename A>
+    __device__ A operator()(A a, A b) const { return b > a ? b : a; }
 };
 
 struct Sum {
-    template <typename T>
-    __device__ T operator()(T a, T b) const { return a + b; }
+    template <typename A>
+    __device__ A operator()(A a, A b) const { return a + b; }
 };
 
 // The reduction of `value` over the block, returned to every thread. After the xor butterfly all
 // lanes of a warp hold the same value (a + b == b + a exactly), and every thread then folds the
 // per-warp values in one fixed order, so all threads, and all runs, agree bit for bit.
-template <typename T, typename Op>
-__device__ T block_reduce(T value, T* partial, Op op) {
+template <typename A, typename Op>
+__device__ A block_reduce(A value, A* partial, Op op) {
     for (int offset = 16; offset > 0; offset /= 2) {
         value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
     }
     if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = value;
     __syncthreads();
-    T result = partial[0];
-    for (int w = 1; w < kWarps; ++w) result = op(result, partial[w]);
+    A result = partial[0];
+    for (int w = 1; w < kV1Warps; ++w) result = op(result, partial[w]);
     // No thread may write `partial` for the next reduction until every thread has read this one.
     __syncthreads();
     return result;
 }
 
-// Half types are read into float (at::opmath_type) and only the result is rounded back.
-template <typename scalar_t>
-__global__ void softmax_forward_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t cols) {
-    using acc_t = at::opmath_type<scalar_t>;
-    __shared__ acc_t partial[kWarps];
+// Half types are read into float (acc_t) and only the result is rounded back.
+template <typename T>
+__global__ void softmax_forward_v1_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t cols) {
+    using A = brrr::acc_t<T>;
+    __shared__ A partial[kV1Warps];
     const int64_t row = blockIdx.x;
-    const scalar_t* xr = x + row * cols;
-    scalar_t* yr = y + row * cols;
-    acc_t m = -std::numeric_limits<acc_t>::infinity();  // threads past the end of a short row add the identity
-    for (int64_t c = threadIdx.x; c < cols; c += kThreads) m = Max{}(m, static_cast<acc_t>(xr[c]));
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    A m = -std::numeric_limits<A>::infinity();  // threads past the end of a short row add the identity
+    for (int64_t c = threadIdx.x; c < cols; c += kV1Threads) m = Max{}(m, brrr::to_acc(xr[c]));
     m = block_reduce(m, partial, Max{});
-    acc_t total = 0;
-    for (int64_t c = threadIdx.x; c < cols; c += kThreads) total += exp(static_cast<acc_t>(xr[c]) - m);
+    A total = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += kV1Threads) total += exp(brrr::to_acc(xr[c]) - m);
     total = block_reduce(total, partial, Sum{});
-    for (int64_t c = threadIdx.x; c < cols; c += kThreads) {
-        yr[c] = static_cast<scalar_t>(exp(static_cast<acc_t>(xr[c]) - m) / total);
+    for (int64_t c = threadIdx.x; c < cols; c += kV1Threads) {
+        yr[c] = brrr::from_acc<T>(exp(brrr::to_acc(xr[c]) - m) / total);
     }
 }
 
-template <typename scalar_t>
-__global__ void softmax_backward_kernel(const scalar_t* __restrict__ grad_y, const scalar_t* __restrict__ y,
-                                        scalar_t* __restrict__ grad_x, int64_t cols) {
-    using acc_t = at::opmath_type<scalar_t>;
-    __shared__ acc_t partial[kWarps];
+template <typename T>
+__global__ void softmax_backward_v1_kernel(const T* __restrict__ grad_y, const T* __restrict__ y,
+                                           T* __restrict__ grad_x, int64_t cols) {
+    using A = brrr::acc_t<T>;
+    __shared__ A partial[kV1Warps];
     const int64_t row = blockIdx.x;
-    const scalar_t* gr = grad_y + row * cols;
-    const scalar_t* yr = y + row * cols;
-    scalar_t* gxr = grad_x + row * cols;
-    acc_t dot = 0;
-    for (int64_t c = threadIdx.x; c < cols; c += kThreads) dot += static_cast<acc_t>(gr[c]) * static_cast<acc_t>(yr[c]);
+    const T* gr = grad_y + row * cols;
+    const T* yr = y + row * cols;
+    T* gxr = grad_x + row * cols;
+    A dot = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += kV1Threads) dot += brrr::to_acc(gr[c]) * brrr::to_acc(yr[c]);
     dot = block_reduce(dot, partial, Sum{});
-    for (int64_t c = threadIdx.x; c < cols; c += kThreads) {
-        gxr[c] = static_cast<scalar_t>(static_cast<acc_t>(yr[c]) * (static_cast<acc_t>(gr[c]) - dot));
+    for (int64_t c = threadIdx.x; c < cols; c += kV1Threads) {
+        gxr[c] = brrr::from_acc<T>(brrr::to_acc(yr[c]) * (brrr::to_acc(gr[c]) - dot));
     }
 }
 
-static void check_rows(const at::Tensor& t, const char* name) {
-    TORCH_CHECK(t.dim() == 2, name, " must be [rows, cols], got shape ", t.sizes());
-    TORCH_CHECK(t.size(0) <= std::numeric_limits<int32_t>::max(), name, ": one block per row allows at most 2^31 - 1 rows, got ",
-                t.size(0));
+// --- launchers (binding.cpp checks rows < 2^31, so one block per row always fits the grid)
+
+// The register path's shape for a row of `cols`: the fewest threads (a multiple of 32) whose
+// kSlots elements each cover the row, and enough rows per block for kMinBlockThreads threads.
+struct RowShape {
+    int tpr;
+    int rows_per_block;
+};
+
+inline RowShape row_shape(int64_t cols, int slots) {
+    const int tpr = static_cast<int>((cols + slots - 1) / slots + 31) / 32 * 32;
+    return {tpr, tpr < kMinBlockThreads ? kMinBlockThreads / tpr : 1};
 }
 
-at::Tensor forward(at::Tensor x) {
-    brrr::check_input(x, "x");
-    check_rows(x, "x");
-    auto xc = x.contiguous();
-    auto y = at::empty_like(xc);
-    const int64_t rows = xc.size(0), cols = xc.size(1);
-    if (xc.numel() == 0) return y;
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "softmax_forward", [&] {
-        softmax_forward_kernel<scalar_t><<<static_cast<unsigned int>(rows), kThreads, 0, brrr::stream()>>>(
-            xc.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), cols);
-    });
-    BRRR_CHECK_LAUNCH();
-    return y;
+template <typename T>
+void softmax_forward_v1(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t stream) {
+    softmax_forward_v1_kernel<T><<<static_cast<unsigned int>(rows), kV1Threads, 0, stream>>>(x, y, cols);
 }
 
-at::Tensor backward(at::Tensor grad_y, at::Tensor y) {
-    brrr::check_input(grad_y, "grad_y");
-    brrr::check_same(grad_y, y, "grad_y", "y");
-    check_rows(y, "y");
-    auto gc = grad_y.contiguous();
-    auto yc = y.contiguous();
-    auto grad_x = at::empty_like(yc);
-    const int64_t rows = yc.size(0), cols = yc.size(1);
-    if (yc.numel() == 0) return grad_x;
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, yc.scalar_type(), "softmax_backward", [&] {
-        softmax_backward_kernel<scalar_t><<<static_cast<unsigned int>(rows), kThreads, 0, brrr::stream()>>>(
-            gc.data_ptr<scalar_t>(), yc.data_ptr<scalar_t>(), grad_x.data_ptr<scalar_t>(), cols);
-    });
-    BRRR_CHECK_LAUNCH();
-    return grad_x;
+template <typename T>
+void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t stream) {
+    constexpr int V = 16 / sizeof(T);
+    if (cols > static_cast<int64_t>(kMaxRowThreads) * kSlots<T>) {
+        softmax_forward_v1(x, y, rows, cols, stream);
+        return;
+    }
+    const RowShape s = row_shape(cols, kSlots<T>);
+    const unsigned int blocks = brrr::blocks_for(rows, s.rows_per_block);
+    const int threads = s.tpr * s.rows_per_block;
+    const int c = static_cast<int>(cols);
+    // Every row starts 16-byte aligned only if the first does and a row is a whole number of packs.
+    if (cols % V == 0 && brrr::aligned16(x) && brrr::aligned16(y)) {
+        softmax_forward_kernel<T, V><<<blocks, threads, 0, stream>>>(x, y, rows, c, s.tpr);
+    } else {
+        softmax_forward_kernel<T, 1><<<blocks, threads, 0, stream>>>(x, y, rows, c, s.tpr);
+    }
 }
 
-BRRR_BIND(m) {
-    m.def("forward", &forward);
-    m.def("backward", &backward);
+template <typename T>
+void softmax_backward(const T* grad_y, const T* y, T* grad_x, int64_t rows, int64_t cols, cudaStream_t stream) {
+    constexpr int V = 16 / sizeof(T);
+    if (cols > static_cast<int64_t>(kMaxRowThreadsBackward) * kSlots<T>) {
+        softmax_backward_v1_kernel<T><<<static_cast<unsigned int>(rows), kV1Threads, 0, stream>>>(grad_y, y, grad_x, cols);
+        return;
+    }
+    const RowShape s = row_shape(cols, kSlots<T>);
+    const unsigned int blocks = brrr::blocks_for(rows, s.rows_per_block);
+    const int threads = s.tpr * s.rows_per_block;
+    const int c = static_cast<int>(cols);
+    if (cols % V == 0 && brrr::aligned16(grad_y) && brrr::aligned16(y) && brrr::aligned16(grad_x)) {
+        softmax_backward_kernel<T, V><<<blocks, threads, 0, stream>>>(grad_y, y, grad_x, rows, c, s.tpr);
+    } else {
+        softmax_backward_kernel<T, 1><<<blocks, threads, 0, stream>>>(grad_y, y, grad_x, rows, c, s.tpr);
+    }
 }
+
+// The dtypes binding.cpp dispatches to.
+#define SOFTMAX_INSTANTIATE(T)                                                                  \
+    template void softmax_forward(const T*, T*, int64_t, int64_t, cudaStream_t);                \
+    template void softmax_forward_v1(const T*, T*, int64_t, int64_t, cudaStream_t);             \
+    template void softmax_backward(const T*, const T*, T*, int64_t, int64_t, cudaStream_t);
+SOFTMAX_INSTANTIATE(float)
+SOFTMAX_INSTANTIATE(double)
+SOFTMAX_INSTANTIATE(__half)
+SOFTMAX_INSTANTIATE(__nv_bfloat16)

@@ -1,11 +1,15 @@
-"""Softmax over the last dim: one block per row, block reductions for the row max and the row sum."""
+"""Softmax over the last dim: a row max, then a row sum of exponentials, reduced over each row."""
+
+from dataclasses import dataclass
 
 import torch
 
 from pipeline.spec import Inputs, Layout, OpSpec, Place, Size
 
 BLOCK = 16  # numba_kernel.py's threads per row: small, since every simulated barrier costs every thread
-CUDA_BLOCK = 256  # kernel.cu's kThreads
+CUDA_V1_BLOCK = 256  # kernel.cu's kV1Threads
+CUDA_MAX_ROW_THREADS = 1024  # kernel.cu's kMaxRowThreads
+CUDA_MIN_BLOCK_THREADS = 128  # kernel.cu's kMinBlockThreads
 
 
 def one_block_per_row(block: int) -> Layout:
@@ -16,6 +20,37 @@ def one_block_per_row(block: int) -> Layout:
         return (index // cols, 0, 0), (index % cols % block, 0, 0)
 
     return Layout(locate, f"one block per row, {block} threads striding over it")
+
+
+def cuda_place(index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+    """kernel.cu's forward launcher, replayed: which block and thread hold element `index`.
+
+    Rows up to 1024 x kSlots columns are held in registers by tpr threads (a multiple of 32, the
+    fewest whose kSlots elements cover the row; 128 // tpr rows a block when tpr < 128); thread
+    `lane` of a row owns 16-byte packs lane, lane + tpr, ... when the row is a whole number of packs
+    (tensors from torch start 16-byte aligned), single elements that way otherwise. Longer rows
+    take v1: one block of 256 threads per row, column c on thread c % 256.
+    """
+    cols = shape[-1]
+    row, col = divmod(index, cols)
+    slots = 8 if itemsize == 8 else 32  # kernel.cu's kSlots
+    if cols > CUDA_MAX_ROW_THREADS * slots:
+        return (row, 0, 0), (col % CUDA_V1_BLOCK, 0, 0)
+    tpr = -(-cols // slots)
+    tpr = -(-tpr // 32) * 32
+    rows_per_block = CUDA_MIN_BLOCK_THREADS // tpr if tpr < CUDA_MIN_BLOCK_THREADS else 1
+    pack = 16 // itemsize
+    width = pack if cols % pack == 0 else 1
+    return (row // rows_per_block, 0, 0), ((row % rows_per_block) * tpr + col // width % tpr, 0, 0)
+
+
+@dataclass(frozen=True)
+class CudaRows(Layout):
+    """The forward's mapping, which depends on the dtype's size. The backward shares it, except for
+    rows longer than 512 x kSlots (16384 floats, 4096 doubles), which it gives to v1."""
+
+    def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        return cuda_place(index, shape, itemsize)
 
 
 def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
@@ -46,14 +81,20 @@ def minus_infinity(dtype: torch.dtype, device: torch.device) -> Inputs:
 
 SPEC = OpSpec(
     name="softmax",
-    doc="row-wise; one block per row, shared-memory block reductions (max, then sum)",
+    doc="row-wise; each row read once into registers (a warp or a block a row), warp-shuffle reductions",
     inputs=("x",),
     outputs=("y",),
     saved=("y",),
     make_inputs=make_inputs,
     # cols 1 (most threads idle), 37 and 70: rows longer than BLOCK, with a partial last stride.
     sim_sizes=((1, 1), (3, 37), (5, 70)),
-    gpu_sizes=((1, 1), (7, 1000), (33, 4099), (1025, 2051), (3, 70001)),
+    # Every path of kernel.cu's launchers (see cuda_place): 1, 4099 and 2051 columns take the
+    # register path one element at a time (widths that are not whole packs); 1000 a warp per row,
+    # four rows a block (doubles: 128 threads a row); 2048 two rows a block, with barriers; 8192,
+    # the bench shape, 256 threads a row (doubles 1024 forward, v1 backward); 32768 1024 threads a
+    # row forward, v1 backward (doubles v1 both); 70001 v1 for every dtype. The last two sizes
+    # also run non-contiguous.
+    gpu_sizes=((1, 1), (7, 1000), (33, 4099), (9, 2048), (65, 8192), (5, 32768), (1025, 2051), (3, 70001)),
     gradcheck_size=(2, 3),
     edge_cases={"large values": large_values, "minus infinity": minus_infinity},
     oracle=lambda x: torch.softmax(x, dim=-1),
@@ -62,6 +103,10 @@ SPEC = OpSpec(
         "numba": (torch.float32, torch.float64),
         "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),
     },
-    layouts={"numba": one_block_per_row(BLOCK), "cuda": one_block_per_row(CUDA_BLOCK)},
+    layouts={
+        "numba": one_block_per_row(BLOCK),
+        "cuda": CudaRows(lambda index, shape: cuda_place(index, shape, 4),
+                         "rows in registers, tpr threads a row (see cuda_place); v1 beyond 1024 x kSlots columns"),
+    },
     bench_sizes=((4096, 8192),),
 )
