@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -21,10 +22,23 @@ import torch  # noqa: E402
 HAS_GPU = torch.cuda.is_available()
 HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
 
-gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU; torch sees none here")
+T = TypeVar("T")
+_no_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU; torch sees none here")
+
+
+def gpu(test: T) -> T:
+    """A test that needs a CUDA GPU: skipped, with the reason, without one; `pytest -m gpu` runs them all."""
+    return pytest.mark.gpu(_no_gpu(test))
+
+
 needs_nvcc = pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc to compile CUDA C")
-needs_cuda_torch = pytest.mark.skipif(torch.version.cuda is None or not HAS_NVCC,
-                                      reason="linking needs nvcc and a CUDA build of torch; this torch is CPU-only")
+_no_cuda_torch = pytest.mark.skipif(torch.version.cuda is None or not HAS_NVCC,
+                                    reason="linking needs nvcc and a CUDA build of torch; this torch is CPU-only")
+
+
+def needs_cuda_torch(test: T) -> T:
+    """A test that links a build (no GPU needed, but a CUDA torch): part of `pytest -m gpu` too."""
+    return pytest.mark.gpu(_no_cuda_torch(test))
 
 
 # For sigmoid's binding.cpp, in place of its 'BRRR_BIND(m) {' line: two first versions beside
