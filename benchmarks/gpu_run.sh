@@ -2,13 +2,13 @@
 # One call on a lent GPU machine: environment, `brrr validate` on the named ops (all three
 # stages with numba in the simulator; numba on the GPU; --huge), the walkthrough, and the GPU
 # tests. Logs go to $OUT (at most 8 files come back).
-# usage: bash benchmarks/gpu_run.sh "OP OP ..." [PYTEST_K]   (from the repo root)
+# usage: bash benchmarks/gpu_run.sh "OP OP ..." [tests]   (from the repo root; "tests": also pytest -m gpu)
 set -uo pipefail
 OUT=${OUT:-/tmp/brrr-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 BRRR_CACHE=/tmp/brrr-cache BRRR_TEST_CACHE=/tmp/brrr-cache
 read -r -a ops <<< "$1"
-k=${2:-}
+tests=${2:-}
 {
   date -u +"date: %Y-%m-%d %H:%M UTC"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
@@ -23,6 +23,6 @@ echo "validate --gpu exit: $?" | tee -a "$OUT/validate_numba_gpu.txt"
 python3 -m pipeline validate "${ops[@]}" --stage cuda --huge 2>&1 | grep -E "^==|^--|huge|FAIL|^    " | tee "$OUT/huge.txt"
 python3 -m pipeline walkthrough --no-pause > "$OUT/walkthrough.txt" 2>&1
 echo "walkthrough exit: $?" | tee -a "$OUT/walkthrough.txt"
-if [ -n "$k" ]; then
-  python3 -m pytest -q -rs tests/ -k "$k" 2>&1 | tee "$OUT/pytest_gpu.txt"
+if [ -n "$tests" ]; then
+  python3 -m pytest -q -rs -m gpu tests/ 2>&1 | tee "$OUT/pytest_gpu.txt"
 fi
