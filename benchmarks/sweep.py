@@ -31,6 +31,7 @@ VARIANTS: dict[str, dict[str, list[tuple[str, str]]]] = {
         "8 slots a thread": [(SLOTS, SLOTS.replace(": 32;", ": 8;"))],
         "exp2f for float": [EXP2],
         "16 slots, exp2f": [(SLOTS, SLOTS.replace(": 32;", ": 16;")), EXP2],
+        "16 slots float, exp2f": [(SLOTS, SLOTS.replace(": 32;", ": sizeof(T) == 4 ? 16 : 32;")), EXP2],
     },
 }
 SIZE = (4096, 8192)

@@ -1,8 +1,9 @@
 """`brrr bench`: each op's cuda stage against PyTorch eager, torch.compile, and the other stages.
 
-Timing follows the usual rules for asynchronous devices: CUDA events around each run, after a
-warm-up, the median of many runs, the whole device synchronized before each stop event is read,
-and inputs rotated among enough buffers that they cannot sit in L2 between runs. Achieved
+Timing follows the usual rules for asynchronous devices: a warm-up, then the median of many
+runs, each a batch of back-to-back calls between CUDA events, the last recorded after a
+device-wide synchronize (so the host's launch overhead overlaps GPU work as it does in a model,
+and work left on any stream counts), and inputs rotated among enough buffers that they cannot sit in L2 between runs. Achieved
 bandwidth counts the bytes an op must move at least (each input read once, each result written
 once), and is set against a device-to-device copy measured in the same run.
 """
@@ -10,6 +11,7 @@ once), and is set against a device-to-device copy measured in the same run.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -17,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,6 +32,8 @@ from pipeline.spec import Inputs, Op, Size, as_tuple
 from pipeline.tolerances import Tolerance
 
 RUNS = 50
+BATCH_MS = 5.0  # a timed batch of calls lasts at least this long (see time_ms)
+MAX_BATCH = 200
 VARIANT = "cuda "  # implementations named "cuda v1", ...: binding.cpp's forward_v1, ...
 L2_MULTIPLE = 3  # rotate enough input sets to cover this many times the L2 cache
 
@@ -52,18 +57,32 @@ def require_gpu() -> None:
 
 
 def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> float:
-    """Median milliseconds of fn(i), i rotating over input sets, each run synchronized device-wide."""
+    """Median milliseconds per call of fn(i), i rotating over input sets.
+
+    A run is a batch of back-to-back calls, as in a model, lasting at least BATCH_MS, so the host's
+    launch overhead overlaps the GPU's work instead of being counted as GPU time (CUDA events around
+    one call count the host's time between them whenever the GPU waits for it). The end event is
+    recorded after a device-wide synchronize, so work a call leaves on any stream counts.
+    """
     for i in range(3):
         fn(i % sets)
     torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn(0)
+    torch.cuda.synchronize()
+    one = (time.perf_counter() - start) * 1e3
+    batch = max(1, min(MAX_BATCH, math.ceil(BATCH_MS / max(one, 1e-3))))
     times = []
     for r in range(runs):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(r % sets)
-        stop.record()
-        torch.cuda.synchronize()  # counts work left on any stream, not only the current one
-        times.append(start.elapsed_time(stop))
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        begin.record()
+        for k in range(batch):
+            fn((r * batch + k) % sets)
+        torch.cuda.synchronize()  # every stream, not only the one the events are on
+        end.record()
+        end.synchronize()
+        times.append(begin.elapsed_time(end) / batch)
     return statistics.median(times)
 
 

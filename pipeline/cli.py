@@ -86,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
     bn = sub.add_parser("bench", help="time ops on a GPU against PyTorch eager, torch.compile and the other stages",
-                        description="GPU only (exit 2 without one). Median of 50 runs with CUDA events after a warm-up.")
+                        description="GPU only (exit 2 without one). After a warm-up, the median of 50 runs, each a batch of "
+                                    "back-to-back calls (at least 5 ms) between CUDA events.")
     bn.add_argument("ops", nargs="*", metavar="OP|PATH", help="default: every built-in op")
     bn.add_argument("--size", action="append", metavar="N[xM...]", help="size(s) to time (default: the op's bench sizes)")
     bn.add_argument("--dtype", action="append", choices=("float32", "float64", "float16", "bfloat16"),
