@@ -8,10 +8,11 @@
 // (61 registers in all, so 4 such blocks fit an SM's 64K registers): ~128 KiB of loads in flight
 // per SM, well above the ~20 KiB that Little's law asks for at ~1 us of loaded latency. What it
 // cannot hide: 4096 rows over 132 SMs is 31.03 rows an SM, so the busiest SMs do 32 (~3%).
-// Measured on an H100, 4096 x 8192 forward (benchmarks/results/2026-11-23-h100-bench/bench2.txt):
-//   torch eager:                                        0.157 ms float32 (57.6%), 0.144 ms bf16 (31.5%)
-//   v1, one block per row, 3 strided passes over x:     0.148 ms float32 (61.3%), 0.097 ms bf16 (46.9%)
-//   v2, row in registers, 16-byte packs (this file):    not measured yet
+// Measured on an H100, 4096 x 8192 forward (benchmarks/results/2026-11-23-h100-bench2):
+//   torch eager:                                        0.150 ms float32 (59.7%), 0.141 ms bf16 (31.9%)
+//   v1, one block per row, 3 strided passes over x:     0.133 ms float32 (67.4%), 0.079 ms bf16 (56.7%)
+//   v2, row in registers, 16-byte packs (this file):    0.095 ms float32 (94.5%), 0.055 ms bf16 (82.2%)
+// (benchmarks/sweep.py softmax: 16 slots a thread and exp2f were within 2% of this either way.)
 //
 // v1 reads x three times (max, sum, write), one element a load; it is kept as forward_v1, and
 // as the path for rows too long for registers (more than 1024 threads x kSlots elements).
