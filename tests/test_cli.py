@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO, brrr, copy_op, needs_nvcc, plant
+
+from pipeline.spec import builtin_op_names
 
 
 def test_help_imports_neither_torch_nor_numba() -> None:
@@ -86,6 +89,27 @@ def test_build_resources_reports_every_kernel() -> None:
     names = {" ".join(r[:-5]) for r in rows}  # kernel names may hold spaces; five numbers follow
     assert names >= {"sigmoid_forward_kernel<float, 4>", "sigmoid_backward_kernel<double, 2>"}
     assert all(int(r[-5]) > 0 and all(v.isdigit() for v in r[-5:]) for r in rows)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", builtin_op_names())
+def test_build_resources_works_for_every_op(name: str) -> None:
+    proc = brrr("build", name, "--resources")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["kernel", "regs"])
+    rows = [ln.split() for ln in lines[header + 1:] if ln.startswith("  ")]
+    # registers, shared bytes, spill stores, spill loads, stack bytes: every built-in kernel spills nothing
+    assert rows and all(all(v.isdigit() for v in r[-5:]) and int(r[-5]) > 0 and r[-3:-1] == ["0", "0"] for r in rows)
+
+
+@needs_nvcc
+def test_a_binding_typo_is_shown_against_binding_cpp_and_its_line(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "binding.cpp", "auto y = at::empty_like(xc);", "auto y = at::empty_like(xcc);")
+    line = 1 + (folder / "binding.cpp").read_text().split("xcc")[0].count("\n")
+    proc = brrr("build", str(folder), cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    assert f"sigmoid/binding.cpp:{line}:" in proc.stdout + proc.stderr and "xcc" in proc.stdout + proc.stderr
 
 
 def test_a_spec_that_cannot_make_inputs_is_a_loading_error(tmp_path: Path) -> None:
