@@ -180,6 +180,12 @@ def builtin_op_names() -> list[str]:
 def load_op(name_or_path: str) -> Op:
     folder = resolve_op_folder(name_or_path)
     missing = [f for f in STAGE_FILES.values() if not (folder / f).is_file()]
+    if missing == [STAGE_FILES["binding"]]:
+        raise OpLoadError(
+            f"op folder {folder} is missing binding.cpp",
+            hint="the CUDA C stage is two files: kernel.cu holds the kernels and a launcher on raw pointers "
+                 "for each, binding.cpp holds forward/backward on at::Tensor calling them (see stages/sigmoid/)",
+        )
     if missing:
         raise OpLoadError(
             f"op folder {folder} is missing {', '.join(missing)}",

@@ -87,3 +87,11 @@ def test_saved_names_must_exist(tmp_path: Path) -> None:
     spec.write_text(spec.read_text().replace('saved=("y",)', 'saved=("z",)'))
     with pytest.raises(OpLoadError, match="saved names"):
         load_op(str(folder))
+
+
+def test_a_folder_without_binding_cpp_is_told_about_the_two_file_cuda_stage(tmp_path: Path) -> None:
+    folder = copy_op("sigmoid", tmp_path)
+    (folder / "binding.cpp").unlink()
+    with pytest.raises(OpLoadError, match="missing binding.cpp") as e:
+        load_op(str(folder))
+    assert "kernel.cu holds the kernels" in str(e.value)
