@@ -19,6 +19,10 @@ STAGES = REPO / "stages"
 
 import torch  # noqa: E402
 
+from pipeline import runner  # noqa: E402
+from pipeline.report import FAIL, Row  # noqa: E402
+from pipeline.spec import load_op  # noqa: E402
+
 HAS_GPU = torch.cuda.is_available()
 HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
 
@@ -82,6 +86,16 @@ def mutant(tmp_path: Path):
         return plant(copy_op(op, tmp_path), filename, old, new)
 
     return make
+
+
+def validate(op: str | Path, *stages: str) -> list[Row]:
+    """The runner on one op, in this process: reference and numba unless stages are named."""
+    return runner.validate(load_op(str(op)), runner.Options(stages=stages or ("reference", "numba")))
+
+
+def failed(rows: list[Row]) -> dict[tuple[str, str, str], Row]:
+    """The failing rows, by (stage, check, dtype)."""
+    return {(r.stage, r.check, r.dtype): r for r in rows if r.verdict == FAIL}
 
 
 def brrr(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:

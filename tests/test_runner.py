@@ -6,19 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, gpu, needs_nvcc, plant
+from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, failed, gpu, needs_nvcc, plant, validate
 
 from pipeline import runner
-from pipeline.report import FAIL, NOT_RUN, PASS, Row
+from pipeline.report import FAIL, NOT_RUN, PASS
 from pipeline.spec import builtin_op_names, load_op
-
-
-def validate(op: str | Path, *stages: str) -> list[Row]:
-    return runner.validate(load_op(str(op)), runner.Options(stages=stages or ("reference", "numba")))
-
-
-def failed(rows: list[Row]) -> dict[tuple[str, str, str], Row]:
-    return {(r.stage, r.check, r.dtype): r for r in rows if r.verdict == FAIL}
 
 
 @pytest.mark.parametrize("name", builtin_op_names())

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import HAS_GPU, gpu, needs_nvcc, plant
-from test_runner import failed, validate
+from conftest import HAS_GPU, failed, gpu, needs_nvcc, plant, validate
 
 from pipeline.report import NOT_RUN
 from pipeline.spec import load_op

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import HAS_GPU, gpu, needs_nvcc
-from test_runner import failed, validate
+from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
 
 from pipeline import builder
 from pipeline.report import NOT_RUN

@@ -6,8 +6,7 @@ import re
 
 import pytest
 import torch
-from conftest import HAS_GPU, gpu, needs_cuda_torch, needs_nvcc
-from test_runner import failed, validate
+from conftest import HAS_GPU, failed, gpu, needs_cuda_torch, needs_nvcc, validate
 
 from pipeline.report import NOT_RUN
 from pipeline.spec import load_op
