@@ -286,14 +286,15 @@ def _sha256(path: Path) -> str:
 def compile_objects(op: Op, arch: str, verbose: bool = False) -> tuple[ObjectFile, ObjectFile]:
     """kernel.cu and binding.cpp as object files, compiled side by side where not cached."""
     jobs = [kernel_job(op, arch), binding_job(op)]
-    missing = [source.name for source, _, key in jobs
-               if _read_object(*_object_paths(op, source, key), key) is None]
-    if not missing:
-        kernel, binding = (_compile(op, *job, verbose) for job in jobs)
-        return kernel, binding
-    with ticking(f"compiling {op.name}: {' and '.join(missing)} ({arch})"), ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(_compile, op, *job, verbose) for job in jobs]
-        kernel, binding = (f.result() for f in futures)
+    found = [_read_object(*_object_paths(op, source, key), key) for source, _, key in jobs]
+    missing = [job for job, obj in zip(jobs, found) if obj is None]
+    if missing:
+        # _compile looks again under the lock: another process may have compiled it meanwhile.
+        with ticking(f"compiling {op.name}: {' and '.join(j[0].name for j in missing)} ({arch})"), \
+                ThreadPoolExecutor(2) as pool:
+            compiled = iter([f.result() for f in [pool.submit(_compile, op, *job, verbose) for job in missing]])
+        found = [obj or next(compiled) for obj in found]
+    kernel, binding = found
     return kernel, binding
 
 
