@@ -46,7 +46,13 @@ BUILTIN_DIR = Path(__file__).resolve().parent.parent / "stages"
 
 @dataclass(frozen=True)
 class Layout:
-    """How a kernel maps output elements to threads: which thread wrote element `index`."""
+    """How a kernel maps output elements to threads: which thread wrote element `index`.
+
+    The runner asks `place`; `locate` maps a thread's unit (an element, or a pack of `pack_bytes`)
+    and is what `brrr debug --index` uses for the numba stage. A kernel whose mapping depends on
+    more than that (the element size, or a launcher choosing between kernels by shape) subclasses
+    Layout and overrides `place`: stages/square, softmax and matmul do.
+    """
 
     locate: Callable[[int, tuple[int, ...]], Place]
     description: str
