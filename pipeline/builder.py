@@ -295,7 +295,47 @@ def compile_objects(op: Op, arch: str, verbose: bool = False) -> tuple[ObjectFil
             compiled = iter([f.result() for f in [pool.submit(_compile, op, *job, verbose) for job in missing]])
         found = [obj or next(compiled) for obj in found]
     kernel, binding = found
+    _check_launchers(op, kernel, binding)
     return kernel, binding
+
+
+def _check_launchers(op: Op, kernel: ObjectFile, binding: ObjectFile) -> None:
+    """A launcher binding.cpp calls but kernel.cu defines only for other template arguments (a
+    missing explicit instantiation), found from the objects' symbols: a machine without a GPU
+    never links, so this is its only chance to see it. Linking would name the same symbols."""
+    defined = _symbols(kernel.path, "--defined-only")
+    families = {_family(name) for name in defined}
+    absent = sorted(name for name in _symbols(binding.path, "--undefined-only")
+                    if name not in defined and _family(name) in families and not name.startswith("std::"))
+    if absent:
+        raise missing_launchers(op, absent)
+
+
+def missing_launchers(op: Op, names: list[str]) -> BuildError:
+    return BuildError(
+        f"{shown(op.path('binding'))} calls functions {shown(op.path('cuda'))} does not define:\n" + "\n".join(names),
+        hint="kernel.cu must define each launcher binding.cpp declares, with an explicit "
+             "instantiation for every dtype binding.cpp dispatches to",
+    )
+
+
+def _symbols(obj: Path, which: str) -> set[str]:
+    """Demangled symbol names of an object file (nm's `which`: --defined-only or --undefined-only)."""
+    tool = shutil.which("nm")
+    if tool is None:
+        return set()
+    out = subprocess.run([tool, "-C", which, str(obj)], capture_output=True, text=True, check=False).stdout
+    names = set()
+    for line in out.splitlines():  # "ADDRESS TYPE NAME", or "          U NAME" for an undefined one
+        fields = line.split(None, 2) if not line.startswith(" ") else ["", *line.split(None, 1)]
+        if len(fields) == 3 and len(fields[1]) == 1:
+            names.add(fields[2])
+    return names
+
+
+def _family(name: str) -> str:
+    """A function's name without its template arguments and parameters: sigmoid_forward<float>(...) -> sigmoid_forward."""
+    return name.split("(")[0].split("<")[0].split()[-1] if name.strip() else name
 
 
 def _object_paths(op: Op, source: Path, key: str) -> tuple[Path, Path]:
@@ -372,12 +412,7 @@ def _link(op: Op, library: Path, namespace: str, objects: list[Path], verbose: b
             output = proc.stderr + proc.stdout
             undefined = re.findall(r"undefined reference to [`'](.+?)'", output)
             if undefined:
-                raise BuildError(
-                    f"linking {op.name} failed: {shown(op.path('binding'))} calls functions "
-                    f"{shown(op.path('cuda'))} does not define:\n" + "\n".join(dict.fromkeys(undefined)),
-                    hint="kernel.cu must define each launcher binding.cpp declares, with an explicit "
-                         "instantiation for every dtype binding.cpp dispatches to",
-                )
+                raise missing_launchers(op, list(dict.fromkeys(undefined)))
             raise BuildError(f"linking {op.name} failed:\n{output[-3000:]}")
         os.replace(partial, library)
 

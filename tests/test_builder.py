@@ -78,3 +78,13 @@ def test_a_launcher_kernel_cu_does_not_instantiate_is_named_at_link_time(tmp_pat
     with pytest.raises(BuildError) as e:
         builder.build_extension(load_op(str(folder)), arch="sm_90")
     assert "does not define" in str(e.value) and "sigmoid_forward<double>(double const*" in str(e.value)
+
+
+@needs_nvcc
+def test_a_missing_instantiation_is_named_without_a_gpu(tmp_path: Path) -> None:
+    folder = plant(copy_op("sigmoid", tmp_path), "kernel.cu",
+                   "template void sigmoid_backward(const float*, const float*, float*, int64_t, cudaStream_t);\n", "")
+    with pytest.raises(BuildError) as e:
+        builder.compile_check(load_op(str(folder)))
+    assert "does not define" in str(e.value) and "sigmoid_backward<float>(float const*" in str(e.value)
+    assert "sigmoid_forward" not in str(e.value)
