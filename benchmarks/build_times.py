@@ -41,7 +41,7 @@ def validate_seconds(folder: Path, env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds of `brrr validate OP --stage cuda`, seconds its compile row took)."""
     report = folder.parent / "validate.json"
     start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pipeline", "validate", str(folder), "--stage", "cuda", "--json", str(report)],
+    subprocess.run([sys.executable, "-m", "brrr_kernels", "validate", str(folder), "--stage", "cuda", "--json", str(report)],
                    env=env, cwd=REPO, capture_output=True, text=True)
     wall = time.monotonic() - start
     rows = json.loads(report.read_text())["rows"]
@@ -58,7 +58,7 @@ def main() -> None:
     folder = work / op
     shutil.copytree(REPO / "stages" / op, folder, ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "BRRR_CACHE": str(work / "cache")}
-    build = (f"import time; from pipeline import builder; from pipeline.spec import load_op; import torch; "
+    build = (f"import time; from brrr_kernels import builder; from brrr_kernels.spec import load_op; import torch; "
              f"s=time.monotonic(); builder.build_extension(load_op('{folder}'), arch={arch!r}); print(time.monotonic()-s)")
     rows: list[tuple[str, float]] = [
         ("brrr: first build (cold cache)", python(build, env)),
@@ -90,7 +90,7 @@ def main() -> None:
     # Two processes building one op on a cold cache: one compiles, the other waits and reuses.
     env2 = {**env, "BRRR_CACHE": str(work / "cache2")}
     args = ["--arch", arch] if arch else []
-    procs = [subprocess.Popen([sys.executable, "-m", "pipeline", "build", str(folder), *args], env=env2, cwd=REPO,
+    procs = [subprocess.Popen([sys.executable, "-m", "brrr_kernels", "build", str(folder), *args], env=env2, cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     outs = [p.communicate()[0] for p in procs]
     compiled = sum("built in" in o or ("compiled for" in o and "(cached)" not in o) for o in outs)

@@ -10,7 +10,7 @@ import argparse
 
 import torch
 
-from pipeline.numba_env import use_simulator
+from brrr_kernels.numba_env import use_simulator
 
 
 def main() -> None:
@@ -20,10 +20,10 @@ def main() -> None:
     args = parser.parse_args()
     use_simulator(not args.gpu)
 
-    from pipeline import builder
-    from pipeline.function import apply
-    from pipeline.loaders import load_cuda, load_numba, load_reference
-    from pipeline.spec import load_op
+    from brrr_kernels import builder
+    from brrr_kernels.function import apply
+    from brrr_kernels.loaders import load_cuda, load_numba, load_reference
+    from brrr_kernels.spec import load_op
 
     op = load_op(args.op)
     device = "cuda" if args.gpu else "cpu"

@@ -17,20 +17,20 @@ from torch import nn
 
 
 class BrrrActivation(nn.Module):
-    def __init__(self, stage) -> None:  # a pipeline.loaders.Stage
+    def __init__(self, stage) -> None:  # a brrr_kernels.loaders.Stage
         super().__init__()
         self.stage = stage
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        from pipeline.function import apply
+        from brrr_kernels.function import apply
 
         return apply(self.stage, x)
 
 
 def load_stage(op_name: str, device: str):
-    from pipeline import builder
-    from pipeline.loaders import load_cuda, load_reference
-    from pipeline.spec import load_op
+    from brrr_kernels import builder
+    from brrr_kernels.loaders import load_cuda, load_reference
+    from brrr_kernels.spec import load_op
 
     op = load_op(op_name)
     return load_cuda(op, builder.build_extension(op)) if device == "cuda" else load_reference(op)

@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
-from pipeline.errors import BrrrError
-from pipeline.spec import Inputs, Op, Size, as_tuple
-from pipeline.tolerances import Tolerance
+from .errors import BrrrError
+from .spec import Inputs, Op, Size, as_tuple
+from .tolerances import Tolerance
 
 RUNS = 50
 BATCH_MS = 5.0  # a timed batch of calls lasts at least this long (see time_ms)
@@ -188,9 +188,9 @@ def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[.
 
 
 def implementations(op: Op, with_numba: bool) -> dict[str, Callable[..., Any]]:
-    from pipeline import builder
-    from pipeline.function import apply
-    from pipeline.loaders import load_cuda, load_numba, load_reference
+    from . import builder
+    from .function import apply
+    from .loaders import load_cuda, load_numba, load_reference
 
     spec = op.spec
     impls: dict[str, Callable[..., Any]] = {}
@@ -260,7 +260,7 @@ NCU_METRICS = re.compile(r"Duration|Memory Throughput|DRAM Throughput|Compute \(
 
 
 def find_ncu() -> str | None:
-    from pipeline.builder import cuda_home
+    from .builder import cuda_home
 
     home = cuda_home()
     candidates = [shutil.which("ncu"), *(str(p) for p in sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"))),
@@ -275,7 +275,7 @@ def ncu(op: Op, size: Size, dtype: torch.dtype, report: Path) -> str:
     exe = find_ncu()
     if exe is None:
         raise BrrrError("--ncu needs Nsight Compute: no ncu on PATH, in /opt/nvidia/nsight-compute or in CUDA_HOME/bin")
-    target = [sys.executable, "-m", "pipeline.bench", str(op.folder), json.dumps(size), str(dtype).removeprefix("torch.")]
+    target = [sys.executable, "-m", "brrr_kernels.bench", str(op.folder), json.dumps(size), str(dtype).removeprefix("torch.")]
     profiled = subprocess.run([exe, "--clock-control", "none", "--profile-from-start", "off", "--force-overwrite",
                                "--export", str(report), *target], capture_output=True, text=True)
     if profiled.returncode != 0:
@@ -288,10 +288,10 @@ def ncu(op: Op, size: Size, dtype: torch.dtype, report: Path) -> str:
 
 def _ncu_target(folder: str, size_json: str, dtype_name: str) -> None:
     """What ncu runs: the cuda stage, warmed up, then one forward and backward between profiler start and stop."""
-    from pipeline import builder
-    from pipeline.function import apply
-    from pipeline.loaders import load_cuda
-    from pipeline.spec import load_op
+    from . import builder
+    from .function import apply
+    from .loaders import load_cuda
+    from .spec import load_op
 
     op = load_op(folder)
     size = json.loads(size_json)

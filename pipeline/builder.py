@@ -32,10 +32,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import BuildError
-from pipeline.files import locked, shown, write_atomic
-from pipeline.progress import ticking
-from pipeline.spec import Op
+from .errors import BuildError
+from .files import locked, shown, write_atomic
+from .progress import ticking
+from .spec import Op
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 # The CPU torch wheel ships c10/cuda headers but not this generated one; see the shim's comment.

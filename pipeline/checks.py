@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from pipeline.files import shown
-from pipeline.tolerances import Tolerance
+from .files import shown
+from .tolerances import Tolerance
 
 
 @dataclass

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, BrrrError
+from .errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, BrrrError
 
 STAGE_CHOICES = ("reference", "numba", "cuda")
 
@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_list() -> int:
-    from pipeline.spec import builtin_op_names
+    from .spec import builtin_op_names
 
     for name in builtin_op_names():
         print(name)
@@ -115,9 +115,9 @@ def cmd_list() -> int:
 
 
 def cmd_walkthrough(args: argparse.Namespace) -> int:
-    from pipeline import walkthrough
-    from pipeline.numba_env import use_simulator
-    from pipeline.spec import load_op
+    from . import walkthrough
+    from .numba_env import use_simulator
+    from .spec import load_op
 
     use_simulator(True)
     total = len(walkthrough.STEPS)
@@ -131,9 +131,9 @@ def cmd_walkthrough(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     import torch
 
-    from pipeline import builder
-    from pipeline.errors import BuildError
-    from pipeline.spec import load_op
+    from . import builder
+    from .errors import BuildError
+    from .spec import load_op
 
     gpu = torch.cuda.is_available()
     arch = args.arch or (builder.device_arch() if gpu else builder.DEFAULT_ARCH)
@@ -160,8 +160,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from pipeline.export import export
-    from pipeline.spec import load_op
+    from .export import export
+    from .spec import load_op
 
     op = load_op(args.op)
     folder = export(op, args.dir)
@@ -183,10 +183,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     import torch
 
-    from pipeline import bench
-    from pipeline.files import write_atomic
-    from pipeline.numba_env import use_simulator
-    from pipeline.spec import builtin_op_names, load_op
+    from . import bench
+    from .files import write_atomic
+    from .numba_env import use_simulator
+    from .spec import builtin_op_names, load_op
 
     bench.require_gpu()
     use_simulator(False)
@@ -224,7 +224,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from pipeline.scaffold import new_op
+    from .scaffold import new_op
 
     folder = new_op(args.name, [x.strip() for x in args.inputs.split(",") if x.strip()], args.dir)
     print(f"wrote {folder}/: spec.py, reference.py, numba_kernel.py, kernel.cu, binding.cpp")
@@ -234,8 +234,8 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_debug(args: argparse.Namespace) -> int:
-    from pipeline import debugger
-    from pipeline.checks import fault_from
+    from . import debugger
+    from .checks import fault_from
 
     session, module = debugger.prepare(args.op, block=args.block, thread=args.thread, index=args.index,
                                        input_file=args.input, dtype=args.dtype, phase=args.phase,
@@ -256,8 +256,8 @@ def cmd_debug(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from pipeline import builder, progress, report, runner
-    from pipeline.spec import builtin_op_names
+    from . import builder, progress, report, runner
+    from .spec import builtin_op_names
 
     progress.set_quiet(args.quiet)
     names = args.ops or builtin_op_names()

@@ -19,9 +19,9 @@ from typing import Any, TextIO
 
 import torch
 
-from pipeline.checks import scalar_locals
-from pipeline.errors import UsageError
-from pipeline.spec import Op, as_tuple
+from .checks import scalar_locals
+from .errors import UsageError
+from .spec import Op, as_tuple
 
 Dim3 = tuple[int, int, int]
 
@@ -216,9 +216,9 @@ def prepare(op_ref: str | None, *, block: str | tuple[int, ...] | int | None = N
             input_file: str | Path | None = None, dtype: str = "float32", phase: str = "forward",
             kernel: str | None = None, seed: int = 0) -> tuple[Session, Any]:
     """Load the op's numba stage in the simulator and pick the inputs and the thread."""
-    from pipeline.loaders import load_numba, load_reference
-    from pipeline.numba_env import use_simulator
-    from pipeline.spec import load_op
+    from .loaders import load_numba, load_reference
+    from .numba_env import use_simulator
+    from .spec import load_op
 
     use_simulator(True)
     saved: dict[str, Any] = {}

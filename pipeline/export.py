@@ -11,10 +11,10 @@ from string import Template
 
 import torch
 
-from pipeline.builder import INCLUDE_DIR, cuda_sources
-from pipeline.ops import _param_type, _returns
-from pipeline.scaffold import RefusedError
-from pipeline.spec import Op
+from .builder import INCLUDE_DIR, cuda_sources
+from .ops import _param_type, _returns
+from .scaffold import RefusedError
+from .spec import Op
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "export"
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import torch
 
-from pipeline.errors import OpLoadError
-from pipeline.loaders import Stage
-from pipeline.spec import as_tuple
+from .errors import OpLoadError
+from .loaders import Stage
+from .spec import as_tuple
 
 
 class StageFunction(torch.autograd.Function):

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import OpLoadError
-from pipeline.spec import Op, import_file, module_name
+from .errors import OpLoadError
+from .spec import Op, import_file, module_name
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def load_reference(op: Op) -> Stage:
 
 def load_numba(op: Op, gpu: bool = False) -> Stage:
     """Import the numba stage in the simulator (CPU tensors) or, with gpu=True, on the GPU."""
-    from pipeline.numba_env import use_simulator
+    from .numba_env import use_simulator
 
     use_simulator(not gpu)
     module = import_file(op.path("numba"), module_name(op, "numba" if not gpu else "numba_gpu"))
@@ -52,5 +52,5 @@ def load_numba(op: Op, gpu: bool = False) -> Stage:
 
 
 def load_cuda(op: Op, build: Any) -> Stage:
-    """Wrap a built extension (see pipeline.builder.build_extension) as a stage."""
+    """Wrap a built extension (see builder.build_extension) as a stage."""
     return Stage(op, "cuda", build.forward, build.backward, op.path("cuda"), "cuda")

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from pipeline.errors import UsageError
+from .errors import UsageError
 
 
 def use_simulator(simulate: bool) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from pipeline.spec import Op, as_tuple, load_op
+from .spec import Op, as_tuple, load_op
 
 _libraries: dict[str, torch.library.Library] = {}
 
@@ -36,8 +36,8 @@ def _fresh(result: Any) -> Any:
 
 def register(name_or_path: str) -> Any:
     """Register (once per process) and return torch.ops.brrr.NAME."""
-    from pipeline import builder
-    from pipeline.loaders import load_cuda, load_reference
+    from . import builder
+    from .loaders import load_cuda, load_reference
 
     op: Op = load_op(name_or_path)
     spec, name = op.spec, op.spec.name

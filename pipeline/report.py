@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.checks import Worst
+from .checks import Worst
 
 PASS, FAIL, NOT_RUN, SKIP = "pass", "FAIL", "compiled, not run: no GPU", "skip"
 
@@ -83,6 +83,6 @@ def to_json(rows: list[Row], meta: dict[str, Any]) -> str:
 
 
 def write_json(path: Path, rows: list[Row], meta: dict[str, Any]) -> None:
-    from pipeline.files import write_atomic
+    from .files import write_atomic
 
     write_atomic(path, to_json(rows, meta))

@@ -20,16 +20,16 @@ from typing import Any
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from pipeline import builder
-from pipeline.checks import Comparison, StageFault, compare, fault_from, same_bits
-from pipeline.errors import BrrrError, BuildError, OpLoadError
-from pipeline.files import shown
-from pipeline.function import call
-from pipeline.loaders import Stage, load_cuda, load_numba, load_reference
-from pipeline.progress import ticking
-from pipeline.report import FAIL, NOT_RUN, PASS, SKIP, Row
-from pipeline.scaffold import UNFINISHED_MARK
-from pipeline.spec import STAGES, Inputs, Op, OpSpec, Size, as_tuple
+from . import builder
+from .checks import Comparison, StageFault, compare, fault_from, same_bits
+from .errors import BrrrError, BuildError, OpLoadError
+from .files import shown
+from .function import call
+from .loaders import Stage, load_cuda, load_numba, load_reference
+from .progress import ticking
+from .report import FAIL, NOT_RUN, PASS, SKIP, Row
+from .scaffold import UNFINISHED_MARK
+from .spec import STAGES, Inputs, Op, OpSpec, Size, as_tuple
 
 Fn = Callable[..., tuple[torch.Tensor, ...]]
 Replay = tuple[tuple[torch.Tensor, ...], torch.dtype]  # the upstream gradient and dtype of a failing case
@@ -148,7 +148,7 @@ class RowBuilder:
             self.target = (case, replay, where, excess)
 
     def _save_target(self) -> str:
-        from pipeline.debugger import save_failure
+        from .debugger import save_failure
 
         case, (upstream, dtype), where, _ = self.target
         phase = self.phase
@@ -517,8 +517,8 @@ def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
     """Load and validate one op; a loading error becomes part of the outcome, not an exception."""
     import traceback as tb
 
-    from pipeline import progress
-    from pipeline.spec import load_op
+    from . import progress
+    from .spec import load_op
 
     if quiet:
         progress.set_quiet(True)
@@ -551,6 +551,6 @@ def _place_flags(fault: StageFault) -> str:
 
 
 def _op_ref(op: Op) -> str:
-    from pipeline.spec import BUILTIN_DIR
+    from .spec import BUILTIN_DIR
 
     return op.name if op.folder.parent == BUILTIN_DIR else shown(op.folder)

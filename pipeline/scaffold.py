@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from string import Template
 
-from pipeline.errors import BrrrError, UsageError
+from .errors import BrrrError, UsageError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FILES = ("spec.py", "reference.py", "numba_kernel.py", "kernel.cu", "binding.cpp")

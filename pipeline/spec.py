@@ -30,8 +30,9 @@ from typing import Any
 
 import torch
 
-from pipeline.errors import OpLoadError
-from pipeline.tolerances import Tolerance, tolerance_for
+from . import stages as _builtin_ops
+from .errors import OpLoadError
+from .tolerances import Tolerance, tolerance_for
 
 Size = int | tuple[int, ...]
 Inputs = tuple[torch.Tensor, ...]
@@ -41,7 +42,7 @@ Place = tuple[tuple[int, int, int], tuple[int, int, int]]
 STAGES = ("reference", "numba", "cuda")
 STAGE_FILES = {"spec": "spec.py", "reference": "reference.py", "numba": "numba_kernel.py", "cuda": "kernel.cu",
                "binding": "binding.cpp"}
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "stages"
+BUILTIN_DIR = Path(_builtin_ops.__file__).resolve().parent
 
 
 @dataclass(frozen=True)

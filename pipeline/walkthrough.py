@@ -10,7 +10,7 @@ from typing import TextIO
 
 import torch
 
-from pipeline.spec import Op
+from .spec import Op
 
 Step = Callable[["Tour"], None]
 
@@ -57,8 +57,8 @@ def step_reference(t: Tour) -> None:
 
 
 def step_gradcheck(t: Tour) -> None:
-    from pipeline.function import apply
-    from pipeline.loaders import load_reference
+    from .function import apply
+    from .loaders import load_reference
 
     t.say("""Step 2: does backward really differentiate forward? torch.autograd.gradcheck perturbs each
     input element, measures the change of the outputs numerically and compares with what backward
@@ -73,8 +73,8 @@ def step_gradcheck(t: Tour) -> None:
 
 
 def step_numba(t: Tour) -> None:
-    from pipeline.debugger import prepare, trace
-    from pipeline.loaders import load_numba, load_reference
+    from .debugger import prepare, trace
+    from .loaders import load_numba, load_reference
 
     t.say("""Step 3: the same op as GPU kernels, in Python. numba_kernel.py holds @cuda.jit kernels with the
     same forward and backward names. Each thread computes one element; it finds its element from its
@@ -109,7 +109,7 @@ def step_cuda_source(t: Tour) -> None:
 
 
 def step_compile(t: Tour) -> None:
-    from pipeline import builder
+    from . import builder
 
     t.say("""Step 5: compile. brrr compiles kernel.cu with nvcc and binding.cpp with the host compiler,
     caches each object under a key of its source, flags, architecture and versions (so a kernel edit
@@ -129,9 +129,9 @@ def step_compile(t: Tour) -> None:
 
 
 def step_gpu(t: Tour) -> None:
-    from pipeline import builder
-    from pipeline.function import apply
-    from pipeline.loaders import load_cuda, load_reference
+    from . import builder
+    from .function import apply
+    from .loaders import load_cuda, load_reference
 
     t.say("""Step 6: run it on the GPU and check the gradients again. The compiled forward and backward
     go into the same autograd.Function; gradcheck runs in float64 on the GPU, and the outputs are

@@ -1,1 +1,2 @@
-"""The op library: one folder per op, each holding spec.py, reference.py, numba_kernel.py and kernel.cu."""
+"""The built-in op library, installed as brrr_kernels.stages: one folder per op, each holding
+spec.py, reference.py, numba_kernel.py, kernel.cu and binding.cpp."""

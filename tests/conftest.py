@@ -19,9 +19,9 @@ STAGES = REPO / "stages"
 
 import torch  # noqa: E402
 
-from pipeline import runner  # noqa: E402
-from pipeline.report import FAIL, Row  # noqa: E402
-from pipeline.spec import load_op  # noqa: E402
+from brrr_kernels import runner  # noqa: E402
+from brrr_kernels.report import FAIL, Row  # noqa: E402
+from brrr_kernels.spec import load_op  # noqa: E402
 
 HAS_GPU = torch.cuda.is_available()
 HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
@@ -101,5 +101,5 @@ def failed(rows: list[Row]) -> dict[tuple[str, str, str], Row]:
 def brrr(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     """Run the CLI in a fresh process, as a user would."""
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "brrr_kernels", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd, timeout=900)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import copy_op, needs_cuda_torch, needs_nvcc, plant
 
-from pipeline import builder
-from pipeline.errors import BuildError
-from pipeline.spec import load_op
+from brrr_kernels import builder
+from brrr_kernels.errors import BuildError
+from brrr_kernels.spec import load_op
 
 PTXAS = """\
 ptxas info    : Compiling entry function '_Z22sigmoid_forward_kernelIfEvPKT_PS0_l' for 'sm_90'

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.checks import compare, fault_from, same_bits
-from pipeline.tolerances import DEFAULT
+from brrr_kernels.checks import compare, fault_from, same_bits
+from brrr_kernels.tolerances import DEFAULT
 
 
 def test_equal_tensors_pass() -> None:

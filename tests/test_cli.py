@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO, brrr, copy_op, needs_nvcc, plant
 
-from pipeline.spec import builtin_op_names
+from brrr_kernels.spec import builtin_op_names
 
 
 def test_help_imports_neither_torch_nor_numba() -> None:
-    code = ("import sys\nfrom pipeline.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom brrr_kernels.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "assert 'torch' not in sys.modules and 'numba' not in sys.modules, 'heavy import in --help'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
@@ -62,8 +62,9 @@ def test_missing_stage_file_exits_2(tmp_path: Path) -> None:
 def test_syntax_error_in_a_stage_names_file_and_line(tmp_path: Path) -> None:
     folder = plant(copy_op("sigmoid", tmp_path), "numba_kernel.py", "    if i >= n:\n", "    if i >= n\n")
     proc = brrr("validate", str(folder), "--stage", "numba")
+    line = (folder / "numba_kernel.py").read_text().splitlines().index("    if i >= n") + 1
     assert proc.returncode == 2
-    assert "numba_kernel.py:16: syntax error" in proc.stderr and "Traceback" not in proc.stderr
+    assert f"numba_kernel.py:{line}: syntax error" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:

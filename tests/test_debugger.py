@@ -10,13 +10,13 @@ import pytest
 import torch
 from conftest import REPO, brrr
 
-import pipeline
-from pipeline.errors import UsageError
-from pipeline.spec import load_op
+import brrr_kernels
+from brrr_kernels.errors import UsageError
+from brrr_kernels.spec import load_op
 
 
 def debug_cli(*args: str, commands: str, cwd=REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline", "debug", *args], input=commands, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "brrr_kernels", "debug", *args], input=commands, capture_output=True,
                           text=True, cwd=cwd, timeout=300, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
 
 
@@ -44,7 +44,7 @@ def test_debug_any_block_size_and_later_blocks() -> None:
 
 def test_trace_prints_executed_lines_locals_and_the_write() -> None:
     x = float(sigmoid_input()[5])
-    lines = pipeline.trace("sigmoid", index=5).splitlines()
+    lines = brrr_kernels.trace("sigmoid", index=5).splitlines()
     assert lines[0].startswith("sigmoid_forward_kernel  block (0, 0, 0) thread (5, 0, 0)")
     body = [re.sub(r"\s+", " ", ln.strip()) for ln in lines[1:]]
     assert body[0].endswith("i = cuda.grid(1) i=5")
@@ -58,18 +58,18 @@ def test_trace_prints_executed_lines_locals_and_the_write() -> None:
 
 
 def test_trace_backward_phase() -> None:
-    text = pipeline.trace("sigmoid", index=3, phase="backward")
+    text = brrr_kernels.trace("sigmoid", index=3, phase="backward")
     assert text.startswith("sigmoid_backward_kernel") and "wrote grad_x[3] = " in text
 
 
 def test_a_thread_outside_the_launch_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="never entered"):
-        pipeline.trace("sigmoid", block=50, thread=0)
+        brrr_kernels.trace("sigmoid", block=50, thread=0)
 
 
 def test_unknown_kernel_lists_the_kernels() -> None:
     with pytest.raises(UsageError, match="sigmoid_forward_kernel, sigmoid_backward_kernel"):
-        pipeline.trace("sigmoid", index=0, kernel="nope")
+        brrr_kernels.trace("sigmoid", index=0, kernel="nope")
 
 
 def test_failed_validation_prints_a_debug_command_that_stops_at_the_wrong_thread(mutant, tmp_path) -> None:
@@ -101,7 +101,7 @@ def test_trace_a_2d_kernel_names_both_coordinates() -> None:
     rows, cols = x.shape
     index = cols + 3 if rows > 1 else 3  # second row: the y coordinate matters
     row, col = divmod(index, cols)
-    lines = pipeline.trace("square", index=index).splitlines()
+    lines = brrr_kernels.trace("square", index=index).splitlines()
     assert lines[0].startswith(f"square_forward_kernel  block ({col // 8}, {row // 8}, 0) thread ({col % 8}, {row % 8}, 0)")
     body = [re.sub(r"\s+", " ", ln.strip()) for ln in lines[1:]]
     assert body[0].endswith(f"col, row = cuda.grid(2) col={col} row={row}")

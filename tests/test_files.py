@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.files import locked, write_atomic
+from brrr_kernels.files import locked, write_atomic
 
 
 def test_write_atomic_replaces_whole_and_leaves_no_temporaries(tmp_path: Path) -> None:

@@ -8,10 +8,10 @@ import pytest
 import torch
 from conftest import copy_op, plant
 
-from pipeline.errors import OpLoadError
-from pipeline.function import apply, call
-from pipeline.loaders import load_reference
-from pipeline.spec import load_op
+from brrr_kernels.errors import OpLoadError
+from brrr_kernels.function import apply, call
+from brrr_kernels.loaders import load_reference
+from brrr_kernels.spec import load_op
 
 
 def test_forward_and_backward_go_through_the_stage(tmp_path: Path) -> None:

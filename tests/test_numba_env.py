@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.errors import UsageError
-from pipeline.numba_env import _as_kernel_arg, cdiv, import_cuda, use_simulator
+from brrr_kernels.errors import UsageError
+from brrr_kernels.numba_env import _as_kernel_arg, cdiv, import_cuda, use_simulator
 
 
 def test_the_mode_cannot_change_once_numba_cuda_is_imported() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline.checks import Worst
-from pipeline.report import FAIL, NOT_RUN, PASS, Row, format_table, summary, write_json
+from brrr_kernels.checks import Worst
+from brrr_kernels.report import FAIL, NOT_RUN, PASS, Row, format_table, summary, write_json
 
 
 def rows() -> list[Row]:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, failed, gpu, needs_nvcc, plant, validate
 
-from pipeline import runner
-from pipeline.report import FAIL, NOT_RUN, PASS
-from pipeline.spec import builtin_op_names, load_op
+from brrr_kernels import runner
+from brrr_kernels.report import FAIL, NOT_RUN, PASS
+from brrr_kernels.spec import builtin_op_names, load_op
 
 
 @pytest.mark.parametrize("name", builtin_op_names())

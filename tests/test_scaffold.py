@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from pipeline.numba_env import cdiv, import_cuda, launch
+from brrr_kernels.numba_env import cdiv, import_cuda, launch
 
 cuda = import_cuda()
 BLOCK = 128

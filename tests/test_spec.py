@@ -8,8 +8,8 @@ import pytest
 import torch
 from conftest import copy_op
 
-from pipeline.errors import OpLoadError
-from pipeline.spec import STAGE_FILES, builtin_op_names, load_op
+from brrr_kernels.errors import OpLoadError
+from brrr_kernels.spec import STAGE_FILES, builtin_op_names, load_op
 
 OPS = builtin_op_names()
 

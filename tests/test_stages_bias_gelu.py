@@ -7,9 +7,9 @@ import pytest
 import torch
 from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
 
-from pipeline import builder
-from pipeline.report import NOT_RUN
-from pipeline.spec import load_op
+from brrr_kernels import builder
+from brrr_kernels.report import NOT_RUN
+from brrr_kernels.spec import load_op
 
 
 def test_bias_gradient_from_row_0_only_fails_backward(mutant) -> None:
@@ -67,7 +67,7 @@ def test_cuda_layout_for_tiles_and_for_bias_gradient() -> None:
 
 def test_only_atol_is_widened_and_only_below_float64() -> None:
     """The bias-gradient override widens atol by a bounded factor; rtol and float64 stay the defaults."""
-    from pipeline.tolerances import DEFAULT
+    from brrr_kernels.tolerances import DEFAULT
 
     spec = load_op("bias_gelu").spec
     assert spec.tolerance(torch.float64) == DEFAULT[torch.float64]
@@ -98,7 +98,7 @@ def _cuda_stage():
 
 
 def _reference():
-    from pipeline.loaders import load_reference
+    from brrr_kernels.loaders import load_reference
 
     return load_reference(load_op("bias_gelu"))
 

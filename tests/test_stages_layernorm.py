@@ -6,9 +6,9 @@ import pytest
 import torch
 from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
 
-from pipeline import builder
-from pipeline.report import NOT_RUN
-from pipeline.spec import load_op
+from brrr_kernels import builder
+from brrr_kernels.report import NOT_RUN
+from brrr_kernels.spec import load_op
 
 FIRST_BARRIER = ("    partial[t] = value\n    cuda.syncthreads()\n    # Every thread folds",
                  "    partial[t] = value\n    # Every thread folds")

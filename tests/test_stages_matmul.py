@@ -6,8 +6,8 @@ import pytest
 import torch
 from conftest import HAS_GPU, failed, gpu, needs_nvcc, plant, validate
 
-from pipeline.report import NOT_RUN
-from pipeline.spec import load_op
+from brrr_kernels.report import NOT_RUN
+from brrr_kernels.spec import load_op
 
 NUMBA = "numba_kernel.py"
 LOADED_BARRIER = "                cuda.syncthreads()  # tiles loaded: every thread reads elements others wrote\n"
@@ -200,7 +200,7 @@ def test_cuda_v3_k_tail_that_is_not_zero_filled_fails_on_gpu(mutant) -> None:
 def test_cuda_earlier_versions_match_torch() -> None:
     """forward_v1 (naive) and forward_v2 (16x16 tiles) are what `brrr bench` times beside forward;
     validate never calls them, so they are checked here, on the validated sizes and K = 0."""
-    from pipeline import builder
+    from brrr_kernels import builder
 
     op = load_op("matmul")
     ext = getattr(torch.ops, builder.build_extension(op).namespace)

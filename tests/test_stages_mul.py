@@ -6,9 +6,9 @@ import pytest
 import torch
 from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
 
-from pipeline import builder
-from pipeline.report import NOT_RUN
-from pipeline.spec import load_op
+from brrr_kernels import builder
+from brrr_kernels.report import NOT_RUN
+from brrr_kernels.spec import load_op
 
 SWAP_NUMBA = ("    grad_a[i] = g * b[i]\n    grad_b[i] = g * a[i]", "    grad_a[i] = g * a[i]\n    grad_b[i] = g * b[i]")
 
@@ -39,7 +39,7 @@ def test_one_gradient_from_the_wrong_tensor_is_named(mutant) -> None:
 
 
 def test_mismatched_shapes_are_refused_not_read_past() -> None:
-    from pipeline.loaders import load_numba
+    from brrr_kernels.loaders import load_numba
 
     numba = load_numba(load_op("mul"))
     with pytest.raises(ValueError, match="one shape"):

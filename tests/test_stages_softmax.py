@@ -8,8 +8,8 @@ import pytest
 import torch
 from conftest import HAS_GPU, failed, gpu, needs_cuda_torch, needs_nvcc, validate
 
-from pipeline.report import NOT_RUN
-from pipeline.spec import load_op
+from brrr_kernels.report import NOT_RUN
+from brrr_kernels.spec import load_op
 
 EXP = "math.exp(float(x[row, c]) - m)"
 
@@ -62,8 +62,8 @@ def test_dot_product_not_reduced_over_the_block_fails_backward_only(mutant) -> N
 
 
 def test_minus_infinity_gives_exact_zeros() -> None:
-    from pipeline.function import call
-    from pipeline.loaders import load_numba
+    from brrr_kernels.function import call
+    from brrr_kernels.loaders import load_numba
 
     numba = load_numba(load_op("softmax"))
     x = torch.tensor([[float("-inf"), 0.0, 1.0]], dtype=torch.float64, requires_grad=True)
@@ -94,7 +94,7 @@ def test_cuda_stage_compiles_all_four_dtypes_without_spills() -> None:
 
 @needs_cuda_torch
 def test_cuda_build_registers_forward_v1_beside_forward() -> None:
-    from pipeline import builder
+    from brrr_kernels import builder
 
     ext = builder.build_extension(load_op("softmax"), arch="sm_90")
     assert list(ext.variants()) == ["forward_v1"]
@@ -116,7 +116,7 @@ DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 @gpu
 def test_cuda_forward_v1_agrees_with_forward() -> None:
     """forward_v1 (bench's first version) on each of forward's paths: packs, single elements, v1."""
-    from pipeline import builder
+    from brrr_kernels import builder
 
     op = load_op("softmax")
     ext = builder.build_extension(op)
@@ -133,7 +133,7 @@ def test_cuda_forward_v1_agrees_with_forward() -> None:
 def test_cuda_takes_the_element_path_for_misaligned_rows() -> None:
     """A contiguous view one element into its storage is not 16-byte aligned, though its rows are
     whole packs: the launcher must see it and take the element-at-a-time kernel."""
-    from pipeline import builder
+    from brrr_kernels import builder
 
     op = load_op("softmax")
     ext = builder.build_extension(op)

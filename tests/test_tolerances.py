@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.spec import builtin_op_names, load_op
-from pipeline.tolerances import DEFAULT
+from brrr_kernels.spec import builtin_op_names, load_op
+from brrr_kernels.tolerances import DEFAULT
 
 
 def test_every_dtype_has_a_reason_and_precision_orders_the_tolerances() -> None:

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from pipeline.numba_env import cdiv, import_cuda, launch
+from brrr_kernels import cdiv, import_cuda, launch
 
 cuda = import_cuda()
 BLOCK = 32

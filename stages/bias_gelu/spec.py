@@ -2,8 +2,7 @@
 
 import torch
 
-from pipeline.spec import Inputs, Layout, OpSpec, Place, Size
-from pipeline.tolerances import DEFAULT, Tolerance
+from brrr_kernels import DEFAULT, Inputs, Layout, OpSpec, Place, Size, Tolerance
 
 NUMBA_BLOCK = 32  # numba_kernel.py: one warp a block keeps the simulator cheap at these small sizes
 

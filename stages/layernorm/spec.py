@@ -2,8 +2,7 @@
 
 import torch
 
-from pipeline.spec import Inputs, Layout, OpSpec, Place, Size
-from pipeline.tolerances import DEFAULT, Tolerance
+from brrr_kernels import DEFAULT, Inputs, Layout, OpSpec, Place, Size, Tolerance
 
 BLOCK = 16  # numba_kernel.py's threads per row and per column block: every simulated barrier costs every thread
 CUDA_BLOCK = 256  # kernel.cu's kThreads (v1 forward and the backward; see layouts below)

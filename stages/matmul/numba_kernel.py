@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from numba import float32, float64
 
-from pipeline.numba_env import cdiv, import_cuda, launch
+from brrr_kernels import cdiv, import_cuda, launch
 
 cuda = import_cuda()
 # 4x4 threads a block: the simulator runs every thread of a block as a Python thread and pays

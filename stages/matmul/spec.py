@@ -5,8 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.spec import Inputs, Layout, OpSpec, Place, Size
-from pipeline.tolerances import Tolerance
+from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Tolerance
 
 NUMBA_TILE = 4  # numba_kernel.py's TILE: sim_sizes leave a partial tile in every dimension
 CUDA_TILE = 16  # kernel.cu's kTile (v2, the 16x16 kernel)

@@ -2,7 +2,7 @@
 
 import torch
 
-from pipeline.numba_env import cdiv, import_cuda, launch
+from brrr_kernels import cdiv, import_cuda, launch
 
 cuda = import_cuda()
 BLOCK = 128

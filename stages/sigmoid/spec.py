@@ -2,7 +2,7 @@
 
 import torch
 
-from pipeline.spec import Inputs, OpSpec, Size, one_per_thread
+from brrr_kernels import Inputs, OpSpec, Size, one_per_thread
 
 BLOCK = 128  # numba_kernel.py's threads per block; the simulator sizes straddle it
 

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from pipeline.numba_env import import_cuda, launch
+from brrr_kernels import import_cuda, launch
 
 cuda = import_cuda()
 from numba import float64  # noqa: E402  (after import_cuda, which readies numpy for numba)

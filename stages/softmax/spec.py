@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.spec import Inputs, Layout, OpSpec, Place, Size
+from brrr_kernels import Inputs, Layout, OpSpec, Place, Size
 
 BLOCK = 16  # numba_kernel.py's threads per row: small, since every simulated barrier costs every thread
 CUDA_V1_BLOCK = 256  # kernel.cu's kV1Threads

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.spec import Inputs, Layout, OpSpec, Place, Size
+from brrr_kernels import Inputs, Layout, OpSpec, Place, Size
 
 NUMBA_BLOCK = (8, 8)  # numba_kernel.py's (x, y) block: small, so the simulator stays cheap
 CUDA_BLOCK = (32, 8)  # kernel.cu's: 32 packs along a row, a warp reads one contiguous run
