@@ -5,7 +5,9 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/brrr-out}
 mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 BRRR_CACHE=${BRRR_CACHE:-/tmp/brrr-cache}
+# brrr_kernels is pipeline/ and stages/ mapped by setuptools: an editable install, offline.
+python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || { echo "pip install -e . failed"; exit 2; }
+export PYTHONUNBUFFERED=1 BRRR_CACHE=${BRRR_CACHE:-/tmp/brrr-cache}
 {
   date -u +"date: %Y-%m-%d %H:%M UTC"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader | sed 's/^/gpu: /'
@@ -13,6 +15,6 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 BRRR_CACHE=${BRRR_CACHE:-/tmp/brrr-cac
   nvcc --version | tail -1
 } 2>&1 | tee "$OUT/env.txt"
 python3 benchmarks/build_times.py sigmoid 2>&1 | tee "$OUT/build_times.txt"
-python3 -m pipeline bench --dtype float32 --dtype bfloat16 --json "$OUT/bench.json" \
+python3 -m brrr_kernels bench --dtype float32 --dtype bfloat16 --json "$OUT/bench.json" \
   --profile "$OUT/trace.json" 2>&1 | tee "$OUT/bench.txt"
-python3 -m pipeline bench softmax layernorm --no-numba --dtype float32 --ncu "$OUT/ncu" 2>&1 | tee "$OUT/ncu.txt"
+python3 -m brrr_kernels bench softmax layernorm --no-numba --dtype float32 --ncu "$OUT/ncu" 2>&1 | tee "$OUT/ncu.txt"

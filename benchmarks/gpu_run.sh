@@ -6,7 +6,9 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/brrr-out}
 mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 BRRR_CACHE=/tmp/brrr-cache BRRR_TEST_CACHE=/tmp/brrr-cache
+# brrr_kernels is pipeline/ and stages/ mapped by setuptools: an editable install, offline.
+python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || { echo "pip install -e . failed"; exit 2; }
+export PYTHONUNBUFFERED=1 BRRR_CACHE=/tmp/brrr-cache BRRR_TEST_CACHE=/tmp/brrr-cache
 read -r -a ops <<< "$1"
 tests=${2:-}
 {
@@ -16,12 +18,12 @@ tests=${2:-}
   nvcc --version | tail -1
 } 2>&1 | tee "$OUT/env.txt"
 start=$(date +%s)
-python3 -m pipeline validate "${ops[@]}" --json "$OUT/validate.json" 2>&1 | tee "$OUT/validate.txt"
+python3 -m brrr_kernels validate "${ops[@]}" --json "$OUT/validate.json" 2>&1 | tee "$OUT/validate.txt"
 echo "validate exit: $? ($(( $(date +%s) - start )) s wall)" | tee -a "$OUT/validate.txt"
-python3 -m pipeline validate "${ops[@]}" --gpu --stage numba 2>&1 | tee "$OUT/validate_numba_gpu.txt"
+python3 -m brrr_kernels validate "${ops[@]}" --gpu --stage numba 2>&1 | tee "$OUT/validate_numba_gpu.txt"
 echo "validate --gpu exit: $?" | tee -a "$OUT/validate_numba_gpu.txt"
-python3 -m pipeline validate "${ops[@]}" --stage cuda --huge 2>&1 | grep -E "^==|^--|huge|FAIL|^    " | tee "$OUT/huge.txt"
-python3 -m pipeline walkthrough --no-pause > "$OUT/walkthrough.txt" 2>&1
+python3 -m brrr_kernels validate "${ops[@]}" --stage cuda --huge 2>&1 | grep -E "^==|^--|huge|FAIL|^    " | tee "$OUT/huge.txt"
+python3 -m brrr_kernels walkthrough --no-pause > "$OUT/walkthrough.txt" 2>&1
 echo "walkthrough exit: $?" | tee -a "$OUT/walkthrough.txt"
 if [ -n "$tests" ]; then
   python3 -m pytest -q -rs -m gpu tests/ 2>&1 | tee "$OUT/pytest_gpu.txt"
