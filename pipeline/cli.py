@@ -102,6 +102,17 @@ def _parser() -> argparse.ArgumentParser:
                          "stage at the first size and dtype; writes REPORT-OP.ncu-rep and prints each kernel's headline")
     bn.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
+    sz = sub.add_parser("sanitize", help="GPU only: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over "
+                                         "one forward and backward of each op's cuda stage",
+                        description="GPU only (exit 2 without one). Each op and tool runs in a child process under "
+                                    "compute-sanitizer at one simulator size and the largest GPU size. Exit 0: no "
+                                    "tool reported an error; 1: one did.")
+    sz.add_argument("ops", nargs="*", metavar="OP|PATH", help="default: every built-in op")
+    sz.add_argument("--tool", action="append", choices=("memcheck", "racecheck", "synccheck", "initcheck"),
+                    help="run only this tool (repeatable; default: all four)")
+    sz.add_argument("--json", type=Path, metavar="FILE", help="also write the findings as JSON")
+    sz.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+
     sub.add_parser("list", help="list the built-in ops")
     return parser
 
@@ -223,6 +234,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sanitize(args: argparse.Namespace) -> int:
+    from . import sanitize
+    from .files import write_atomic
+    from .spec import builtin_op_names
+
+    findings = sanitize.sanitize(args.ops or builtin_op_names(), tuple(args.tool or sanitize.TOOLS))
+    if args.json:
+        write_atomic(args.json, sanitize.to_json(findings))
+    return EXIT_OK if all(f.ok for f in findings) else EXIT_CHECK_FAILED
+
+
 def cmd_new(args: argparse.Namespace) -> int:
     from .scaffold import new_op
 
@@ -321,6 +343,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_export(args)
         if args.command == "bench":
             return cmd_bench(args)
+        if args.command == "sanitize":
+            return cmd_sanitize(args)
         if args.command == "list":
             return cmd_list()
         parser.print_help()
