@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import BuildError
 from .files import locked, shown, write_atomic
@@ -72,6 +72,18 @@ class CompileReport:
             for k in self.kernels
         ]
         return "; ".join(parts)
+
+
+class Job(NamedTuple):
+    """One compile: the file the compiler reads, its command (less the output), the cache key,
+    where the object goes (its record beside it, .json) and the file messages name (the source
+    itself, or kernel.cu for its CPU rewrite)."""
+
+    source: Path
+    command: list[str]
+    key: str
+    object: Path
+    named: Path
 
 
 @dataclass(frozen=True)
@@ -132,9 +144,11 @@ def cuda_sources(op: Op) -> list[Path]:
     return sorted([op.path("cuda"), op.path("binding"), *local_headers(op)])
 
 
-def object_key(op: Op, source: Path, headers: list[Path], command: list[str], versions: tuple[str, ...]) -> str:
+def object_key(op: Op | None, source: Path, headers: list[Path], command: list[str], versions: tuple[str, ...]) -> str:
+    """A key over everything an object is made from: the source, the op folder's headers (op None:
+    none), the other headers it can include, the command line and the tools' versions."""
     h = hashlib.sha256()
-    for path in [source, *local_headers(op), *headers]:
+    for path in [source, *(local_headers(op) if op else []), *headers]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     for part in (*command, *versions):
@@ -203,7 +217,7 @@ def first_error_location(output: str) -> tuple[str, int] | None:
 # --- objects: kernel.cu and binding.cpp ----------------------------------------------------
 
 
-def _torch_include_flags() -> list[str]:
+def torch_include_flags() -> list[str]:
     from torch.utils import cpp_extension
 
     flags = [f"-I{p}" for p in cpp_extension.include_paths()]
@@ -213,7 +227,7 @@ def _torch_include_flags() -> list[str]:
     return flags
 
 
-def kernel_job(op: Op, arch: str) -> tuple[Path, list[str], str]:
+def kernel_job(op: Op, arch: str) -> Job:
     """kernel.cu's source, nvcc command (less the output) and cache key: no torch in it."""
     nvcc = find_nvcc()
     if nvcc is None:
@@ -221,10 +235,10 @@ def kernel_job(op: Op, arch: str) -> tuple[Path, list[str], str]:
     source = op.path("cuda")
     command = [nvcc, "-c", *NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v", f"-I{INCLUDE_DIR}", f"-I{op.folder}"]
     key = object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh"], command, (nvcc_version(),))
-    return source, command, key
+    return Job(source, command, key, object_path(f"{op.name}-{source.stem}", key), source)
 
 
-def binding_job(op: Op) -> tuple[Path, list[str], str]:
+def binding_job(op: Op) -> Job:
     """binding.cpp's source, host-compiler command (less the output) and cache key."""
     import torch
 
@@ -234,17 +248,19 @@ def binding_job(op: Op) -> tuple[Path, list[str], str]:
         raise BuildError("CUDA's headers not found (looked in $CUDA_HOME, beside nvcc and in /usr/local/cuda)")
     abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
     source = op.path("binding")
-    command = [cxx, "-c", *CXX_FLAGS, abi, f"-I{INCLUDE_DIR}", f"-I{op.folder}", *_torch_include_flags(),
+    command = [cxx, "-c", *CXX_FLAGS, abi, f"-I{INCLUDE_DIR}", f"-I{op.folder}", *torch_include_flags(),
                f"-I{home / 'include'}"]
     versions = (compiler_version(cxx), torch.__version__, str(torch.version.cuda), nvcc_version())
     key = object_key(op, source, [INCLUDE_DIR / "brrr.cuh", INCLUDE_DIR / "brrr_kernel.cuh"], command, versions)
-    return source, command, key
+    return Job(source, command, key, object_path(f"{op.name}-{source.stem}", key), source)
 
 
-def _compile(op: Op, source: Path, command: list[str], key: str, verbose: bool) -> ObjectFile:
-    obj, meta = _object_paths(op, source, key)
+def compile_job(job: Job, verbose: bool = False) -> ObjectFile:
+    """The job's object file: from the cache when its key matches, compiled otherwise."""
+    source, command, key, obj, named = job
+    meta = obj.with_suffix(".json")
     with locked(obj.with_suffix(".lock")):
-        cached = _read_object(obj, meta, key)
+        cached = read_object(job)
         if cached is not None:
             return cached
         fd, tmp = tempfile.mkstemp(dir=obj.parent, prefix=f".{obj.name}.", suffix=".o")
@@ -256,11 +272,11 @@ def _compile(op: Op, source: Path, command: list[str], key: str, verbose: bool) 
         proc = subprocess.run(full, capture_output=True, text=True, check=False)
         seconds = time.monotonic() - start
         output = proc.stderr + proc.stdout
+        tool = Path(command[0]).name
         if proc.returncode != 0:
             Path(tmp).unlink(missing_ok=True)
-            tool = "nvcc" if source.suffix == ".cu" else Path(command[0]).name
-            raise BuildError(f"{tool} could not compile {shown(source)}:\n{compiler_errors(output, source)}")
-        kernels = tuple(KernelResources(**k) for k in parse_resources(output)) if source.suffix == ".cu" else ()
+            raise BuildError(f"{tool} could not compile {shown(named)}:\n{compiler_errors(output, named)}")
+        kernels = tuple(KernelResources(**k) for k in parse_resources(output)) if "nvcc" in tool else ()
         os.replace(tmp, obj)
         # Written last: an object without its record is compiled again.
         write_atomic(meta, json.dumps({"key": key, "sha256": _sha256(obj), "seconds": seconds,
@@ -268,7 +284,10 @@ def _compile(op: Op, source: Path, command: list[str], key: str, verbose: bool) 
         return ObjectFile(obj, key, kernels, seconds, cached=False)
 
 
-def _read_object(obj: Path, meta: Path, key: str) -> ObjectFile | None:
+def read_object(job: Job) -> ObjectFile | None:
+    """The cached object of `job`, or None if it is missing, stale or corrupt."""
+    obj, key = job.object, job.key
+    meta = obj.with_suffix(".json")
     try:
         data = json.loads(meta.read_text())
         if data["key"] != key or data["sha256"] != _sha256(obj):
@@ -285,21 +304,24 @@ def _sha256(path: Path) -> str:
 
 def compile_objects(op: Op, arch: str, verbose: bool = False) -> tuple[ObjectFile, ObjectFile]:
     """kernel.cu and binding.cpp as object files, compiled side by side where not cached."""
-    jobs = [kernel_job(op, arch), binding_job(op)]
-    found = [_read_object(*_object_paths(op, source, key), key) for source, _, key in jobs]
-    missing = [job for job, obj in zip(jobs, found) if obj is None]
-    if missing:
-        # _compile looks again under the lock: another process may have compiled it meanwhile.
-        with ticking(f"compiling {op.name}: {' and '.join(j[0].name for j in missing)} ({arch})"), \
-                ThreadPoolExecutor(2) as pool:
-            compiled = iter([f.result() for f in [pool.submit(_compile, op, *job, verbose) for job in missing]])
-        found = [obj or next(compiled) for obj in found]
-    kernel, binding = found
-    _check_launchers(op, kernel, binding)
+    kernel, binding = compile_all([kernel_job(op, arch), binding_job(op)], f"compiling {op.name}", arch, verbose)
+    check_launchers(op, kernel, binding)
     return kernel, binding
 
 
-def _check_launchers(op: Op, kernel: ObjectFile, binding: ObjectFile) -> None:
+def compile_all(jobs: list[Job], what: str, target: str, verbose: bool = False) -> list[ObjectFile]:
+    """The jobs' objects, those not cached compiled side by side (two at a time: the CI has 2 cores)."""
+    found = [read_object(job) for job in jobs]
+    missing = [job for job, obj in zip(jobs, found) if obj is None]
+    if missing:
+        # compile_job looks again under the lock: another process may have compiled it meanwhile.
+        with ticking(f"{what}: {' and '.join(j.named.name for j in missing)} ({target})"), ThreadPoolExecutor(2) as pool:
+            compiled = iter([f.result() for f in [pool.submit(compile_job, job, verbose) for job in missing]])
+        found = [obj or next(compiled) for obj in found]
+    return found
+
+
+def check_launchers(op: Op, kernel: ObjectFile, binding: ObjectFile) -> None:
     """A launcher binding.cpp calls but kernel.cu defines only for other template arguments (a
     missing explicit instantiation), found from the objects' symbols: a machine without a GPU
     never links, so this is its only chance to see it. Linking would name the same symbols."""
@@ -338,9 +360,8 @@ def _family(name: str) -> str:
     return name.split("(")[0].split("<")[0].split()[-1] if name.strip() else name
 
 
-def _object_paths(op: Op, source: Path, key: str) -> tuple[Path, Path]:
-    obj = cache_root() / "obj" / f"{op.name}-{source.stem}-{key}.o"
-    return obj, obj.with_suffix(".json")
+def object_path(name: str, key: str) -> Path:
+    return cache_root() / "obj" / f"{name}-{key}.o"
 
 
 def compile_check(op: Op, arch: str = DEFAULT_ARCH) -> CompileReport:
@@ -390,21 +411,21 @@ def device_arch() -> str:
     return f"sm_{major}{minor}"
 
 
-def _link_command(library: Path, namespace_source: Path, objects: list[Path]) -> list[str]:
+def _link_command(library: Path, namespace_source: Path, objects: list[Path], libs: tuple[str, ...]) -> list[str]:
     from torch.utils import cpp_extension
 
     home = cuda_home()
     lib_dirs = [*cpp_extension.library_paths(), str(home / "lib64")] if home else cpp_extension.library_paths()
     return [find_cxx(), "-shared", "-fPIC", "-o", str(library), "-x", "c++", str(namespace_source), "-x", "none",
-            *map(str, objects), *(f"-L{d}" for d in lib_dirs), *LINK_LIBS, "-Wl,--no-undefined"]
+            *map(str, objects), *(f"-L{d}" for d in lib_dirs), *libs, "-Wl,--no-undefined"]
 
 
-def _link(op: Op, library: Path, namespace: str, objects: list[Path], verbose: bool) -> None:
+def _link(op: Op, library: Path, namespace: str, objects: list[Path], libs: tuple[str, ...], verbose: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="brrr-link-", dir=library.parent) as tmp:
         namespace_source = Path(tmp) / "namespace.cpp"
         namespace_source.write_text(f'extern "C" const char brrr_namespace[] = "{namespace}";\n')
         partial = Path(tmp) / library.name
-        command = _link_command(partial, namespace_source, objects)
+        command = _link_command(partial, namespace_source, objects, libs)
         if verbose:
             print(" ".join(command), flush=True)
         proc = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -419,26 +440,36 @@ def _link(op: Op, library: Path, namespace: str, objects: list[Path], verbose: b
 
 def build_extension(op: Op, arch: str | None = None, verbose: bool = False) -> Extension:
     """Compile (or reuse) kernel.cu's and binding.cpp's objects, link them, and load the library into torch."""
-    import torch
 
     arch = arch or device_arch()
     start = time.monotonic()
     kernel, binding = compile_objects(op, arch, verbose)
-    key = hashlib.sha256(f"{kernel.key} {binding.key} {' '.join(LINK_LIBS)}".encode()).hexdigest()[:16]
-    namespace = f"brrr_{op.name}_{key}"
+    return link_and_load(op, [binding, kernel], ("brrr", LINK_LIBS), start, verbose)
+
+
+def link_and_load(op: Op, objects: list[ObjectFile], kind: tuple[str, tuple[str, ...]], start: float,
+                  verbose: bool = False) -> Extension:
+    """Link the objects into a library named by their keys (cached like an object) and load it into
+    torch. kind: the namespace's prefix and the libraries to link against."""
+    import torch
+
+    prefix, libs = kind
+    key = hashlib.sha256(" ".join([*(o.key for o in objects), *libs]).encode()).hexdigest()[:16]
+    namespace = f"{prefix}_{op.name}_{key}"
     library = cache_root() / "ext" / f"{namespace}.so"
+    paths = [o.path for o in objects]
     with locked(library.with_suffix(".lock")):
         linked = not library.is_file()
         if linked:
             with ticking(f"linking {op.name}"):
-                _link(op, library, namespace, [binding.path, kernel.path], verbose)
+                _link(op, library, namespace, paths, libs, verbose)
         if not hasattr(torch.ops, namespace) or not hasattr(getattr(torch.ops, namespace), "forward"):
             try:
                 torch.ops.load_library(str(library))
             except OSError:
                 if linked:
                     raise
-                _link(op, library, namespace, [binding.path, kernel.path], verbose)  # a corrupt entry
+                _link(op, library, namespace, paths, libs, verbose)  # a corrupt entry
                 torch.ops.load_library(str(library))
-    cached = kernel.cached and binding.cached and not linked
+    cached = all(o.cached for o in objects) and not linked
     return Extension(namespace, library, time.monotonic() - start, cached)

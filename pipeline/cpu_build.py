@@ -1,0 +1,98 @@
+"""Build an op's cuda stage for execution on the CPU: the op's own kernel.cu and binding.cpp,
+compiled with the host compiler, linked with brrr's scheduler into a library torch loads.
+
+- kernel.cu is rewritten where CUDA's syntax needs it (cpu_source) and compiled against the
+  stand-in CUDA headers in include/cpu/, with -ffp-contract=off (no fused multiply-adds the
+  source does not ask for) and -g, so gdb shows kernel.cu;
+- binding.cpp is compiled with BRRR_CPU defined, against torch's CPU headers (brrr.cuh's CPU
+  branch: CPU tensors, no streams);
+- include/cpu/brrr_cpu_runtime.cpp (fibers, barriers, warp intrinsics, shared memory) is
+  compiled once per content and linked into every op's library.
+
+Each object is cached as the GPU build's are (builder.compile_job: a key over what it is made
+from, a lock, an atomic rename), so editing kernel.cu recompiles kernel.cu alone and relinks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import builder
+from .builder import INCLUDE_DIR, Extension, Job
+from .cpu_source import rewrite
+from .files import write_atomic
+from .spec import Op
+
+CPU_INCLUDE = INCLUDE_DIR / "cpu"
+RUNTIME_SOURCE = CPU_INCLUDE / "brrr_cpu_runtime.cpp"
+# -Bsymbolic: each op's library uses its own copy of the runtime, whatever else is loaded.
+CPU_LINK_LIBS = ("-lc10", "-ltorch_cpu", "-ltorch", "-lpthread", "-Wl,-Bsymbolic")
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """How the kernel side is compiled. `name` goes into the library's namespace; `kernel_flags`
+    are optimisation and debug information; `extra` is what a check layered on the runtime adds
+    to kernel.cu and the runtime alike (instrumentation, defines)."""
+
+    name: str = "cpu"
+    kernel_flags: tuple[str, ...] = ("-O1", "-g")
+    extra: tuple[str, ...] = ()
+
+
+DEFAULT = Flavour()
+
+
+def cpu_headers() -> list[Path]:
+    return sorted(CPU_INCLUDE.glob("*.h"))
+
+
+def runtime_job(flavour: Flavour = DEFAULT) -> Job:
+    cxx = builder.find_cxx()
+    command = [cxx, "-c", "-std=c++20", "-O2", "-g", "-fPIC", f"-I{CPU_INCLUDE}", *flavour.extra]
+    key = builder.object_key(None, RUNTIME_SOURCE, cpu_headers(), command, (builder.compiler_version(cxx),))
+    return Job(RUNTIME_SOURCE, command, key, builder.object_path(f"cpu-runtime-{flavour.name}", key), RUNTIME_SOURCE)
+
+
+def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
+    """kernel.cu rewritten for the CPU (written into the cache, named by its content) and its command."""
+    cxx = builder.find_cxx()
+    original = op.path("cuda")
+    text = rewrite(original.read_text(), original)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    source = builder.cache_root() / "cpu-src" / f"{op.name}-kernel-{digest}.cpp"
+    if not source.is_file() or source.read_text() != text:
+        write_atomic(source, text)
+    command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", f"-I{CPU_INCLUDE}",
+               f"-I{INCLUDE_DIR}", f"-I{op.folder}", *flavour.extra]
+    key = builder.object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()], command,
+                             (builder.compiler_version(cxx),))
+    return Job(source, command, key, builder.object_path(f"{op.name}-kernel-{flavour.name}", key), original)
+
+
+def binding_job(op: Op) -> Job:
+    """binding.cpp against torch's CPU headers, with brrr.cuh's CPU branch."""
+    import torch
+
+    cxx = builder.find_cxx()
+    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
+    source = op.path("binding")
+    command = [cxx, "-c", *builder.CXX_FLAGS, abi, "-DBRRR_CPU", f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}",
+               f"-I{op.folder}", *builder.torch_include_flags()]
+    versions = (builder.compiler_version(cxx), torch.__version__)
+    key = builder.object_key(op, source, [INCLUDE_DIR / "brrr.cuh", INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()],
+                             command, versions)
+    return Job(source, command, key, builder.object_path(f"{op.name}-binding-cpu", key), source)
+
+
+def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = False) -> Extension:
+    """Compile (or reuse) the three objects, link them and load the library: torch.ops.<namespace>.forward
+    and .backward then run the op's kernels on the CPU, on CPU tensors."""
+    start = time.monotonic()
+    kernel, binding, runtime = builder.compile_all([kernel_job(op, flavour), binding_job(op), runtime_job(flavour)],
+                                                   f"compiling {op.name} for the CPU", "cpu", verbose)
+    builder.check_launchers(op, kernel, binding)
+    return builder.link_and_load(op, [binding, kernel, runtime], (f"brrr_{flavour.name}", CPU_LINK_LIBS), start, verbose)

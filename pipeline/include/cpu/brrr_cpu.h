@@ -1,0 +1,543 @@
+// CPU execution of a CUDA C stage: what kernel.cu needs from CUDA's execution model, for g++.
+//
+// A launch runs the grid's blocks one after another (or several at once on worker threads, each
+// block on one OS thread from start to end); the threads of a block are fibers on that OS thread,
+// each run until it reaches __syncthreads, a warp intrinsic or its end, so a block's threads
+// interleave only at the points where CUDA's do observably (brrr_cpu_runtime.cpp). threadIdx and
+// the other built-in indices are thread-local variables the scheduler sets before it resumes a
+// fiber; __shared__ variables are per-block storage, filled with 0xff bytes (NaN in every float
+// type) when a block first reaches their declaration, so a read of an unwritten element shows.
+//
+// kernel.cu is compiled unchanged but for what the syntax needs (pipeline/cpu_source.py):
+// `k<<<grid, block, smem, stream>>>(args)` becomes brrr_cpu::launch(...), a `__shared__`
+// declaration a reference to brrr_cpu::shared_at(...), and known PTX `asm` the equivalent C++;
+// `#line` keeps every line number and file name those of kernel.cu.
+#pragma once
+#include <math.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "brrr_cpu_host.h"
+
+#define BRRR_CPU_HIDDEN __attribute__((visibility("hidden")))
+
+// The built-in variables. Thread-local, so blocks may run on several OS threads at once; a
+// block's fibers never leave their OS thread, so the addresses the compiler caches stay right.
+BRRR_CPU_HIDDEN inline thread_local uint3 threadIdx{0, 0, 0};
+BRRR_CPU_HIDDEN inline thread_local uint3 blockIdx{0, 0, 0};
+BRRR_CPU_HIDDEN inline thread_local dim3 blockDim{1, 1, 1};
+BRRR_CPU_HIDDEN inline thread_local dim3 gridDim{1, 1, 1};
+constexpr int warpSize = 32;
+
+// A __shared__ the rewriter did not see (one made by a macro, say) is a compile error, not
+// silently per-thread storage.
+#define __shared__ _Pragma("GCC error \"__shared__ outside a declaration brrr can rewrite (inside a macro?): not supported on the CPU\"")
+
+namespace brrr_cpu {
+
+// Where a launch is written in kernel.cu, and its text, for messages.
+struct Site {
+    const char* file;
+    int line;
+    const char* kernel;  // the kernel expression as written, e.g. "sigmoid_forward_kernel<T, W>"
+    const char* args;    // the argument list as written, e.g. "x, y, n"
+};
+
+struct LaunchConfig {
+    dim3 grid, block;
+    size_t shared_bytes;
+    cudaStream_t stream;
+    LaunchConfig(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr) : grid(g), block(b), shared_bytes(s), stream(st) {}
+};
+
+// One pointer among a launch's arguments (for memory checks: which tensor an address falls in).
+struct PointerArg {
+    int index;             // position in the kernel's parameter list
+    const void* address;
+    size_t element_size;   // sizeof the pointee (1 for void)
+    bool read_only;        // a pointer to const
+};
+
+struct Launch {
+    Site site;
+    const void* kernel;    // the kernel function's address
+    std::string name;      // its instantiated name where the symbol table has it, else site.kernel
+    LaunchConfig config;
+    const PointerArg* pointers;
+    int pointer_count;
+};
+
+// A __shared__ variable (or the dynamic region, name "extern") of the running block.
+struct SharedRegion {
+    const void* key;
+    char* data;
+    size_t size;
+    const char* name;
+    const char* file;
+    int line;
+};
+
+// Extension points for checks layered on the scheduler (memory checks, a debugger): each is
+// called on the OS thread running the block; nullptr means nothing to call.
+struct Hooks {
+    void (*launch_begin)(const Launch&) = nullptr;
+    void (*launch_end)(const Launch&) = nullptr;
+    void (*block_begin)(const Launch&, uint3 block) = nullptr;
+    void (*block_end)(const Launch&, uint3 block) = nullptr;
+    void (*barrier_done)(uint64_t epoch) = nullptr;  // a __syncthreads completed in the running block
+    void (*shared_allocated)(const SharedRegion&) = nullptr;
+};
+Hooks& hooks();
+
+// The running block's thread as one number (threadIdx.x + blockDim.x * (y + blockDim.y * z)),
+// -1 outside a kernel; and the running launch (nullptr outside one).
+int current_thread();
+const Launch* current_launch();
+// The running block's shared variables so far.
+const SharedRegion* shared_regions(int* count);
+
+// Stop the running launch with a fault reported at file:line in the current block and thread.
+// Called from inside a kernel (a fiber): does not return.
+[[noreturn]] void fault(const char* kind, const std::string& detail, const char* file, int line);
+
+// The error a failed launch throws: the first line names kernel.cu:line, the block and thread.
+struct KernelFault : std::exception {
+    std::string message;
+    explicit KernelFault(std::string m) : message(std::move(m)) {}
+    const char* what() const noexcept override { return message.c_str(); }
+};
+
+void run(const Launch& launch, void (*thread_main)(void*), void* context);
+
+template <typename T>
+constexpr size_t pointee_size() {
+    if constexpr (std::is_void_v<std::remove_cv_t<T>>) return 1;
+    else return sizeof(T);
+}
+
+template <typename Tuple, size_t... I>
+int collect_pointers(const Tuple& params, PointerArg* out, std::index_sequence<I...>) {
+    int n = 0;
+    auto one = [&](int index, const auto& value) {
+        using V = std::decay_t<decltype(value)>;
+        if constexpr (std::is_pointer_v<V>) {
+            using E = std::remove_pointer_t<V>;
+            out[n++] = PointerArg{index, static_cast<const void*>(value), pointee_size<E>(), std::is_const_v<E>};
+        }
+    };
+    (one(static_cast<int>(I), std::get<I>(params)), ...);
+    return n;
+}
+
+// kernel<<<config>>>(args...): the arguments are converted to the kernel's parameter types once,
+// as CUDA copies them to the device, and every thread calls the kernel on its own copy.
+template <typename... P, typename... A>
+void launch(const LaunchConfig& config, const Site& site, void (*kernel)(P...), A&&... args) {
+    static_assert(sizeof...(P) == sizeof...(A), "a kernel launched with a different number of arguments than it has parameters");
+    using Params = std::tuple<std::decay_t<P>...>;
+    Params params(std::forward<A>(args)...);
+    PointerArg pointers[sizeof...(P) + 1];
+    const int count = collect_pointers(params, pointers, std::index_sequence_for<P...>{});
+    struct Context {
+        void (*kernel)(P...);
+        Params* params;
+    } context{kernel, &params};
+    Launch info{site, reinterpret_cast<const void*>(kernel), site.kernel, config, pointers, count};
+    run(info, [](void* c) {
+        auto* ctx = static_cast<Context*>(c);
+        std::apply(ctx->kernel, *ctx->params);
+    }, &context);
+}
+
+// ---- __shared__ -------------------------------------------------------------------------------
+
+void* shared_storage(const void* key, size_t size, size_t align, const char* name, const char* file, int line);
+void* dynamic_shared_storage(const char* file, int line);
+
+// `__shared__ T name[N];` becomes `T (&name)[N] = brrr_cpu::shared_at<T[N]>(&site, ...)`, where
+// site is a static local of the declaring function: one per declaration and instantiation, as a
+// __shared__ variable is one per block for each.
+template <typename T>
+T& shared_at(const void* key, size_t align, const char* name, const char* file, int line) {
+    static_assert(std::is_trivially_default_constructible_v<std::remove_all_extents_t<T>> ||
+                      std::is_trivially_copyable_v<std::remove_all_extents_t<T>>,
+                  "__shared__ variables have no constructors");
+    const size_t a = align > alignof(T) ? align : alignof(T);
+    return *static_cast<T*>(shared_storage(key, sizeof(T), a, name, file, line));
+}
+
+template <typename T>
+T* dynamic_shared(const char* file, int line) {
+    return static_cast<T*>(dynamic_shared_storage(file, line));
+}
+
+// ---- synchronisation and warp intrinsics --------------------------------------------------------
+
+enum class Sync : int { Threads, Count, And, Or };
+int barrier(Sync kind, int predicate, const char* file, int line);
+
+enum class WarpOp : int {
+    Shfl, ShflUp, ShflDown, ShflXor, Ballot, Any, All, SyncWarp, ActiveMask, MatchAny, MatchAll,
+    ReduceAdd, ReduceMin, ReduceMax, ReduceAnd, ReduceOr, ReduceXor,
+};
+
+// One lane's side of a warp-synchronous call: its operand (up to 16 bytes) and where its result goes.
+struct WarpCall {
+    WarpOp op;
+    unsigned mask;
+    int param;    // source lane, delta or lane mask (shuffles); the predicate (votes)
+    int width;
+    const char* file;
+    int line;
+    const void* value;
+    int size;
+    bool is_signed;  // for the integer reductions
+    void* result;
+    unsigned aux;    // __match_all_sync's predicate
+};
+void warp(WarpCall& call);
+
+// Yield to the block's other threads (a spin-wait's __nanosleep must let the awaited thread run).
+void yield(const char* file, int line);
+
+}  // namespace brrr_cpu
+
+#define BRRR_CPU_HERE const char *brrr_file = __builtin_FILE(), int brrr_line = __builtin_LINE()
+
+inline void __syncthreads(BRRR_CPU_HERE) { brrr_cpu::barrier(brrr_cpu::Sync::Threads, 1, brrr_file, brrr_line); }
+inline int __syncthreads_count(int p, BRRR_CPU_HERE) { return brrr_cpu::barrier(brrr_cpu::Sync::Count, p != 0, brrr_file, brrr_line); }
+inline int __syncthreads_and(int p, BRRR_CPU_HERE) { return brrr_cpu::barrier(brrr_cpu::Sync::And, p != 0, brrr_file, brrr_line); }
+inline int __syncthreads_or(int p, BRRR_CPU_HERE) { return brrr_cpu::barrier(brrr_cpu::Sync::Or, p != 0, brrr_file, brrr_line); }
+
+namespace brrr_cpu {
+template <typename R, typename T>
+R warp_call(WarpOp op, unsigned mask, const T& value, int param, int width, const char* file, int line) {
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 16, "warp intrinsics move values of up to 16 bytes");
+    R result{};
+    WarpCall c{op, mask, param, width, file, line, &value, static_cast<int>(sizeof(T)), std::is_signed_v<T>, &result, 0};
+    warp(c);
+    return result;
+}
+}  // namespace brrr_cpu
+
+inline void __syncwarp(unsigned mask = 0xffffffffu, BRRR_CPU_HERE) {
+    brrr_cpu::warp_call<int>(brrr_cpu::WarpOp::SyncWarp, mask, 0, 0, 32, brrr_file, brrr_line);
+}
+template <typename T>
+T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize, BRRR_CPU_HERE) {
+    return brrr_cpu::warp_call<T>(brrr_cpu::WarpOp::Shfl, mask, var, src_lane, width, brrr_file, brrr_line);
+}
+template <typename T>
+T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize, BRRR_CPU_HERE) {
+    return brrr_cpu::warp_call<T>(brrr_cpu::WarpOp::ShflUp, mask, var, static_cast<int>(delta), width, brrr_file, brrr_line);
+}
+template <typename T>
+T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize, BRRR_CPU_HERE) {
+    return brrr_cpu::warp_call<T>(brrr_cpu::WarpOp::ShflDown, mask, var, static_cast<int>(delta), width, brrr_file, brrr_line);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize, BRRR_CPU_HERE) {
+    return brrr_cpu::warp_call<T>(brrr_cpu::WarpOp::ShflXor, mask, var, lane_mask, width, brrr_file, brrr_line);
+}
+inline unsigned __ballot_sync(unsigned mask, int pred, BRRR_CPU_HERE) {
+    return brrr_cpu::warp_call<unsigned>(brrr_cpu::WarpOp::Ballot, mask, 0, pred != 0, 32, brrr_file, brrr_line);
+}
+inline int __any_sync(unsigned mask, int pred, BRRR_CPU_HERE) {
+    return brrr_cpu::warp_call<int>(brrr_cpu::WarpOp::Any, mask, 0, pred != 0, 32, brrr_file, brrr_line);
+}
+inline int __all_sync(unsigned mask, int pred, BRRR_CPU_HERE) {
+    return brrr_cpu::warp_call<int>(brrr_cpu::WarpOp::All, mask, 0, pred != 0, 32, brrr_file, brrr_line);
+}
+inline unsigned __activemask(BRRR_CPU_HERE) {
+    return brrr_cpu::warp_call<unsigned>(brrr_cpu::WarpOp::ActiveMask, 0, 0, 0, 32, brrr_file, brrr_line);
+}
+template <typename T>
+unsigned __match_any_sync(unsigned mask, T value, BRRR_CPU_HERE) {
+    return brrr_cpu::warp_call<unsigned>(brrr_cpu::WarpOp::MatchAny, mask, value, 0, 32, brrr_file, brrr_line);
+}
+template <typename T>
+unsigned __match_all_sync(unsigned mask, T value, int* pred, BRRR_CPU_HERE) {
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 16, "warp intrinsics move values of up to 16 bytes");
+    unsigned result = 0;
+    brrr_cpu::WarpCall c{brrr_cpu::WarpOp::MatchAll, mask, 0, 32, brrr_file, brrr_line, &value,
+                         static_cast<int>(sizeof(T)), false, &result, 0};
+    brrr_cpu::warp(c);
+    *pred = static_cast<int>(c.aux);
+    return result;
+}
+#define BRRR_CPU_REDUCE(name, op, T) \
+    inline T name(unsigned mask, T value, BRRR_CPU_HERE) { \
+        return brrr_cpu::warp_call<T>(brrr_cpu::WarpOp::op, mask, value, 0, 32, brrr_file, brrr_line); \
+    }
+BRRR_CPU_REDUCE(__reduce_add_sync, ReduceAdd, unsigned)
+BRRR_CPU_REDUCE(__reduce_add_sync, ReduceAdd, int)
+BRRR_CPU_REDUCE(__reduce_min_sync, ReduceMin, unsigned)
+BRRR_CPU_REDUCE(__reduce_min_sync, ReduceMin, int)
+BRRR_CPU_REDUCE(__reduce_max_sync, ReduceMax, unsigned)
+BRRR_CPU_REDUCE(__reduce_max_sync, ReduceMax, int)
+BRRR_CPU_REDUCE(__reduce_and_sync, ReduceAnd, unsigned)
+BRRR_CPU_REDUCE(__reduce_or_sync, ReduceOr, unsigned)
+BRRR_CPU_REDUCE(__reduce_xor_sync, ReduceXor, unsigned)
+#undef BRRR_CPU_REDUCE
+
+inline void __nanosleep(unsigned, BRRR_CPU_HERE) { brrr_cpu::yield(brrr_file, brrr_line); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+[[noreturn]] inline void __trap(BRRR_CPU_HERE) { brrr_cpu::fault("__trap()", "the kernel called __trap()", brrr_file, brrr_line); }
+inline void __brkpt() { __builtin_trap(); }
+inline long long clock64() { return static_cast<long long>(__builtin_ia32_rdtsc()); }
+
+// ---- atomics: real ones, since blocks may run on several OS threads at once -----------------------
+namespace brrr_cpu {
+template <typename T, typename F>
+T atomic_update(T* address, F f) {
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "atomics on 2, 4 or 8 bytes");
+    using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+    Bits* p = reinterpret_cast<Bits*>(address);
+    Bits old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    for (;;) {
+        T value;
+        std::memcpy(&value, &old, sizeof(T));
+        T updated = f(value);
+        Bits desired;
+        std::memcpy(&desired, &updated, sizeof(T));
+        if (__atomic_compare_exchange_n(p, &old, desired, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return value;
+    }
+}
+}  // namespace brrr_cpu
+
+template <typename T>
+T atomicAdd(T* address, T val) {
+    if constexpr (std::is_integral_v<T>) return __atomic_fetch_add(address, val, __ATOMIC_SEQ_CST);
+    else return brrr_cpu::atomic_update(address, [val](T v) { return static_cast<T>(v + val); });
+}
+template <typename T>
+T atomicSub(T* address, T val) {
+    if constexpr (std::is_integral_v<T>) return __atomic_fetch_sub(address, val, __ATOMIC_SEQ_CST);
+    else return brrr_cpu::atomic_update(address, [val](T v) { return static_cast<T>(v - val); });
+}
+template <typename T>
+T atomicExch(T* address, T val) {
+    return brrr_cpu::atomic_update(address, [val](T) { return val; });
+}
+template <typename T>
+T atomicMax(T* address, T val) {
+    return brrr_cpu::atomic_update(address, [val](T v) { return v < val ? val : v; });
+}
+template <typename T>
+T atomicMin(T* address, T val) {
+    return brrr_cpu::atomic_update(address, [val](T v) { return val < v ? val : v; });
+}
+template <typename T>
+T atomicAnd(T* address, T val) { return __atomic_fetch_and(address, val, __ATOMIC_SEQ_CST); }
+template <typename T>
+T atomicOr(T* address, T val) { return __atomic_fetch_or(address, val, __ATOMIC_SEQ_CST); }
+template <typename T>
+T atomicXor(T* address, T val) { return __atomic_fetch_xor(address, val, __ATOMIC_SEQ_CST); }
+template <typename T>
+T atomicCAS(T* address, T compare, T val) {
+    __atomic_compare_exchange_n(address, &compare, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    return compare;
+}
+inline unsigned atomicInc(unsigned* address, unsigned limit) {
+    return brrr_cpu::atomic_update(address, [limit](unsigned v) { return v >= limit ? 0u : v + 1; });
+}
+inline unsigned atomicDec(unsigned* address, unsigned limit) {
+    return brrr_cpu::atomic_update(address, [limit](unsigned v) { return (v == 0 || v > limit) ? limit : v - 1; });
+}
+#define BRRR_CPU_SCOPED(name) \
+    template <typename... A> auto name##_block(A... a) { return name(a...); } \
+    template <typename... A> auto name##_system(A... a) { return name(a...); }
+BRRR_CPU_SCOPED(atomicAdd) BRRR_CPU_SCOPED(atomicSub) BRRR_CPU_SCOPED(atomicExch) BRRR_CPU_SCOPED(atomicMax)
+BRRR_CPU_SCOPED(atomicMin) BRRR_CPU_SCOPED(atomicAnd) BRRR_CPU_SCOPED(atomicOr) BRRR_CPU_SCOPED(atomicXor)
+BRRR_CPU_SCOPED(atomicCAS)
+#undef BRRR_CPU_SCOPED
+
+// ---- loads and stores with cache hints: plain accesses here ---------------------------------------
+template <typename T> T __ldg(const T* p) { return *p; }
+template <typename T> T __ldcg(const T* p) { return *p; }
+template <typename T> T __ldca(const T* p) { return *p; }
+template <typename T> T __ldcs(const T* p) { return *p; }
+template <typename T> T __ldlu(const T* p) { return *p; }
+template <typename T> T __ldcv(const T* p) { return *p; }
+template <typename T> void __stcg(T* p, T v) { *p = v; }
+template <typename T> void __stcs(T* p, T v) { *p = v; }
+template <typename T> void __stwb(T* p, T v) { *p = v; }
+template <typename T> void __stwt(T* p, T v) { *p = v; }
+
+// ---- math: CUDA's global overloads and intrinsics --------------------------------------------------
+// <math.h> gives exp(float) etc. their float overloads in the global namespace, as CUDA does. The
+// fast intrinsics (__expf, ...) are the accurate functions here: within what they promise.
+inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline unsigned max(int a, unsigned b) { return max(static_cast<unsigned>(a), b); }
+inline unsigned max(unsigned a, int b) { return max(a, static_cast<unsigned>(b)); }
+inline long max(long a, long b) { return a > b ? a : b; }
+inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
+inline double max(float a, double b) { return fmax(a, b); }
+inline double max(double a, float b) { return fmax(a, b); }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned min(int a, unsigned b) { return min(static_cast<unsigned>(a), b); }
+inline unsigned min(unsigned a, int b) { return min(a, static_cast<unsigned>(b)); }
+inline long min(long a, long b) { return a < b ? a : b; }
+inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline float min(float a, float b) { return fminf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline double min(float a, double b) { return fmin(a, b); }
+inline double min(double a, float b) { return fmin(a, b); }
+
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
+inline double rcbrt(double x) { return 1.0 / cbrt(x); }
+inline float normcdff(float x) { return 0.5f * erfcf(-x * 0.70710678118654752f); }
+inline double normcdf(double x) { return 0.5 * erfc(-x * 0.70710678118654752); }
+inline float sinpif(float x) { return sinf(3.14159265358979323846f * x); }
+inline float cospif(float x) { return cosf(3.14159265358979323846f * x); }
+inline double sinpi(double x) { return sin(3.14159265358979323846 * x); }
+inline double cospi(double x) { return cos(3.14159265358979323846 * x); }
+inline float __expf(float x) { return expf(x); }
+inline float __exp10f(float x) { return exp10f(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __log2f(float x) { return log2f(x); }
+inline float __log10f(float x) { return log10f(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline void __sincosf(float x, float* s, float* c) { sincosf(x, s, c); }
+inline float __powf(float x, float y) { return powf(x, y); }
+inline float __tanhf(float x) { return tanhf(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float fdividef(float a, float b) { return a / b; }
+inline float __saturatef(float x) { return x != x ? 0.0f : fminf(fmaxf(x, 0.0f), 1.0f); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __frcp_rn(float a) { return 1.0f / a; }
+inline float __fsqrt_rn(float a) { return sqrtf(a); }
+inline float __frsqrt_rn(float a) { return 1.0f / sqrtf(a); }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __drcp_rn(double a) { return 1.0 / a; }
+inline double __dsqrt_rn(double a) { return sqrt(a); }
+inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+
+inline int __float2int_rn(float x) { return static_cast<int>(nearbyintf(x)); }
+inline int __float2int_rz(float x) { return static_cast<int>(x); }
+inline int __float2int_rd(float x) { return static_cast<int>(floorf(x)); }
+inline int __float2int_ru(float x) { return static_cast<int>(ceilf(x)); }
+inline unsigned __float2uint_rn(float x) { return static_cast<unsigned>(nearbyintf(x)); }
+inline unsigned __float2uint_rz(float x) { return static_cast<unsigned>(x); }
+inline long long __float2ll_rn(float x) { return static_cast<long long>(nearbyintf(x)); }
+inline long long __float2ll_rz(float x) { return static_cast<long long>(x); }
+inline int __double2int_rn(double x) { return static_cast<int>(nearbyint(x)); }
+inline int __double2int_rz(double x) { return static_cast<int>(x); }
+inline long long __double2ll_rn(double x) { return static_cast<long long>(nearbyint(x)); }
+inline float __double2float_rn(double x) { return static_cast<float>(x); }
+inline float __int2float_rn(int x) { return static_cast<float>(x); }
+inline float __uint2float_rn(unsigned x) { return static_cast<float>(x); }
+inline float __ll2float_rn(long long x) { return static_cast<float>(x); }
+inline double __int2double_rn(int x) { return static_cast<double>(x); }
+inline double __ll2double_rn(long long x) { return static_cast<double>(x); }
+
+namespace brrr_cpu {
+template <typename To, typename From>
+To bits(From f) {
+    static_assert(sizeof(To) == sizeof(From), "same size");
+    To t;
+    std::memcpy(&t, &f, sizeof(To));
+    return t;
+}
+}  // namespace brrr_cpu
+inline float __int_as_float(int x) { return brrr_cpu::bits<float>(x); }
+inline int __float_as_int(float x) { return brrr_cpu::bits<int>(x); }
+inline float __uint_as_float(unsigned x) { return brrr_cpu::bits<float>(x); }
+inline unsigned __float_as_uint(float x) { return brrr_cpu::bits<unsigned>(x); }
+inline double __longlong_as_double(long long x) { return brrr_cpu::bits<double>(x); }
+inline long long __double_as_longlong(double x) { return brrr_cpu::bits<long long>(x); }
+inline int __double2hiint(double x) { return static_cast<int>(brrr_cpu::bits<unsigned long long>(x) >> 32); }
+inline int __double2loint(double x) { return static_cast<int>(brrr_cpu::bits<unsigned long long>(x) & 0xffffffffu); }
+inline double __hiloint2double(int hi, int lo) {
+    return brrr_cpu::bits<double>((static_cast<unsigned long long>(static_cast<unsigned>(hi)) << 32) | static_cast<unsigned>(lo));
+}
+
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned __brev(unsigned x) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+    return r;
+}
+inline unsigned long long __brevll(unsigned long long x) {
+    return (static_cast<unsigned long long>(__brev(static_cast<unsigned>(x))) << 32) | __brev(static_cast<unsigned>(x >> 32));
+}
+inline int __mulhi(int a, int b) { return static_cast<int>((static_cast<long long>(a) * b) >> 32); }
+inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32); }
+inline long long __mul64hi(long long a, long long b) { return static_cast<long long>((static_cast<__int128>(a) * b) >> 64); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
+}
+inline int __mul24(int a, int b) { return ((a << 8) >> 8) * ((b << 8) >> 8); }
+inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+inline unsigned __sad(int a, int b, unsigned c) { return (a > b ? a - b : b - a) + c; }
+inline unsigned __usad(unsigned a, unsigned b, unsigned c) { return (a > b ? a - b : b - a) + c; }
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
+    return static_cast<unsigned>((((static_cast<unsigned long long>(hi) << 32) | lo) << (s & 31)) >> 32);
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
+    return static_cast<unsigned>((((static_cast<unsigned long long>(hi) << 32) | lo) >> (s & 31)));
+}
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    const unsigned long long v = (static_cast<unsigned long long>(y) << 32) | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) r |= static_cast<unsigned>((v >> (((s >> (4 * i)) & 7) * 8)) & 0xff) << (8 * i);
+    return r;
+}
+
+// ---- PTX the rewriter translates (pipeline/cpu_source.py): the instruction's result in C++ ------
+namespace brrr_cpu::ptx {
+inline float ftz(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+inline float rcp_approx_f32(float x) { return 1.0f / x; }
+inline float rcp_approx_ftz_f32(float x) { return ftz(1.0f / ftz(x)); }
+inline double rcp_rn_f64(double x) { return 1.0 / x; }
+inline float rcp_rn_f32(float x) { return 1.0f / x; }
+inline float ex2_approx_f32(float x) { return exp2f(x); }
+inline float ex2_approx_ftz_f32(float x) { return ftz(exp2f(ftz(x))); }
+inline float lg2_approx_f32(float x) { return log2f(x); }
+inline float lg2_approx_ftz_f32(float x) { return ftz(log2f(ftz(x))); }
+inline float sqrt_approx_f32(float x) { return sqrtf(x); }
+inline float sqrt_approx_ftz_f32(float x) { return ftz(sqrtf(ftz(x))); }
+inline float rsqrt_approx_f32(float x) { return 1.0f / sqrtf(x); }
+inline float rsqrt_approx_ftz_f32(float x) { return ftz(1.0f / sqrtf(ftz(x))); }
+inline double rsqrt_approx_f64(double x) { return 1.0 / sqrt(x); }
+inline float tanh_approx_f32(float x) { return tanhf(x); }
+inline float sin_approx_f32(float x) { return sinf(x); }
+inline float sin_approx_ftz_f32(float x) { return ftz(sinf(ftz(x))); }
+inline float cos_approx_f32(float x) { return cosf(x); }
+inline float cos_approx_ftz_f32(float x) { return ftz(cosf(ftz(x))); }
+inline unsigned laneid() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32; }
+}  // namespace brrr_cpu::ptx

@@ -1,0 +1,977 @@
+// The CPU execution's scheduler: blocks of fibers, barriers, warp-synchronous calls, per-block
+// shared memory, and the facts it reports (barrier divergence, bad warp masks, deadlock).
+// Compiled once per content (brrr caches it) and linked into each op's CPU library.
+//
+// A block's threads are fibers on one OS thread. The scheduler resumes them in thread order; each
+// runs until it waits (at __syncthreads, at a warp intrinsic for the other lanes its mask names)
+// or returns. A wait completes when the last thread it needs arrives: that thread carries on at
+// once and the others are queued, in thread order. When nothing can run and threads remain, the
+// block is stuck, and the reason is reported with kernel.cu's line, the block and the threads.
+//
+// Rules checked, as CUDA states them (the programming guide; compute-sanitizer's synccheck):
+// - __syncthreads must be reached by every thread of the block, and by all at the same call: a
+//   thread that returns while others wait, or two calls on different lines, is barrier divergence.
+// - a warp intrinsic's mask names the lanes that take part: each must reach the same call with the
+//   same mask; a lane that has exited, or does not exist (a partial warp), cannot.
+#include "brrr_cpu.h"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+// Read by a debugger in a one-worker run (BRRR_CPU_WORKERS=1): the block and thread now running.
+extern "C" {
+__attribute__((visibility("default"))) int brrr_cpu_debug_block[3] = {-1, -1, -1};
+__attribute__((visibility("default"))) int brrr_cpu_debug_thread[3] = {-1, -1, -1};
+}
+
+namespace brrr_cpu {
+
+// ---- context switching ------------------------------------------------------------------------
+
+#if defined(__x86_64__)
+// switch(save, load): push the callee-saved registers and the FP control words on this stack,
+// store its pointer in *save, load `load` and pop the same from there. A new fiber's stack is
+// laid out as if it had switched out just before entering brrr_cpu_trampoline.
+extern "C" void brrr_cpu_switch(void** save, void* load);
+extern "C" void brrr_cpu_trampoline();
+asm(R"(
+    .text
+    .p2align 4
+    .type brrr_cpu_switch,@function
+brrr_cpu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size brrr_cpu_switch, .-brrr_cpu_switch
+
+    .p2align 4
+    .type brrr_cpu_trampoline,@function
+brrr_cpu_trampoline:
+    .cfi_startproc
+    .cfi_undefined rip
+    movq %r12, %rdi
+    callq *%r13
+    ud2
+    .cfi_endproc
+    .size brrr_cpu_trampoline, .-brrr_cpu_trampoline
+)");
+
+struct Context {
+    void* sp = nullptr;
+};
+
+static void make_context(Context& c, char* stack, size_t size, void (*entry)(void*), void* arg) {
+    auto* top = reinterpret_cast<uint64_t*>(reinterpret_cast<uintptr_t>(stack + size) & ~uintptr_t(15));
+    uint32_t mxcsr = 0;
+    uint16_t fpucw = 0;
+    asm volatile("stmxcsr %0" : "=m"(mxcsr));
+    asm volatile("fnstcw %0" : "=m"(fpucw));
+    const uint64_t control = mxcsr | (uint64_t(fpucw) << 32);
+    uint64_t* sp = top;
+    *--sp = reinterpret_cast<uint64_t>(&brrr_cpu_trampoline);  // popped by ret
+    *--sp = 0;                                                 // rbp
+    *--sp = 0;                                                 // rbx
+    *--sp = reinterpret_cast<uint64_t>(arg);                   // r12: the trampoline's argument
+    *--sp = reinterpret_cast<uint64_t>(entry);                 // r13: what it calls
+    *--sp = 0;                                                 // r14
+    *--sp = 0;                                                 // r15
+    *--sp = control;                                           // mxcsr, x87 control word
+    c.sp = sp;
+}
+
+static inline void switch_context(Context& from, Context& to) { brrr_cpu_switch(&from.sp, to.sp); }
+#else
+struct Context {
+    ucontext_t uc;
+};
+static void make_context(Context& c, char* stack, size_t size, void (*entry)(void*), void* arg) {
+    getcontext(&c.uc);
+    c.uc.uc_stack.ss_sp = stack;
+    c.uc.uc_stack.ss_size = size;
+    c.uc.uc_link = nullptr;
+    makecontext(&c.uc, reinterpret_cast<void (*)()>(entry), 1, arg);
+}
+static inline void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
+// ---- fiber stacks: mapped once, with a guard page, and reused --------------------------------------
+
+static size_t stack_size() {
+    static const size_t size = [] {
+        const char* env = std::getenv("BRRR_CPU_STACK_KB");
+        const long kb = env ? std::atol(env) : 256;
+        return static_cast<size_t>(kb > 16 ? kb : 16) * 1024;
+    }();
+    return size;
+}
+
+static std::mutex stacks_mutex;
+static std::vector<char*> free_stacks;
+
+static char* take_stack() {
+    {
+        std::lock_guard<std::mutex> lock(stacks_mutex);
+        if (!free_stacks.empty()) {
+            char* s = free_stacks.back();
+            free_stacks.pop_back();
+            return s;
+        }
+    }
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void* p = mmap(nullptr, stack_size() + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw KernelFault("brrr CPU execution: out of memory for thread stacks");
+    mprotect(p, page, PROT_NONE);  // the guard page: a fiber overflowing its stack faults here
+    return static_cast<char*>(p) + page;
+}
+
+static void give_stack(char* s) {
+    std::lock_guard<std::mutex> lock(stacks_mutex);
+    free_stacks.push_back(s);
+}
+
+// ---- blocks and their threads ------------------------------------------------------------------
+
+enum class State : uint8_t { Fresh, Ready, Barrier, Warp, Exited };
+
+struct Block;
+
+struct Fiber {
+    Context context;
+    char* stack = nullptr;
+    Block* block = nullptr;
+    uint3 index{0, 0, 0};
+    int linear = 0;
+    State state = State::Fresh;
+    const char* file = nullptr;  // where it waits
+    int line = 0;
+    Sync sync = Sync::Threads;
+    int predicate = 0;
+    int sync_result = 0;
+    WarpCall* call = nullptr;    // on the fiber's own stack while it waits
+};
+
+// Per worker thread: the block it runs, reused from block to block.
+struct Block {
+    const Launch* launch = nullptr;
+    void (*thread_main)(void*) = nullptr;
+    void* context = nullptr;
+    uint3 index{0, 0, 0};
+    int threads = 0;
+    std::vector<Fiber> fibers;
+    std::vector<int> ready, running;
+    Context scheduler;
+    int exited = 0;
+    int at_barrier = 0;
+    uint64_t epoch = 0;
+    std::vector<unsigned> warp_waiting;  // lanes waiting at a warp intrinsic, per warp
+    std::vector<unsigned> warp_exited;
+    std::vector<unsigned> warp_present;  // lanes that exist (the last warp may be partial)
+    std::vector<char> arena;
+    size_t arena_used = 0;
+    size_t static_shared = 0;
+    std::vector<SharedRegion> regions;
+    bool failed = false;
+    std::string error;
+    bool single_worker = true;
+};
+
+static thread_local Block* running_block = nullptr;
+static thread_local Fiber* running_fiber = nullptr;
+static thread_local const Launch* running_launch = nullptr;
+
+Hooks& hooks() {
+    static Hooks h;
+    return h;
+}
+
+int current_thread() { return running_fiber ? running_fiber->linear : -1; }
+const Launch* current_launch() { return running_launch; }
+const SharedRegion* shared_regions(int* count) {
+    if (!running_block) {
+        *count = 0;
+        return nullptr;
+    }
+    *count = static_cast<int>(running_block->regions.size());
+    return running_block->regions.data();
+}
+
+// ---- messages ------------------------------------------------------------------------------------
+
+static std::string triple(uint3 v) {
+    std::ostringstream s;
+    s << "(" << v.x << ", " << v.y << ", " << v.z << ")";
+    return s.str();
+}
+
+static std::string kernel_name(const Launch& launch) {
+    Dl_info info;
+    if (dladdr(launch.kernel, &info) && info.dli_sname && info.dli_saddr == launch.kernel) {
+        int status = 0;
+        char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+        if (status == 0 && demangled) {
+            std::string name(demangled);
+            std::free(demangled);
+            const auto paren = name.find('(');
+            name = name.substr(0, paren);
+            if (name.rfind("void ", 0) == 0) name = name.substr(5);
+            return name;
+        }
+    }
+    return launch.site.kernel;
+}
+
+// "file:line: kind in kernel, block (..), thread (..): detail" -- the first line says where.
+static std::string located(const Block& b, const char* kind, const std::string& detail, const char* file, int line,
+                           const Fiber* f) {
+    std::ostringstream s;
+    s << file << ":" << line << ": " << kind << " in " << b.launch->name << ", block " << triple(b.index);
+    if (f) s << ", thread " << triple(f->index);
+    s << ": " << detail;
+    return s.str();
+}
+
+static void record(Block& b, std::string message) {
+    if (!b.failed) {
+        b.failed = true;
+        b.error = std::move(message);
+    }
+}
+
+static std::string thread_list(const Block& b, const std::vector<int>& ids) {
+    std::ostringstream s;
+    const size_t shown = std::min<size_t>(ids.size(), 4);
+    for (size_t i = 0; i < shown; ++i) s << (i ? ", " : "") << triple(b.fibers[ids[i]].index);
+    if (ids.size() > shown) s << " and " << ids.size() - shown << " more";
+    return s.str();
+}
+
+static const char* op_name(WarpOp op) {
+    switch (op) {
+        case WarpOp::Shfl: return "__shfl_sync";
+        case WarpOp::ShflUp: return "__shfl_up_sync";
+        case WarpOp::ShflDown: return "__shfl_down_sync";
+        case WarpOp::ShflXor: return "__shfl_xor_sync";
+        case WarpOp::Ballot: return "__ballot_sync";
+        case WarpOp::Any: return "__any_sync";
+        case WarpOp::All: return "__all_sync";
+        case WarpOp::SyncWarp: return "__syncwarp";
+        case WarpOp::ActiveMask: return "__activemask";
+        case WarpOp::MatchAny: return "__match_any_sync";
+        case WarpOp::MatchAll: return "__match_all_sync";
+        case WarpOp::ReduceAdd: return "__reduce_add_sync";
+        case WarpOp::ReduceMin: return "__reduce_min_sync";
+        case WarpOp::ReduceMax: return "__reduce_max_sync";
+        case WarpOp::ReduceAnd: return "__reduce_and_sync";
+        case WarpOp::ReduceOr: return "__reduce_or_sync";
+        case WarpOp::ReduceXor: return "__reduce_xor_sync";
+    }
+    return "a warp intrinsic";
+}
+
+static const char* sync_name(Sync s) {
+    switch (s) {
+        case Sync::Threads: return "__syncthreads";
+        case Sync::Count: return "__syncthreads_count";
+        case Sync::And: return "__syncthreads_and";
+        case Sync::Or: return "__syncthreads_or";
+    }
+    return "__syncthreads";
+}
+
+static std::string hex(unsigned m) {
+    std::ostringstream s;
+    s << "0x" << std::hex << m;
+    return s.str();
+}
+
+static std::string where(const Fiber& f) {
+    std::ostringstream s;
+    if (f.state == State::Barrier) s << sync_name(f.sync) << " at " << f.file << ":" << f.line;
+    else if (f.state == State::Warp) s << op_name(f.call->op) << " at " << f.file << ":" << f.line;
+    else if (f.state == State::Exited) s << "the end of the kernel (returned)";
+    else s << "no wait";
+    return s.str();
+}
+
+// ---- the fiber's side ------------------------------------------------------------------------------
+
+static void wait_here(Block& b, Fiber& f) { switch_context(f.context, b.scheduler); }
+
+[[noreturn]] static void stop(Block& b, Fiber& f) {
+    f.state = State::Exited;
+    switch_context(f.context, b.scheduler);
+    __builtin_unreachable();  // a failed block is never resumed
+}
+
+[[noreturn]] void fault(const char* kind, const std::string& detail, const char* file, int line) {
+    Block* b = running_block;
+    Fiber* f = running_fiber;
+    if (!b || !f) throw KernelFault(std::string(file) + ":" + std::to_string(line) + ": " + kind + ": " + detail);
+    record(*b, located(*b, kind, detail, file, line, f));
+    stop(*b, *f);
+}
+
+static void fiber_main(void* arg) {
+    auto* f = static_cast<Fiber*>(arg);
+    Block& b = *f->block;
+    try {
+        b.thread_main(b.context);
+    } catch (const std::exception& e) {
+        record(b, located(b, "exception", e.what(), b.launch->site.file, b.launch->site.line, f));
+    } catch (...) {
+        record(b, located(b, "exception", "an exception that is not a std::exception", b.launch->site.file,
+                          b.launch->site.line, f));
+    }
+    f->state = State::Exited;
+    switch_context(f->context, b.scheduler);
+    __builtin_trap();
+}
+
+static Fiber& here(const char* what, const char* file, int line) {
+    if (!running_fiber) {
+        throw KernelFault(std::string(file) + ":" + std::to_string(line) + ": " + what +
+                          " called outside a kernel (host code has no block to synchronise with)");
+    }
+    return *running_fiber;
+}
+
+// ---- __syncthreads ---------------------------------------------------------------------------------
+
+static std::vector<int> threads_where(const Block& b, State s) {
+    std::vector<int> ids;
+    for (const Fiber& f : b.fibers) {
+        if (f.state == s) ids.push_back(f.linear);
+    }
+    return ids;
+}
+
+// Some threads returned and every other one waits at a barrier: it can never complete.
+static std::string divergence_exited(const Block& b, const Fiber& culprit) {
+    const std::vector<int> waiting = threads_where(b, State::Barrier), gone = threads_where(b, State::Exited);
+    const Fiber& w = b.fibers[waiting.front()];
+    std::ostringstream s;
+    s << "threads " << thread_list(b, waiting) << " wait at " << sync_name(w.sync) << " at " << w.file << ":" << w.line
+      << ", but threads " << thread_list(b, gone)
+      << " returned without reaching it (every thread of a block must reach each __syncthreads)";
+    return located(b, "barrier divergence", s.str(), w.file, w.line, &culprit);
+}
+
+static bool same_barrier(const Fiber& a, const Fiber& b) {
+    return a.sync == b.sync && a.line == b.line && std::strcmp(a.file, b.file) == 0;
+}
+
+static void complete_barrier(Block& b, Fiber& last) {
+    const Fiber& first = b.fibers.front();
+    for (const Fiber& f : b.fibers) {
+        if (!same_barrier(f, first)) {
+            std::vector<int> here_ids, there_ids;
+            for (const Fiber& g : b.fibers) (same_barrier(g, first) ? here_ids : there_ids).push_back(g.linear);
+            const Fiber& other = b.fibers[there_ids.front()];
+            std::ostringstream s;
+            s << "threads " << thread_list(b, here_ids) << " wait at " << sync_name(first.sync) << " at " << first.file
+              << ":" << first.line << ", threads " << thread_list(b, there_ids) << " at " << sync_name(other.sync)
+              << " at " << other.file << ":" << other.line
+              << " (every thread of a block must reach the same __syncthreads)";
+            record(b, located(b, "barrier divergence", s.str(), other.file, other.line, &other));
+            stop(b, last);
+        }
+    }
+    int count = 0;
+    for (const Fiber& f : b.fibers) count += f.predicate;
+    const int result = first.sync == Sync::Count ? count
+                       : first.sync == Sync::And ? (count == b.threads)
+                       : first.sync == Sync::Or  ? (count > 0)
+                                                 : 0;
+    for (Fiber& f : b.fibers) {
+        f.sync_result = result;
+        f.state = State::Ready;
+        if (&f != &last) b.ready.push_back(f.linear);
+    }
+    b.at_barrier = 0;
+    ++b.epoch;
+    if (hooks().barrier_done) hooks().barrier_done(b.epoch);
+}
+
+int barrier(Sync kind, int predicate, const char* file, int line) {
+    Fiber& f = here(sync_name(kind), file, line);
+    Block& b = *f.block;
+    f.state = State::Barrier;
+    f.file = file;
+    f.line = line;
+    f.sync = kind;
+    f.predicate = predicate;
+    if (++b.at_barrier == b.threads) {
+        complete_barrier(b, f);
+        return f.sync_result;
+    }
+    if (b.at_barrier + b.exited == b.threads) {
+        record(b, divergence_exited(b, b.fibers[threads_where(b, State::Exited).front()]));
+        stop(b, f);
+    }
+    wait_here(b, f);
+    return f.sync_result;
+}
+
+void yield(const char* file, int line) {
+    Fiber& f = here("__nanosleep", file, line);
+    Block& b = *f.block;
+    b.ready.push_back(f.linear);
+    wait_here(b, f);
+}
+
+// ---- warp intrinsics -------------------------------------------------------------------------------
+
+static bool same_call(const WarpCall& a, const WarpCall& b) {
+    if (a.op != b.op || a.mask != b.mask) return false;
+    if (a.op == WarpOp::SyncWarp) return true;  // __syncwarp calls on different lines may meet (sm_70+)
+    return a.line == b.line && a.width == b.width && std::strcmp(a.file, b.file) == 0;
+}
+
+static std::string lane_list(unsigned mask) {
+    std::ostringstream s;
+    int shown = 0;
+    for (int l = 0; l < 32; ++l) {
+        if (mask & (1u << l)) {
+            if (shown == 4) {
+                s << " and " << __builtin_popcount(mask) - 4 << " more";
+                break;
+            }
+            s << (shown++ ? ", " : "") << l;
+        }
+    }
+    return s.str();
+}
+
+template <typename T>
+static T load(const WarpCall& c) {
+    T v{};
+    std::memcpy(&v, c.value, sizeof(T) < static_cast<size_t>(c.size) ? sizeof(T) : static_cast<size_t>(c.size));
+    return v;
+}
+
+template <typename T>
+static T reduce(WarpOp op, const std::vector<const WarpCall*>& calls) {
+    T r = load<T>(*calls.front());
+    for (size_t i = 1; i < calls.size(); ++i) {
+        const T v = load<T>(*calls[i]);
+        switch (op) {
+            case WarpOp::ReduceAdd: r = static_cast<T>(r + v); break;
+            case WarpOp::ReduceMin: r = v < r ? v : r; break;
+            case WarpOp::ReduceMax: r = v > r ? v : r; break;
+            case WarpOp::ReduceAnd: r &= v; break;
+            case WarpOp::ReduceOr: r |= v; break;
+            default: r ^= v; break;
+        }
+    }
+    return r;
+}
+
+// The source lane of a shuffle for `lane`, or `lane` itself where CUDA returns the caller's value.
+static int source_lane(const WarpCall& c, int lane) {
+    const int w = c.width, group = lane & ~(w - 1), in_group = lane & (w - 1);
+    switch (c.op) {
+        case WarpOp::Shfl: return group | (c.param & (w - 1));
+        case WarpOp::ShflUp: return in_group >= c.param ? lane - c.param : lane;
+        case WarpOp::ShflDown: return in_group + c.param < w ? lane + c.param : lane;
+        default: {
+            const int s = lane ^ c.param;
+            return (s >= 32 || (s & ~(w - 1)) > group) ? lane : s;
+        }
+    }
+}
+
+static void complete_warp(Block& b, int w, Fiber& caller, const WarpCall& c) {
+    std::vector<const WarpCall*> calls(32, nullptr);
+    std::vector<const WarpCall*> taking;
+    for (int l = 0; l < 32; ++l) {
+        if (c.mask & (1u << l)) {
+            calls[l] = b.fibers[w * 32 + l].call;
+            taking.push_back(calls[l]);
+        }
+    }
+    switch (c.op) {
+        case WarpOp::Shfl: case WarpOp::ShflUp: case WarpOp::ShflDown: case WarpOp::ShflXor:
+            for (int l = 0; l < 32; ++l) {
+                if (!calls[l]) continue;
+                const int s = source_lane(c, l);
+                if (!calls[s]) {
+                    std::ostringstream m;
+                    m << "lane " << l << " reads lane " << s << " of " << op_name(c.op) << " with mask " << hex(c.mask)
+                      << ", which does not name lane " << s << ": the value it gets is undefined";
+                    record(b, located(b, "warp mask", m.str(), c.file, c.line, &b.fibers[w * 32 + l]));
+                    stop(b, caller);
+                }
+                std::memcpy(calls[l]->result, calls[s]->value, static_cast<size_t>(c.size));
+            }
+            break;
+        case WarpOp::Ballot: case WarpOp::Any: case WarpOp::All: {
+            unsigned ballot = 0;
+            for (int l = 0; l < 32; ++l) {
+                if (calls[l] && calls[l]->param) ballot |= 1u << l;
+            }
+            for (const WarpCall* k : taking) {
+                if (c.op == WarpOp::Ballot) *static_cast<unsigned*>(k->result) = ballot;
+                else *static_cast<int*>(k->result) = c.op == WarpOp::Any ? ballot != 0 : ballot == c.mask;
+            }
+            break;
+        }
+        case WarpOp::MatchAny: case WarpOp::MatchAll: {
+            bool all = true;
+            for (int l = 0; l < 32; ++l) {
+                if (!calls[l]) continue;
+                unsigned same = 0;
+                for (int m = 0; m < 32; ++m) {
+                    if (calls[m] && std::memcmp(calls[m]->value, calls[l]->value, static_cast<size_t>(c.size)) == 0) same |= 1u << m;
+                }
+                all = all && same == c.mask;
+                *static_cast<unsigned*>(calls[l]->result) = same;
+            }
+            if (c.op == WarpOp::MatchAll) {
+                for (const WarpCall* k : taking) {
+                    *static_cast<unsigned*>(k->result) = all ? c.mask : 0u;
+                    const_cast<WarpCall*>(k)->aux = all;
+                }
+            }
+            break;
+        }
+        case WarpOp::ReduceAdd: case WarpOp::ReduceMin: case WarpOp::ReduceMax:
+        case WarpOp::ReduceAnd: case WarpOp::ReduceOr: case WarpOp::ReduceXor:
+            if (c.is_signed) {
+                const int r = reduce<int>(c.op, taking);
+                for (const WarpCall* k : taking) std::memcpy(k->result, &r, sizeof r);
+            } else {
+                const unsigned r = reduce<unsigned>(c.op, taking);
+                for (const WarpCall* k : taking) std::memcpy(k->result, &r, sizeof r);
+            }
+            break;
+        default:
+            break;
+    }
+    b.warp_waiting[w] &= ~c.mask;
+    for (int l = 0; l < 32; ++l) {
+        if (!calls[l]) continue;
+        Fiber& f = b.fibers[w * 32 + l];
+        f.state = State::Ready;
+        f.call = nullptr;
+        if (&f != &caller) b.ready.push_back(f.linear);
+    }
+}
+
+void warp(WarpCall& c) {
+    Fiber& f = here(op_name(c.op), c.file, c.line);
+    Block& b = *f.block;
+    const int w = f.linear / 32, lane = f.linear % 32;
+    const unsigned bit = 1u << lane;
+    f.call = &c;
+    f.file = c.file;
+    f.line = c.line;
+    if (c.op == WarpOp::ActiveMask) {  // resolved by the scheduler once the warp's other lanes wait
+        f.state = State::Warp;
+        b.warp_waiting[w] |= bit;
+        wait_here(b, f);
+        return;
+    }
+    const bool shuffle = c.op == WarpOp::Shfl || c.op == WarpOp::ShflUp || c.op == WarpOp::ShflDown || c.op == WarpOp::ShflXor;
+    std::ostringstream m;
+    if (!(c.mask & bit)) {
+        m << "lane " << lane << " calls " << op_name(c.op) << " with mask " << hex(c.mask)
+          << ", which does not name the calling lane";
+    } else if (unsigned absent = c.mask & ~b.warp_present[w]) {
+        m << op_name(c.op) << " with mask " << hex(c.mask) << " names lanes " << lane_list(absent)
+          << ", which do not exist: this warp of a " << b.threads << "-thread block has "
+          << __builtin_popcount(b.warp_present[w]) << " lanes";
+    } else if (unsigned gone = c.mask & b.warp_exited[w]) {
+        m << op_name(c.op) << " with mask " << hex(c.mask) << " names lanes " << lane_list(gone)
+          << ", which have already returned";
+    } else if (shuffle && (c.width < 1 || c.width > 32 || (c.width & (c.width - 1)))) {
+        m << op_name(c.op) << " with width " << c.width << ": the width must be a power of 2 from 1 to 32";
+    }
+    if (!m.str().empty()) {
+        record(b, located(b, "warp mask", m.str(), c.file, c.line, &f));
+        stop(b, f);
+    }
+    f.state = State::Warp;
+    b.warp_waiting[w] |= bit;
+    if ((b.warp_waiting[w] & c.mask) == c.mask) {
+        bool all_here = true;
+        for (int l = 0; l < 32 && all_here; ++l) {
+            if (c.mask & (1u << l)) {
+                const Fiber& g = b.fibers[w * 32 + l];
+                all_here = g.state == State::Warp && g.call && same_call(*g.call, c);
+            }
+        }
+        if (all_here) {
+            complete_warp(b, w, f, c);
+            return;
+        }
+    }
+    wait_here(b, f);
+}
+
+// A lane that returns while others wait for it at a warp intrinsic, or while the rest of the
+// block waits at a barrier, makes that wait impossible: reported at once.
+static void check_exit(Block& b, Fiber& f) {
+    ++b.exited;
+    const int w = f.linear / 32;
+    const unsigned bit = 1u << (f.linear % 32);
+    b.warp_exited[w] |= bit;
+    for (int l = 0; l < 32; ++l) {
+        if (!(b.warp_waiting[w] & (1u << l))) continue;
+        const Fiber& g = b.fibers[w * 32 + l];
+        if (g.call && g.call->op != WarpOp::ActiveMask && (g.call->mask & bit)) {
+            std::ostringstream m;
+            m << "lanes of this warp wait at " << op_name(g.call->op) << " with mask " << hex(g.call->mask) << " for lane "
+              << f.linear % 32 << ", which returned without reaching it";
+            record(b, located(b, "warp mask", m.str(), g.file, g.line, &f));
+            return;
+        }
+    }
+    if (b.at_barrier > 0 && b.at_barrier + b.exited == b.threads) record(b, divergence_exited(b, f));
+}
+
+// Nothing can run and some threads have not returned: say what each waits for.
+static void diagnose(Block& b) {
+    for (const Fiber& f : b.fibers) {
+        if (f.state != State::Warp || !f.call || f.call->op == WarpOp::ActiveMask) continue;
+        const int w = f.linear / 32;
+        for (int l = 0; l < 32; ++l) {
+            if (!(f.call->mask & (1u << l))) continue;
+            const Fiber& g = b.fibers[w * 32 + l];
+            if (g.state == State::Warp && g.call && same_call(*g.call, *f.call)) continue;
+            std::ostringstream m;
+            m << "lane " << f.linear % 32 << " waits at " << op_name(f.call->op) << " with mask " << hex(f.call->mask)
+              << " for lane " << l << ", which is at " << where(g);
+            if (g.state == State::Warp && g.call && g.call->op == f.call->op && g.line == f.line)
+                m << " with mask " << hex(g.call->mask);
+            m << " (every lane a mask names must reach the same call with the same mask)";
+            record(b, located(b, "warp mask", m.str(), f.file, f.line, &f));
+            return;
+        }
+    }
+    std::ostringstream m;
+    m << "no thread of the block can go on:";
+    const char* file = b.launch->site.file;
+    int line = b.launch->site.line;
+    const Fiber* first = nullptr;
+    for (const Fiber& f : b.fibers) {
+        if (f.state == State::Exited) continue;
+        if (!first) {
+            first = &f;
+            file = f.file ? f.file : file;
+            line = f.file ? f.line : line;
+        }
+    }
+    std::vector<int> waiting;
+    for (const Fiber& f : b.fibers) {
+        if (f.state != State::Exited) waiting.push_back(f.linear);
+    }
+    m << " threads " << thread_list(b, waiting) << " wait (the first at " << (first ? where(*first) : "?") << ")";
+    record(b, located(b, "deadlock", m.str(), file, line, first));
+}
+
+// __activemask: the lanes of the warp that reached the same call together. Resolved when no
+// thread can run, so every lane that will get there has.
+static bool resolve_activemask(Block& b) {
+    bool any = false;
+    for (Fiber& f : b.fibers) {
+        if (f.state != State::Warp || !f.call || f.call->op != WarpOp::ActiveMask) continue;
+        const int w = f.linear / 32;
+        unsigned mask = 0;
+        for (int l = 0; l < 32; ++l) {
+            const Fiber* g = w * 32 + l < b.threads ? &b.fibers[w * 32 + l] : nullptr;
+            if (g && g->state == State::Warp && g->call && g->call->op == WarpOp::ActiveMask && g->line == f.line &&
+                std::strcmp(g->file, f.file) == 0)
+                mask |= 1u << l;
+        }
+        for (int l = 0; l < 32; ++l) {
+            if (!(mask & (1u << l))) continue;
+            Fiber& g = b.fibers[w * 32 + l];
+            *static_cast<unsigned*>(g.call->result) = mask;
+            g.call = nullptr;
+            g.state = State::Ready;
+            b.ready.push_back(g.linear);
+        }
+        b.warp_waiting[w] &= ~mask;
+        any = true;
+    }
+    std::sort(b.ready.begin(), b.ready.end());
+    return any;
+}
+
+// ---- shared memory ---------------------------------------------------------------------------------
+
+constexpr size_t kMaxShared = 232448;       // an H100 block's shared memory, with the opt-in
+constexpr size_t kMaxStaticShared = 49152;  // what a kernel may declare statically
+constexpr size_t kDynamicAlign = 128;
+
+static SharedRegion& add_region(Block& b, const void* key, size_t size, size_t align, const char* name,
+                                const char* file, int line) {
+    const size_t offset = (b.arena_used + align - 1) / align * align;
+    b.arena_used = offset + size;
+    char* data = b.arena.data() + offset;
+    std::memset(data, 0xff, size);  // NaN in every float type: an unwritten element shows
+    b.regions.push_back(SharedRegion{key, data, size, name, file, line});
+    if (hooks().shared_allocated) hooks().shared_allocated(b.regions.back());
+    return b.regions.back();
+}
+
+void* shared_storage(const void* key, size_t size, size_t align, const char* name, const char* file, int line) {
+    Fiber& f = here("__shared__", file, line);
+    Block& b = *f.block;
+    for (const SharedRegion& r : b.regions) {
+        if (r.key == key) return r.data;
+    }
+    b.static_shared += size;
+    if (b.static_shared > kMaxStaticShared) {
+        fault("shared memory", "__shared__ " + std::string(name) + " brings the kernel's static shared memory to " +
+                                   std::to_string(b.static_shared) + " bytes, more than the 48 KiB a kernel may declare",
+              file, line);
+    }
+    if ((b.arena_used + align - 1) / align * align + size > kMaxShared) {
+        fault("shared memory", "__shared__ " + std::string(name) + " does not fit: with the dynamic shared memory the block would use more than " +
+                                   std::to_string(kMaxShared) + " bytes",
+              file, line);
+    }
+    return add_region(b, key, size, align, name, file, line).data;
+}
+
+void* dynamic_shared_storage(const char* file, int line) {
+    Fiber& f = here("extern __shared__", file, line);
+    return f.block->arena.data();
+}
+
+// ---- running a launch --------------------------------------------------------------------------------
+
+static void resume(Block& b, Fiber& f) {
+    if (f.state == State::Fresh) {
+        f.stack = take_stack();
+        make_context(f.context, f.stack, stack_size(), fiber_main, &f);
+        f.state = State::Ready;
+    }
+    threadIdx = f.index;
+    running_fiber = &f;
+    if (b.single_worker) {
+        brrr_cpu_debug_thread[0] = static_cast<int>(f.index.x);
+        brrr_cpu_debug_thread[1] = static_cast<int>(f.index.y);
+        brrr_cpu_debug_thread[2] = static_cast<int>(f.index.z);
+    }
+    switch_context(b.scheduler, f.context);
+    running_fiber = nullptr;
+    if (f.state == State::Exited) {
+        give_stack(f.stack);
+        f.stack = nullptr;
+        if (!b.failed) check_exit(b, f);
+    }
+}
+
+static void run_block(Block& b, uint3 index) {
+    const dim3 dim = b.launch->config.block;
+    b.index = index;
+    b.fibers.assign(static_cast<size_t>(b.threads), Fiber{});
+    for (int t = 0; t < b.threads; ++t) {
+        Fiber& f = b.fibers[t];
+        f.block = &b;
+        f.linear = t;
+        f.index = uint3{t % dim.x, (t / dim.x) % dim.y, t / (dim.x * dim.y)};
+    }
+    const int warps = (b.threads + 31) / 32;
+    b.warp_waiting.assign(warps, 0u);
+    b.warp_exited.assign(warps, 0u);
+    b.warp_present.assign(warps, 0xffffffffu);
+    if (b.threads % 32) b.warp_present.back() = (1u << (b.threads % 32)) - 1;
+    b.exited = b.at_barrier = 0;
+    b.arena_used = 0;
+    b.static_shared = 0;
+    b.regions.clear();
+    b.ready.clear();
+    const size_t dynamic = b.launch->config.shared_bytes;
+    add_region(b, "extern", dynamic, kDynamicAlign, "extern __shared__", b.launch->site.file, b.launch->site.line);
+    blockIdx = index;
+    blockDim = dim;
+    gridDim = b.launch->config.grid;
+    if (b.single_worker) {
+        brrr_cpu_debug_block[0] = static_cast<int>(index.x);
+        brrr_cpu_debug_block[1] = static_cast<int>(index.y);
+        brrr_cpu_debug_block[2] = static_cast<int>(index.z);
+    }
+    running_block = &b;
+    if (hooks().block_begin) hooks().block_begin(*b.launch, index);
+    for (int t = 0; t < b.threads; ++t) b.ready.push_back(t);
+    while (!b.failed) {
+        if (b.ready.empty()) {
+            if (b.exited == b.threads) break;
+            if (!resolve_activemask(b)) {
+                diagnose(b);
+                break;
+            }
+            continue;
+        }
+        b.running.swap(b.ready);
+        b.ready.clear();
+        for (int t : b.running) {
+            if (b.failed) break;
+            Fiber& f = b.fibers[t];
+            if (f.state == State::Ready || f.state == State::Fresh) resume(b, f);
+        }
+    }
+    for (Fiber& f : b.fibers) {  // a failed block's threads are abandoned where they stand
+        if (f.stack) give_stack(f.stack);
+        f.stack = nullptr;
+    }
+    if (hooks().block_end) hooks().block_end(*b.launch, index);
+    running_block = nullptr;
+}
+
+static int workers_setting() {
+    const char* env = std::getenv("BRRR_CPU_WORKERS");
+    if (env && std::atoi(env) > 0) return std::atoi(env);
+    return 1;
+}
+
+static std::string config_error(const Launch& l) {
+    const dim3 g = l.config.grid, k = l.config.block;
+    const uint64_t threads = uint64_t(k.x) * k.y * k.z;
+    std::ostringstream s;
+    if (threads == 0 || threads > 1024 || k.x > 1024 || k.y > 1024 || k.z > 64)
+        s << "block " << triple(uint3{k.x, k.y, k.z}) << " has " << threads
+          << " threads: a block has 1 to 1024 (x and y at most 1024, z at most 64)";
+    else if (g.x == 0 || g.y == 0 || g.z == 0)
+        s << "grid " << triple(uint3{g.x, g.y, g.z}) << " has no blocks";
+    else if (g.x > 2147483647u || g.y > 65535 || g.z > 65535)
+        s << "grid " << triple(uint3{g.x, g.y, g.z}) << " is too large: x at most 2^31 - 1, y and z at most 65535";
+    else if (l.config.shared_bytes > kMaxShared)
+        s << l.config.shared_bytes << " bytes of dynamic shared memory: a block has at most " << kMaxShared;
+    return s.str();
+}
+
+static std::unique_ptr<Block> make_block(const Launch& launch, void (*thread_main)(void*), void* context, bool single) {
+    auto b = std::make_unique<Block>();
+    b->launch = &launch;
+    b->thread_main = thread_main;
+    b->context = context;
+    const dim3 k = launch.config.block;
+    b->threads = static_cast<int>(k.x * k.y * k.z);
+    b->arena.assign(kMaxShared + kDynamicAlign, 0);
+    b->single_worker = single;
+    return b;
+}
+
+void run(const Launch& given, void (*thread_main)(void*), void* context) {
+    if (running_fiber) {
+        throw KernelFault(std::string(given.site.file) + ":" + std::to_string(given.site.line) +
+                          ": unsupported: a kernel launched from inside a kernel (dynamic parallelism)");
+    }
+    Launch launch = given;
+    launch.name = kernel_name(launch);
+    const std::string bad = config_error(launch);
+    if (!bad.empty()) {
+        throw KernelFault(std::string(launch.site.file) + ":" + std::to_string(launch.site.line) +
+                          ": invalid configuration argument: launching " + launch.name + ": " + bad);
+    }
+    if (hooks().launch_begin) hooks().launch_begin(launch);
+    const dim3 g = launch.config.grid;
+    const int64_t total = int64_t(g.x) * g.y * g.z;
+    const int workers = static_cast<int>(std::min<int64_t>(workers_setting(), total));
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> first_failed{total};
+    std::mutex error_mutex;
+    std::string error;
+    auto work = [&](bool single) {
+        running_launch = &launch;
+        auto b = make_block(launch, thread_main, context, single);
+        for (;;) {
+            const int64_t i = next.fetch_add(1);
+            // Blocks after a failed one are skipped; earlier ones still run, so the fault reported
+            // is the first block's, whatever the number of workers.
+            if (i >= total || i > first_failed.load()) break;
+            const uint3 index{static_cast<unsigned>(i % g.x), static_cast<unsigned>((i / g.x) % g.y),
+                              static_cast<unsigned>(i / (int64_t(g.x) * g.y))};
+            run_block(*b, index);
+            if (b->failed) {
+                std::lock_guard<std::mutex> lock(error_mutex);
+                if (i < first_failed.load()) {
+                    first_failed = i;
+                    error = b->error;
+                }
+                b = make_block(launch, thread_main, context, single);
+            }
+        }
+        running_launch = nullptr;
+    };
+    if (workers <= 1) {
+        work(true);
+    } else {
+        std::vector<std::thread> pool;
+        for (int i = 1; i < workers; ++i) pool.emplace_back(work, false);
+        work(false);
+        for (auto& t : pool) t.join();
+    }
+    if (hooks().launch_end) hooks().launch_end(launch);
+    if (first_failed.load() < total) throw KernelFault(error);
+}
+
+int device_attribute(cudaDeviceAttr attr) {
+    switch (attr) {
+        case cudaDevAttrMaxThreadsPerBlock: case cudaDevAttrMaxBlockDimX: return 1024;
+        case cudaDevAttrMaxGridDimX: return 2147483647;
+        case cudaDevAttrMaxSharedMemoryPerBlock: return static_cast<int>(kMaxStaticShared);
+        case cudaDevAttrWarpSize: return 32;
+        case cudaDevAttrMultiProcessorCount: {
+            const char* env = std::getenv("BRRR_CPU_SMS");
+            return env && std::atoi(env) > 0 ? std::atoi(env) : 4;
+        }
+        case cudaDevAttrComputeCapabilityMajor: return 9;
+        case cudaDevAttrComputeCapabilityMinor: return 0;
+        case cudaDevAttrMaxSharedMemoryPerMultiprocessor: return 233472;
+        case cudaDevAttrMaxSharedMemoryPerBlockOptin: return static_cast<int>(kMaxShared);
+    }
+    return 0;
+}
+
+}  // namespace brrr_cpu
+
+// assert() in a kernel stops the launch with a located fault, as a device-side assert does, instead
+// of aborting the process; in host code it is glibc's.
+extern "C" [[noreturn]] void __assert_fail(const char* expr, const char* file, unsigned int line,
+                                           const char* function) noexcept {
+    if (brrr_cpu::running_fiber) {
+        brrr_cpu::fault("assertion failed", std::string(expr) + " (in " + function + ")", file, static_cast<int>(line));
+    }
+    using Real = void (*)(const char*, const char*, unsigned int, const char*);
+    auto real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "__assert_fail"));
+    if (real) real(expr, file, line, function);
+    std::abort();
+}

@@ -1,0 +1,5 @@
+// CPU stand-in for CUDA's cuda_runtime.h (see brrr_cpu.h): in a CPU build this folder comes first
+// on the include path, so kernel.cu's #include <cuda_runtime.h> lands here.
+#pragma once
+#include "brrr_cpu_host.h"
+#include "brrr_cpu.h"
