@@ -62,6 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     n.add_argument("--dir", type=Path, default=Path("."), help="where to create the folder (default: here)")
     n.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
+    t = sub.add_parser("translate", help="write a first CUDA C stage (kernel.cu, binding.cpp) from an op's numba_kernel.py",
+                       description="Translate numba_kernel.py line by line into kernel.cu and binding.cpp. Writes into "
+                                   "the op's folder only while those are `brrr new` templates, else into --out DIR; never "
+                                   "overwrites. Exit 2: a construct outside the subset (named at numba_kernel.py:line).")
+    t.add_argument("op", metavar="OP|PATH")
+    t.add_argument("--out", type=Path, metavar="DIR", help="write kernel.cu and binding.cpp here instead")
+    t.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+
     w = sub.add_parser("walkthrough", help="a narrated, live tour of the six steps on one op (default: sigmoid)")
     w.add_argument("op", nargs="?", default="sigmoid", metavar="OP|PATH")
     w.add_argument("--step", type=int, metavar="N", help="run only step N (1-6)")
@@ -136,6 +144,23 @@ def cmd_walkthrough(args: argparse.Namespace) -> int:
         raise BrrrError(f"--step must be between 1 and {total}")
     steps = [args.step] if args.step else list(range(1, total + 1))
     walkthrough.run(load_op(args.op), steps, sys.stdout, pause=not args.no_pause)
+    return EXIT_OK
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    from . import translate
+    from .numba_env import use_simulator
+    from .spec import load_op
+
+    use_simulator(True)
+    op = load_op(args.op)
+    result = translate.translate(op)
+    written = translate.write(op, result, args.out)
+    print(f"wrote {' and '.join(str(p) for p in written)}")
+    if result.todos:
+        print(f"{len(result.todos)} TODO(s) left, so validation reports the cuda stage unfinished: " + "; ".join(result.todos))
+    shown = written[0].parent if written[0].parent.is_absolute() else f"./{written[0].parent}"
+    print(f"next: brrr validate {shown} --stage cuda")
     return EXIT_OK
 
 
@@ -335,6 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_debug(args)
         if args.command == "new":
             return cmd_new(args)
+        if args.command == "translate":
+            return cmd_translate(args)
         if args.command == "walkthrough":
             return cmd_walkthrough(args)
         if args.command == "build":
