@@ -23,7 +23,8 @@ class Tour:
         self.gpu = torch.cuda.is_available()
 
     def say(self, text: str) -> None:
-        self.out.write(textwrap.fill(textwrap.dedent(text).strip(), width=96) + "\n\n")
+        # One paragraph: the source's line breaks and indentation are not the narration's.
+        self.out.write(textwrap.fill(" ".join(text.split()), width=96) + "\n\n")
 
     def show(self, path: Path, first: int = 1, last: int | None = None) -> None:
         lines = path.read_text().splitlines()[first - 1 : last]

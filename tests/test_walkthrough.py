@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 
 import pytest
 from conftest import HAS_GPU, REPO, brrr
+
+from brrr_kernels.spec import load_op
+from brrr_kernels.walkthrough import Tour
 
 
 def test_walkthrough_runs_every_step_without_pausing() -> None:
@@ -19,6 +23,17 @@ def test_walkthrough_runs_every_step_without_pausing() -> None:
     assert "gradcheck(reference, float64, size 9) -> True" in out
     assert "sigmoid_forward_kernel  block (0, 0, 0) thread (5, 0, 0)" in out and "wrote y[5] = " in out
     assert ("gradcheck(cuda stage" in out) if HAS_GPU else ("No GPU here" in out)
+    paragraphs = ["\n".join(line for line in p.splitlines() if not line.startswith("====")) for p in out.split("\n\n")]
+    narration = [p for p in paragraphs if p.startswith("Step ")]
+    assert len(narration) >= 6
+    assert not [p for p in narration if "  " in p], "a run of spaces in the narration"
+
+
+def test_say_fills_one_paragraph_without_the_source_indentation() -> None:
+    out = io.StringIO()
+    Tour(load_op("sigmoid"), out, pause=False).say(f"""first line {1},
+        then an indented continuation line""")
+    assert out.getvalue() == "first line 1, then an indented continuation line\n\n"
 
 
 def test_walkthrough_single_step_and_bad_step() -> None:
