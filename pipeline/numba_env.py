@@ -37,6 +37,8 @@ def import_cuda() -> ModuleType:
     # numba-cuda 0.30 still registers an overload for np.row_stack, which numpy 2.5 removed.
     if not hasattr(np, "row_stack"):
         np.row_stack = np.vstack
+    if simulating():
+        _tolerate_missing_cuda_runtime()
     from numba import cuda
 
     if not simulating():
@@ -47,6 +49,33 @@ def import_cuda() -> ModuleType:
 
         warnings.simplefilter("ignore", NumbaPerformanceWarning)
     return cuda
+
+
+def _tolerate_missing_cuda_runtime() -> None:
+    """Let the simulator import where no CUDA runtime is installed (Python alone, no toolkit).
+
+    numba-cuda (0.30) asks the CUDA runtime for its version while importing, in the simulator
+    too (numba/cuda/debuginfo.py), and that raises DynamicLibNotFoundError where no libcudart
+    exists. The simulator runs no CUDA code, so "no runtime" (version 0, which only turns off a
+    debug-info feature of real GPU builds) is the true answer there.
+    """
+    try:
+        from cuda.bindings import runtime
+        from cuda.pathfinder import DynamicLibNotFoundError
+    except ImportError:  # an older numba-cuda without cuda-bindings does not ask
+        return
+    asked = runtime.getLocalRuntimeVersion
+    if getattr(asked, "brrr_tolerant", False):
+        return
+
+    def version_or_none() -> tuple[Any, int]:
+        try:
+            return asked()
+        except DynamicLibNotFoundError:
+            return (None, 0)
+
+    version_or_none.brrr_tolerant = True  # type: ignore[attr-defined]
+    runtime.getLocalRuntimeVersion = version_or_none
 
 
 def _as_kernel_arg(value: Any) -> Any:
