@@ -19,6 +19,7 @@ is compiled again.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -41,6 +42,7 @@ INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 # The CPU torch wheel ships c10/cuda headers but not this generated one; see the shim's comment.
 CPU_WHEEL_SHIM = INCLUDE_DIR / "cpu_wheel_shim"
 DEFAULT_ARCH = "sm_90"
+SYSTEM_CUDA = Path("/usr/local/cuda")
 NVCC_FLAGS = ("-std=c++20", "-O3", "--expt-relaxed-constexpr", "-lineinfo", "-Xcompiler", "-fPIC")
 CXX_FLAGS = ("-std=c++20", "-O2", "-fPIC")
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp")
@@ -100,14 +102,34 @@ def cache_root() -> Path:
 
 
 def cuda_home() -> Path | None:
+    """The CUDA toolkit to compile with: $CUDA_HOME, the one nvcc on PATH belongs to, /usr/local/cuda,
+    and only when none of those exists, the one pip installed (`pip install 'brrr-kernels[cuda]'`)."""
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     candidates = [Path(home)] if home else []
     found = shutil.which("nvcc")
     if found:
         candidates.append(Path(found).resolve().parent.parent)
-    candidates.append(Path("/usr/local/cuda"))
+    candidates.append(SYSTEM_CUDA)
+    wheel = wheel_cuda_home()
+    if wheel:
+        candidates.append(wheel)
     return next((c for c in candidates if (c / "bin" / "nvcc").is_file() and (c / "include" / "cuda.h").is_file()),
                 None)
+
+
+def wheel_cuda_home() -> Path | None:
+    """The toolkit tree of NVIDIA's PyPI wheels, site-packages/nvidia/cu13: nvidia-cuda-nvcc brings
+    bin/nvcc and ptxas, and its dependencies cicc (nvidia-nvvm), the runtime headers
+    (nvidia-cuda-runtime) and crt/ (nvidia-cuda-crt), laid out as a toolkit is, so nvcc finds them
+    through its own nvcc.profile. CUDA 12's wheels (nvidia-cuda-nvcc-cu12) hold ptxas but no nvcc."""
+    try:
+        dist = importlib.metadata.distribution("nvidia-cuda-nvcc")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in dist.files or []:
+        if file.name == "nvcc" and file.parent.name == "bin":
+            return Path(str(dist.locate_file(file))).parent.parent
+    return None
 
 
 @lru_cache(maxsize=1)
@@ -231,7 +253,8 @@ def kernel_job(op: Op, arch: str) -> Job:
     """kernel.cu's source, nvcc command (less the output) and cache key: no torch in it."""
     nvcc = find_nvcc()
     if nvcc is None:
-        raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH and in /usr/local/cuda/bin)")
+        raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH, in /usr/local/cuda/bin and for NVIDIA's "
+                         "PyPI wheels); pip install 'brrr-kernels[cuda]' installs it")
     source = op.path("cuda")
     command = [nvcc, "-c", *NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v", f"-I{INCLUDE_DIR}", f"-I{op.folder}"]
     key = object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh"], command, (nvcc_version(),))

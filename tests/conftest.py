@@ -19,12 +19,12 @@ STAGES = REPO / "stages"
 
 import torch  # noqa: E402
 
-from brrr_kernels import runner  # noqa: E402
+from brrr_kernels import builder, runner  # noqa: E402
 from brrr_kernels.report import FAIL, Row  # noqa: E402
 from brrr_kernels.spec import load_op  # noqa: E402
 
 HAS_GPU = torch.cuda.is_available()
-HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
+HAS_NVCC = builder.find_nvcc() is not None  # a system toolkit, or the one `pip install '.[cuda]'` brings
 
 T = TypeVar("T")
 _no_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU; torch sees none here")

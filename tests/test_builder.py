@@ -88,3 +88,36 @@ def test_a_missing_instantiation_is_named_without_a_gpu(tmp_path: Path) -> None:
         builder.compile_check(load_op(str(folder)))
     assert "does not define" in str(e.value) and "sigmoid_backward<float>(float const*" in str(e.value)
     assert "sigmoid_forward" not in str(e.value)
+
+
+def _fake_nvcc_wheel(site: Path) -> Path:
+    """A site-packages folder holding what pip installs for nvidia-cuda-nvcc: the tree and its RECORD."""
+    home = site / "nvidia" / "cu13"
+    (home / "bin").mkdir(parents=True)
+    (home / "include").mkdir()
+    (home / "bin" / "nvcc").write_text("#!/bin/sh\n")
+    (home / "bin" / "nvcc").chmod(0o755)
+    (home / "include" / "cuda.h").write_text("")
+    info = site / "nvidia_cuda_nvcc-13.0.88.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nvidia-cuda-nvcc\nVersion: 13.0.88\n")
+    (info / "RECORD").write_text("nvidia/cu13/bin/nvcc,,\nnvidia/cu13/include/cuda.h,,\n")
+    return home
+
+
+@pytest.mark.parametrize("system", [False, True], ids=["wheel only", "system toolkit too"])
+def test_the_toolkit_from_pip_is_found_and_a_system_one_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             system: bool) -> None:
+    wheel = _fake_nvcc_wheel(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert builder.wheel_cuda_home() == wheel
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    if system:
+        toolkit = _fake_nvcc_wheel(tmp_path / "system")  # the same layout as /usr/local/cuda
+        monkeypatch.setenv("CUDA_HOME", str(toolkit))
+        assert builder.cuda_home() == toolkit
+    else:
+        monkeypatch.setenv("CUDA_HOME", str(tmp_path / "none"))
+        monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+        monkeypatch.setattr(builder, "SYSTEM_CUDA", tmp_path / "none")
+        assert builder.cuda_home() == wheel
