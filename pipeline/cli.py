@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
                                    "Never overwrites: exit 1 if NAME exists.")
     n.add_argument("name", help="the op's name (a Python identifier)")
     n.add_argument("--inputs", default="x", help="comma-separated tensor input names (default: x)")
+    n.add_argument("--kind", default="elementwise", choices=("elementwise", "rowwise"),
+                   help="elementwise (default): a thread per element; rowwise: x [rows, cols] and weight [cols], "
+                        "a param eps and a saved per-row statistic, a block per row")
     n.add_argument("--dir", type=Path, default=Path("."), help="where to create the folder (default: here)")
     n.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
@@ -273,7 +276,7 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
 def cmd_new(args: argparse.Namespace) -> int:
     from .scaffold import new_op
 
-    folder = new_op(args.name, [x.strip() for x in args.inputs.split(",") if x.strip()], args.dir)
+    folder = new_op(args.name, [x.strip() for x in args.inputs.split(",") if x.strip()], args.dir, kind=args.kind)
     print(f"wrote {folder}/: spec.py, reference.py, numba_kernel.py, kernel.cu, binding.cpp")
     shown = folder if folder.is_absolute() or str(folder).startswith(".") else f"./{folder}"
     print(f"next: brrr validate {shown}   (each unfinished stage says which function to write)")

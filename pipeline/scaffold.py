@@ -8,12 +8,18 @@ import shutil
 import tempfile
 from pathlib import Path
 from string import Template
+from typing import Literal
 
 from .errors import BrrrError, UsageError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FILES = ("spec.py", "reference.py", "numba_kernel.py", "kernel.cu", "binding.cpp")
 UNFINISHED_MARK = "brrr: unfinished"
+# elementwise: any inputs, one output, a thread per element. rowwise: x [rows, cols] and weight
+# [cols], a parameter eps, a saved per-row statistic rstd, a block per row (templates/rowwise/).
+Kind = Literal["elementwise", "rowwise"]
+KINDS: tuple[Kind, ...] = ("elementwise", "rowwise")
+ROWWISE_INPUTS = ["x", "weight"]
 
 
 class RefusedError(BrrrError):
@@ -28,9 +34,16 @@ def _identifier(text: str, what: str) -> str:
     return text
 
 
-def new_op(name: str, inputs: list[str], directory: Path) -> Path:
+def new_op(name: str, inputs: list[str], directory: Path, kind: Kind = "elementwise") -> Path:
     """Write DIR/NAME with the five files; refuse if DIR/NAME exists in any form."""
     _identifier(name, "op name")
+    if kind not in KINDS:
+        raise UsageError(f"--kind {kind}: choose one of {', '.join(KINDS)}")
+    if kind == "rowwise" and inputs not in (["x"], ROWWISE_INPUTS):
+        raise UsageError(f"--kind rowwise writes the inputs {', '.join(ROWWISE_INPUTS)}; rename them in the files "
+                         f"afterwards instead of passing --inputs")
+    if kind == "rowwise":
+        inputs = ROWWISE_INPUTS
     for x in inputs:
         _identifier(x, "input name")
     if len(set(inputs)) != len(inputs) or not inputs:
@@ -67,7 +80,8 @@ def new_op(name: str, inputs: list[str], directory: Path) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=directory))
     try:
         for file in FILES:
-            text = Template((TEMPLATES / f"{file}.tmpl").read_text()).substitute(values)
+            template = TEMPLATES / ("rowwise" if kind == "rowwise" else "") / f"{file}.tmpl"
+            text = Template(template.read_text()).substitute(values)
             (staging / file).write_text(text)
         # rename() onto an existing folder would merge or fail depending on its contents; check again.
         if folder.exists():

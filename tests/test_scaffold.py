@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,84 @@ def test_written_stages_pass(tmp_path: Path) -> None:
 def test_bad_inputs_are_refused(tmp_path: Path, inputs: str) -> None:
     proc = brrr("new", "op", "--inputs", inputs, "--dir", str(tmp_path))
     assert proc.returncode == 2 and not (tmp_path / "op").exists()
+
+
+# rmsnorm written into the rowwise template: each "brrr: fill in: WHAT" line, by WHAT, per file.
+RMSNORM_NUMBA = {
+    "what the op sums over the row": "total += v * v",
+    "the row's statistic from the sum, cols and eps": "r = 1.0 / math.sqrt(block_sum(total, partial, t) / cols + eps)",
+    "the output element": "y[row, c] = float(x[row, c]) * r * float(weight[c])",
+    "what backward sums over the row": "total += g * float(x[row, c]) * r",
+    "the gradient element": "grad_x[row, c] = r * (g - float(x[row, c]) * r * row_sum / cols)",
+    "one row's term": "total += float(grad_y[row, c]) * float(x[row, c]) * rstd[row]",
+}
+RMSNORM_CUDA = {
+    "what the op sums over the row": "total += v * v;",
+    "the row's statistic from the sum, cols and eps": "const double r = 1.0 / sqrt(block_sum(total, partial) / cols + eps);",
+    "the output element": "yr[c] = static_cast<T>(v * r * static_cast<double>(weight[c]));",
+    "what backward sums over the row": "total += g * static_cast<double>(xr[c]) * r;",
+    "the gradient element": "grad_x[row * cols + c] = static_cast<T>(r * (g - static_cast<double>(xr[c]) * r * row_sum / cols));",
+    "one row's term": "total += static_cast<double>(grad_y[i]) * static_cast<double>(x[i]) * rstd[row];",
+}
+RMSNORM_REFERENCE = '''
+import torch
+
+
+def forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    rstd = torch.rsqrt(x.double().square().mean(dim=-1) + eps)
+    return (x.double() * rstd[:, None] * weight.double()).to(x.dtype), rstd
+
+
+def backward(grad_y: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
+             eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    g, xhat = grad_y.double(), x.double() * rstd[:, None]
+    gw = g * weight.double()
+    grad_x = rstd[:, None] * (gw - xhat * (gw * xhat).mean(dim=-1, keepdim=True))
+    return grad_x.to(x.dtype), (g * xhat).sum(dim=0).to(weight.dtype)
+'''
+
+
+def fill_in(path: Path, lines: dict[str, str]) -> None:
+    """Replace each "brrr: fill in: WHAT" line of a template by lines[WHAT], keeping its indentation."""
+    out = []
+    for line in path.read_text().splitlines():
+        marker = re.search(r"(?://|#) brrr: fill in: (.+)$", line)
+        if marker:
+            indent = line[: len(line) - len(line.lstrip())]
+            line = indent + lines.pop(marker.group(1))
+        out.append(line)
+    assert not lines, f"template lines not found in {path.name}: {list(lines)}"
+    path.write_text("\n".join(out) + "\n")
+
+
+def test_rowwise_template_is_unfinished_then_validates_as_rmsnorm(tmp_path: Path) -> None:
+    assert brrr("new", "rn", "--kind", "rowwise", "--dir", str(tmp_path)).returncode == 0
+    folder = tmp_path / "rn"
+    unfinished = brrr("validate", str(folder), cwd=tmp_path)
+    assert unfinished.returncode == 1, unfinished.stdout + unfinished.stderr
+    assert [ln.split()[1] for ln in unfinished.stdout.splitlines() if " FAIL " in ln] == ["unfinished"] * 3
+    assert "write forward(x, weight, eps) in reference.py" in unfinished.stdout
+
+    (folder / "reference.py").write_text(RMSNORM_REFERENCE)
+    fill_in(folder / "numba_kernel.py", dict(RMSNORM_NUMBA))
+    numba = folder / "numba_kernel.py"
+    numba.write_text(re.sub(r'    raise NotImplementedError\("fill in.*?"\)\n', "", numba.read_text(), flags=re.S))
+    fill_in(folder / "kernel.cu", dict(RMSNORM_CUDA))
+    kernel = folder / "kernel.cu"
+    kernel.write_text(re.sub(r"// brrr: unfinished.*\n", "", kernel.read_text()))
+    spec = folder / "spec.py"
+    spec.write_text(spec.read_text().replace(
+        "oracle=None,", "oracle=lambda x, w, eps: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps),"))
+
+    stages = ["--stage", "reference", "--stage", "numba"] + (["--stage", "cuda"] if HAS_NVCC else [])
+    proc = brrr("validate", str(folder), *stages, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert " 0 failed" in proc.stdout and "forward vs oracle" in proc.stdout and "edge forward" in proc.stdout
+    assert "(zero rows)" in proc.stdout or "(large values)" in proc.stdout
+    if HAS_NVCC:
+        assert "rn_forward_kernel<float>" in proc.stdout  # the compile check's ptxas report
+
+
+def test_rowwise_refuses_other_inputs(tmp_path: Path) -> None:
+    proc = brrr("new", "rn", "--kind", "rowwise", "--inputs", "a,b,c", "--dir", str(tmp_path))
+    assert proc.returncode == 2 and "--kind rowwise writes the inputs x, weight" in proc.stderr
