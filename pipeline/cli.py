@@ -9,7 +9,9 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import interrupts
 from .errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, BrrrError
+from .interrupts import Interrupted
 
 STAGE_CHOICES = ("reference", "numba", "cuda")
 
@@ -384,9 +386,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"brrr: error: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("brrr: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        code = e.exit_code if isinstance(e, Interrupted) else 130
+        print("brrr: terminated (SIGTERM)" if code == 143 else "brrr: interrupted", file=sys.stderr)
+        return code
     except Exception as e:  # a bug in brrr itself, or a failure it did not foresee
         if debug:
             traceback.print_exc()
@@ -395,4 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    argv = sys.argv[1:]
+    command = next((a for a in argv if not a.startswith("-")), None)
+    interrupts.install(interactive=command == "debug")  # pdb keeps its Ctrl-C
+    sys.exit(main(argv))  # after a signal, interrupts' watcher ends brrr if exiting takes more than seconds

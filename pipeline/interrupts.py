@@ -1,0 +1,187 @@
+"""Ctrl-C and SIGTERM: every process brrr started ends within seconds, and brrr exits 130 or 143.
+
+The command's process gets the signal; what it started may not (a worker in its own process
+group, a compiler when the signal came from `kill PID`), and what it waits for may never
+return (a worker pool's shutdown, a join). So the signal does three things:
+
+1. in C, at once: wakes a watcher thread (signal.set_wakeup_fd), which stops and then kills
+   every descendant process (workers, their compilers, multiprocessing's resource tracker)
+   and, if the command has not ended GRACE_S later, ends it with os._exit;
+2. in the main thread: raises Interrupted, so `finally` blocks run (a file being written is
+   removed, never left half-written) and the CLI prints one line, then exits as usual (so
+   multiprocessing's finalizers remove what they created);
+3. a second signal ends the process at once.
+
+Worker processes call `worker_start`: their own process group (the terminal's Ctrl-C goes to
+brrr's main process, which ends them), and the kernel kills them if that process dies.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections import defaultdict
+from types import FrameType
+
+GRACE_S = 3.0  # after the signal, how long the command may take to unwind before it is ended
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+_PR_SET_PDEATHSIG = 1
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM arrived; the exit code is 128 + the signal's number (130, 143)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+_received: int | None = None
+_interactive = False
+
+
+def received() -> int | None:
+    """The signal that interrupted this process, if one did."""
+    return _received
+
+
+def install(interactive: bool = False) -> None:
+    """Handle SIGINT and SIGTERM in this (main) process as the module docstring says.
+
+    interactive (brrr debug: pdb reads the terminal): Ctrl-C stays pdb's, a KeyboardInterrupt
+    that pdb catches; only SIGTERM ends the process and its descendants.
+    """
+    global _interactive
+    _interactive = interactive
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    threading.Thread(target=_watch, args=(read_end,), name="brrr-signals", daemon=True).start()
+    for signum in HANDLED:
+        if interactive and signum == signal.SIGINT:
+            continue
+        signal.signal(signum, _on_signal)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    global _received
+    if _received is not None:  # the second signal: no more unwinding
+        exit_now(128 + _received)
+    _received = signum
+    raise Interrupted(signum)
+
+
+def _watch(read_end: int) -> None:
+    while True:
+        try:
+            data = os.read(read_end, 64)
+        except InterruptedError:
+            continue
+        if not data:
+            return
+        signums = [s for s in data if s in HANDLED and not (_interactive and s == signal.SIGINT)]
+        if signums:
+            break
+    kill_descendants()
+    time.sleep(GRACE_S)
+    exit_now(128 + (_received or signums[0]))
+
+
+def exit_now(code: int) -> None:
+    """End this process now: what was printed is flushed, what it started is killed, nothing is awaited."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a closed or broken stream must not keep the process alive
+            pass
+    kill_descendants()
+    os._exit(code)
+
+
+def _children_by_parent() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = defaultdict(list)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                stat = f.read()
+        except OSError:  # it ended meanwhile
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the command name may hold spaces and parentheses
+        children[ppid].append(int(entry.name))
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, their children, ...), from /proc."""
+    children = _children_by_parent()
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _resource_tracker() -> int | None:
+    """multiprocessing's resource tracker, if this process started one. It is spared: it ends by
+    itself once every process holding its pipe has, after removing the semaphores they left, and
+    killing it early only makes multiprocessing start another while brrr unwinds."""
+    module = sys.modules.get("multiprocessing.resource_tracker")
+    tracker = getattr(module, "_resource_tracker", None)
+    return getattr(tracker, "_pid", None)
+
+
+def kill_descendants() -> None:
+    """SIGKILL every process below this one (but multiprocessing's resource tracker). Each is
+    stopped first and the tree read again until nothing new appears, so a process forking at
+    that moment cannot leave an orphan behind."""
+    if not os.path.isdir("/proc"):  # not Linux: the workers are what can be found
+        import multiprocessing
+
+        for child in multiprocessing.active_children():
+            child.kill()
+        return
+    me = os.getpid()
+    spared = _resource_tracker()
+    stopped: set[int] = {spared} if spared else set()
+    for _ in range(50):
+        new = [p for p in descendants(me) if p not in stopped]
+        if not new:
+            break
+        for pid in new:
+            _send(pid, signal.SIGSTOP)
+            stopped.add(pid)
+    for pid in stopped - {spared}:
+        _send(pid, signal.SIGKILL)
+
+
+def _send(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def worker_start(parent: int) -> None:
+    """Run first in each worker process: its own process group, and killed with brrr's main process."""
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the main process kills its workers on the way out
+        pass
+    if os.getppid() != parent:  # the main process ended before prctl took effect
+        os._exit(1)

@@ -1,0 +1,39 @@
+"""Run one function over several items in worker processes, results in the order asked.
+
+Workers are spawned (forking after torch and numba have started threads is unsafe), each in its
+own process group and killed with brrr's main process (see interrupts.worker_start). However the
+caller stops (Ctrl-C, SIGTERM, an exception, or it simply stops reading), the workers and what
+they started are killed, not awaited: a worker in the middle of a simulation would otherwise keep
+the pool's shutdown, and so brrr, waiting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from .interrupts import kill_descendants, worker_start
+
+T = TypeVar("T")
+
+
+def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: Any) -> Iterator[T]:
+    """fn(item, *extra) for each item in up to `jobs` processes; each result as soon as it and those
+    before it are ready. fn and its arguments must be picklable (a module-level function)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(items))),
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=worker_start, initargs=(os.getpid(),))
+    finished = False
+    try:
+        futures = [pool.submit(fn, item, *extra) for item in items]
+        for future in futures:
+            yield future.result()
+        finished = True
+    finally:
+        if not finished:
+            kill_descendants()
+        pool.shutdown(wait=finished, cancel_futures=True)

@@ -1,0 +1,194 @@
+"""Ctrl-C and SIGTERM: brrr and everything it started end within 5 s, exit 130/143, files intact."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO, copy_op, plant
+
+from brrr_kernels import interrupts
+
+OLD_JSON = '{"old": "report"}\n'
+
+# A compiler that announces itself and never finishes: `--version` answers, anything else sleeps.
+FAKE_COMPILER = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo "fake compiler 1.0"; exit 0; fi
+touch "$MARKS/compiling"
+sleep 1000
+"""
+
+# The numba stage's forward announces itself, then every simulated thread waits forever.
+SPIN_KERNEL = '''
+
+@cuda.jit
+def spin_kernel(x, n):
+    while n >= 0:
+        time.sleep(0.05)
+
+
+def forward(x):
+    (Path(os.environ["MARKS"]) / "spinning").touch()
+    launch(spin_kernel, 1, 4, x.contiguous().view(-1), x.numel())
+    return x
+'''
+
+
+def _tagged(tag: str) -> list[int]:
+    """Live processes (not zombies) whose environment carries `tag`: brrr and all it started."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if tag.encode() in Path(f"/proc/{entry.name}/environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def two_ops(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """Two small sigmoid copies: `spin`'s numba stage never ends; `slow`'s compile never ends."""
+    root = tmp_path_factory.mktemp("ops")
+    spin = plant(copy_op("sigmoid", root / "a"), "spec.py", 'name="sigmoid"', 'name="spin"')
+    plant(spin, "spec.py", "sim_sizes=(1, BLOCK - 1, BLOCK + 1, 3 * BLOCK + 17)", "sim_sizes=(1, 5)")
+    plant(spin, "numba_kernel.py", "import math\n", "import math\nimport os\nimport time\nfrom pathlib import Path\n")
+    text = (spin / "numba_kernel.py").read_text()
+    (spin / "numba_kernel.py").write_text(text.replace("def forward(", "def unused_forward(") + SPIN_KERNEL)
+    slow = plant(copy_op("sigmoid", root / "b"), "spec.py", 'name="sigmoid"', 'name="slow"')
+    plant(slow, "spec.py", "sim_sizes=(1, BLOCK - 1, BLOCK + 1, 3 * BLOCK + 17)",
+          "sim_sizes=(1, 5), dtypes={'numba': (), 'cuda': (torch.float32,)}")  # straight on to compiling
+    cuda = root / "cuda"
+    (cuda / "bin").mkdir(parents=True)
+    (cuda / "include").mkdir()
+    (cuda / "include" / "cuda.h").write_text("")
+    for tool in ("nvcc", "c++"):
+        (cuda / "bin" / tool).write_text(FAKE_COMPILER)
+        (cuda / "bin" / tool).chmod(0o755)
+    return spin, slow, cuda
+
+
+@dataclass(frozen=True)
+class Moment:
+    name: str
+    ready: Callable[[Path], Callable[[str], bool]]  # marks folder -> (stderr so far -> is it the moment)
+    signum: int
+    to_group: bool  # to the process group, as a terminal's Ctrl-C (or `timeout -s INT`) sends it
+    code: int  # the exit code expected
+
+
+def _interrupt(tmp_path: Path, cuda: Path, args: list[str], moment: Moment) -> None:
+    """Run `brrr validate ARGS --json out.json`, send the signal at the moment, and check how it ends:
+    within 5 s, with the code, one line on stderr and no traceback, no process left, the old JSON intact."""
+    signum, code = moment.signum, moment.code
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    out = tmp_path / "out.json"
+    out.write_text(OLD_JSON)
+    tag = uuid.uuid4().hex
+    env = {**os.environ, "MARKS": str(marks), "CUDA_HOME": str(cuda), "CXX": str(cuda / "bin" / "c++"),
+           "BRRR_CACHE": str(tmp_path / "cache"), "BRRR_TEST_TAG": tag}
+    err_path = tmp_path / "stderr"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "brrr_kernels", "validate", *args, "--json", str(out)],
+                                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    try:
+        is_ready = moment.ready(marks)
+        deadline = time.monotonic() + 120
+        while not is_ready(err_path.read_text()):
+            assert proc.poll() is None, f"brrr ended before the moment {moment.name!r}:\n{err_path.read_text()}"
+            assert time.monotonic() < deadline, f"the moment {moment.name!r} never came:\n{err_path.read_text()}"
+            time.sleep(0.05)
+        if moment.name == "starting":
+            time.sleep(1.0)  # the parent is importing torch
+        sent = time.monotonic()
+        if moment.to_group:
+            os.killpg(proc.pid, signum)
+        else:
+            os.kill(proc.pid, signum)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"brrr still running 5 s after {signal.Signals(signum).name} ({moment.name}):\n{err_path.read_text()}")
+        took = time.monotonic() - sent
+        for _ in range(20):  # a killed process needs a moment to be reaped
+            left = _tagged(tag)
+            if not left:
+                break
+            time.sleep(0.05)
+        assert not left, f"processes survived brrr: {[Path(f'/proc/{p}/cmdline').read_bytes() for p in left]}"
+        stderr = err_path.read_text()
+        assert proc.returncode == code, stderr
+        assert "Traceback" not in stderr, stderr
+        assert stderr.rstrip().endswith("brrr: interrupted" if code == 130 else "brrr: terminated (SIGTERM)"), stderr
+        assert out.read_text() == OLD_JSON
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.json")] == []
+        assert took < 5
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _spinning(marks: Path) -> Callable[[str], bool]:
+    return lambda err: (marks / "spinning").exists()
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_one_op_in_the_simulator(tmp_path: Path, two_ops: tuple[Path, Path, Path], signum: int,
+                                           code: int) -> None:
+    spin, _, cuda = two_ops
+    _interrupt(tmp_path, cuda, [str(spin), "--stage", "numba"], Moment("simulating", _spinning, signum, False, code))
+
+
+KILL_TREE = """
+import os, subprocess, time
+from brrr_kernels import interrupts
+child = subprocess.Popen(["sh", "-c", "sleep 1000 & wait"], start_new_session=True)
+while len(interrupts.descendants(os.getpid())) < 2:
+    time.sleep(0.02)
+print(*interrupts.descendants(os.getpid()), flush=True)
+interrupts.kill_descendants()
+print(child.wait(timeout=5))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_kill_descendants_ends_the_whole_tree() -> None:
+    """A child with a grandchild, the child in its own process group as a worker is: both end."""
+    proc = subprocess.run([sys.executable, "-c", KILL_TREE], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    tree, status = proc.stdout.splitlines()
+    assert status == str(-signal.SIGKILL)
+    pids = [int(p) for p in tree.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids):
+        assert time.monotonic() < deadline, "a process of the tree survived"
+        time.sleep(0.02)
+
+
+def test_interrupted_exit_codes() -> None:
+    assert interrupts.Interrupted(signal.SIGINT).exit_code == 130
+    assert interrupts.Interrupted(signal.SIGTERM).exit_code == 143
+    assert isinstance(interrupts.Interrupted(signal.SIGTERM), KeyboardInterrupt)
+
+
+def test_cli_entry_is_the_console_script() -> None:
+    """The handlers are installed by `entry`, which both `brrr` and `python -m brrr_kernels` run."""
+    assert "entry()" in (REPO / "pipeline" / "__main__.py").read_text()
