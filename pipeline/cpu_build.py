@@ -16,6 +16,7 @@ from, a lock, an atomic rename), so editing kernel.cu recompiles kernel.cu alone
 from __future__ import annotations
 
 import hashlib
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,12 @@ CPU_INCLUDE = INCLUDE_DIR / "cpu"
 RUNTIME_SOURCE = CPU_INCLUDE / "brrr_cpu_runtime.cpp"
 # -Bsymbolic: each op's library uses its own copy of the runtime, whatever else is loaded.
 CPU_LINK_LIBS = ("-lc10", "-ltorch_cpu", "-ltorch", "-lpthread", "-Wl,-Bsymbolic")
+
+
+def link_libs() -> tuple[str, ...]:
+    """CPU_LINK_LIBS, with gold where it is installed: it links against libtorch_cpu in a third of
+    the time ld.bfd takes (0.5 s against 1.3 s on 2 cores), which a kernel edit waits for."""
+    return (*CPU_LINK_LIBS, "-fuse-ld=gold") if shutil.which("ld.gold") else CPU_LINK_LIBS
 
 
 @dataclass(frozen=True)
@@ -83,8 +90,11 @@ def binding_job(op: Op) -> Job:
     command = [cxx, "-c", *builder.CXX_FLAGS, abi, "-DBRRR_CPU", f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}",
                f"-I{op.folder}", *builder.torch_include_flags()]
     versions = (builder.compiler_version(cxx), torch.__version__)
+    # Keyed without the op folder's path (its headers' content is in the key): a copy of an op, as
+    # the planted-bug tests make, reuses the object instead of spending torch's headers again.
+    keyed = [part.replace(str(op.folder), "<op>") for part in command]
     key = builder.object_key(op, source, [INCLUDE_DIR / "brrr.cuh", INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()],
-                             command, versions)
+                             keyed, versions)
     return Job(source, command, key, builder.object_path(f"{op.name}-binding-cpu", key), source)
 
 
@@ -95,4 +105,4 @@ def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = Fals
     kernel, binding, runtime = builder.compile_all([kernel_job(op, flavour), binding_job(op), runtime_job(flavour)],
                                                    f"compiling {op.name} for the CPU", "cpu", verbose)
     builder.check_launchers(op, kernel, binding)
-    return builder.link_and_load(op, [binding, kernel, runtime], (f"brrr_{flavour.name}", CPU_LINK_LIBS), start, verbose)
+    return builder.link_and_load(op, [binding, kernel, runtime], (f"brrr_{flavour.name}", link_libs()), start, verbose)

@@ -103,6 +103,22 @@ __global__ void traps(int* out) {
     out[threadIdx.x] = 1;
 }
 
+__global__ void spins(int* flag) {
+    // Thread 0 waits for thread 1, which on the CPU runs only when thread 0 waits somewhere.
+    if (threadIdx.x == 0) {
+        while (*reinterpret_cast<volatile int*>(flag) == 0) {
+        }
+    }
+    if (threadIdx.x == 1) *flag = 1;
+}
+
+__global__ void naps(int* flag) {
+    if (threadIdx.x == 0) {
+        while (*reinterpret_cast<volatile int*>(flag) == 0) __nanosleep(100);
+    }
+    if (threadIdx.x == 1) *flag = 1;
+}
+
 static void print_ints(const std::vector<int>& v) {
     for (int x : v) std::printf("%d ", x);
     std::printf("\n");
@@ -161,6 +177,11 @@ int main(int argc, char** argv) {
         } else if (c == "traps") {
             std::vector<int> out(32);
             traps<<<4, 32>>>(out.data());
+        } else if (c == "spins" || c == "naps") {
+            int flag = 0;
+            if (c == "spins") spins<<<1, 32>>>(&flag);
+            else naps<<<1, 32>>>(&flag);
+            std::printf("%d\n", flag);
         } else if (c == "bad_config") {
             std::vector<int> out(32);
             traps<<<dim3(1, 70000), 32>>>(out.data());

@@ -30,7 +30,7 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(program: Path, case: str, workers: int = 1) -> str:
-    env = {"BRRR_CPU_WORKERS": str(workers)}
+    env = {"BRRR_CPU_WORKERS": str(workers), "BRRR_CPU_TIMEOUT": "2"}
     return subprocess.run([str(program), case], capture_output=True, text=True, check=True, timeout=60,
                           env=env).stdout.strip()
 
@@ -69,6 +69,10 @@ def test_activemask_is_the_lanes_that_reached_the_call_together(program: Path) -
     assert values == [0x55555555 if t % 2 == 0 else 0xAAAAAAAB for t in range(32)]
 
 
+def test_nanosleep_lets_the_awaited_thread_run(program: Path) -> None:
+    assert run(program, "naps") == "1"
+
+
 @pytest.mark.parametrize("workers", [1, 3])
 def test_atomics_across_blocks(program: Path, workers: int) -> None:
     total, fsum = run(program, "atomics", workers).split()  # blockIdx.y is not in the sum: each value twice
@@ -85,7 +89,8 @@ def test_atomics_across_blocks(program: Path, workers: int) -> None:
     ("partial_warp_full_mask", "warp mask", 94, "thread (32, 0, 0)", "which do not exist"),
     ("asserts", "assertion failed", 97, "thread (7, 0, 0)", "threadIdx.x != 7"),
     ("traps", "__trap()", 102, "block (2, 0, 0), thread (1, 0, 0)", "the kernel called __trap()"),
-    ("bad_config", "invalid configuration argument", 166, "launching traps", "grid (1, 70000, 1) is too large"),
+    ("bad_config", "invalid configuration argument", 187, "launching traps", "grid (1, 70000, 1) is too large"),
+    ("spins", "time limit", 182, "thread (0, 0, 0)", "ran for more than 2 s (BRRR_CPU_TIMEOUT)"),
 ])
 def test_faults_name_the_line_block_and_thread(program: Path, case: str, kind: str, line: int, place: str,
                                                detail: str) -> None:

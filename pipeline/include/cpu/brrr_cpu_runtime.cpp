@@ -29,6 +29,10 @@
 #include <thread>
 #include <vector>
 
+#include <condition_variable>
+#include <csignal>
+#include <pthread.h>
+
 #if !defined(__x86_64__)
 #include <ucontext.h>
 #endif
@@ -889,6 +893,84 @@ static std::unique_ptr<Block> make_block(const Launch& launch, void (*thread_mai
     return b;
 }
 
+// ---- the time limit ----------------------------------------------------------------------------------
+// A thread that spins waiting for another thread of its block (which runs only when this one waits
+// at __syncthreads, a warp intrinsic or __nanosleep) or for another block (blocks run one after
+// another) never ends here. After BRRR_CPU_TIMEOUT seconds (default 120) a watchdog signals the
+// workers; the handler, on the looping fiber's stack, records where it is and leaves that stack for
+// the scheduler, so the launch fails with a message instead of hanging.
+
+static std::atomic<bool> time_is_up{false};
+static std::atomic<int> time_limit_seconds{0};
+
+static int time_limit() {
+    const char* env = std::getenv("BRRR_CPU_TIMEOUT");
+    return env && std::atoi(env) > 0 ? std::atoi(env) : 120;
+}
+
+static void on_time_up(int) {
+    Block* b = running_block;
+    Fiber* f = running_fiber;
+    if (!time_is_up.load() || !b || !f) return;
+    std::ostringstream m;
+    m << "the launch ran for more than " << time_limit_seconds.load() << " s (BRRR_CPU_TIMEOUT) and this thread "
+      << "was still running: on the CPU a block's threads take turns only at __syncthreads, warp intrinsics and "
+         "__nanosleep, and blocks run one after another, so a loop waiting for another thread or block never ends";
+    record(*b, located(*b, "time limit", m.str(), b->launch->site.file, b->launch->site.line, f));
+    stop(*b, *f);
+}
+
+class Watchdog {
+   public:
+    Watchdog() : seconds_(time_limit()) {
+        time_limit_seconds = seconds_;
+        struct sigaction act {};
+        act.sa_handler = on_time_up;
+        act.sa_flags = SA_NODEFER;  // the handler never returns: the signal must not stay blocked
+        sigemptyset(&act.sa_mask);
+        sigaction(SIGUSR2, &act, &previous_);
+        thread_ = std::thread([this] { watch(); });
+    }
+    ~Watchdog() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            done_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+        sigaction(SIGUSR2, &previous_, nullptr);
+        time_is_up = false;
+    }
+    void enlist() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        workers_.push_back(pthread_self());
+    }
+    void leave() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        workers_.erase(std::remove_if(workers_.begin(), workers_.end(),
+                                      [](pthread_t t) { return pthread_equal(t, pthread_self()); }),
+                       workers_.end());
+    }
+
+   private:
+    void watch() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (wake_.wait_for(lock, std::chrono::seconds(seconds_), [this] { return done_; })) return;
+        time_is_up = true;
+        while (!done_) {  // again each second: the next thread may loop too
+            for (pthread_t t : workers_) pthread_kill(t, SIGUSR2);
+            wake_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; });
+        }
+    }
+    int seconds_;
+    struct sigaction previous_ {};
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool done_ = false;
+    std::vector<pthread_t> workers_;
+    std::thread thread_;
+};
+
 void run(const Launch& given, void (*thread_main)(void*), void* context) {
     if (running_fiber) {
         throw KernelFault(std::string(given.site.file) + ":" + std::to_string(given.site.line) +
@@ -909,7 +991,9 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
     std::atomic<int64_t> first_failed{total};
     std::mutex error_mutex;
     std::string error;
+    Watchdog watchdog;
     auto work = [&](bool single) {
+        watchdog.enlist();
         running_launch = &launch;
         auto b = make_block(launch, thread_main, context, single);
         for (;;) {
@@ -930,6 +1014,7 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
             }
         }
         running_launch = nullptr;
+        watchdog.leave();
     };
     if (workers <= 1) {
         work(true);
