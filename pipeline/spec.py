@@ -147,9 +147,12 @@ def import_file(path: Path, module_name: str) -> ModuleType:
     except SyntaxError as e:
         del sys.modules[module_name]
         raise OpLoadError(f"{e.filename}:{e.lineno}: syntax error: {e.msg}", hint=(e.text or "").rstrip()) from e
-    except OpLoadError:
+    except OpLoadError as e:  # OpSpec's own checks, while spec.py builds SPEC: point at the line
         del sys.modules[module_name]
-        raise
+        where = _innermost_line_in(e, path)
+        if not where or str(path) in e.message:
+            raise
+        raise OpLoadError(f"{path}{where}: {e.message}", hint=e.hint) from e
     except Exception as e:
         del sys.modules[module_name]
         where = _innermost_line_in(e, path)
@@ -202,6 +205,9 @@ def load_op(name_or_path: str) -> Op:
     spec = getattr(module, "SPEC", None)
     if not isinstance(spec, OpSpec):
         raise OpLoadError(f"{folder / 'spec.py'} must define SPEC = OpSpec(...), found {type(spec).__name__}")
+    from .spec_checks import check_spec
+
+    check_spec(spec, folder / STAGE_FILES["spec"])
     return Op(spec=spec, folder=folder)
 
 
