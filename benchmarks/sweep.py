@@ -16,8 +16,7 @@ import torch
 
 from brrr_kernels import bench, builder
 from brrr_kernels.function import apply
-from brrr_kernels.loaders import load_cuda, load_reference
-from brrr_kernels.spec import load_op
+from brrr_kernels.loaders import load_cuda, load_op, load_reference
 
 REPO = Path(__file__).resolve().parent.parent
 EXP2 = ("__device__ __forceinline__ brrr::acc_t<T> exp_acc(brrr::acc_t<T> d) { return exp(d); }\n",

@@ -22,8 +22,7 @@ def main() -> None:
 
     from brrr_kernels import builder
     from brrr_kernels.function import apply
-    from brrr_kernels.loaders import load_cuda, load_numba, load_reference
-    from brrr_kernels.spec import load_op
+    from brrr_kernels.loaders import load_cuda, load_numba, load_op, load_reference
 
     op = load_op(args.op)
     device = "cuda" if args.gpu else "cpu"

@@ -29,8 +29,7 @@ class BrrrActivation(nn.Module):
 
 def load_stage(op_name: str, device: str):
     from brrr_kernels import builder
-    from brrr_kernels.loaders import load_cuda, load_reference
-    from brrr_kernels.spec import load_op
+    from brrr_kernels.loaders import load_cuda, load_op, load_reference
 
     op = load_op(op_name)
     return load_cuda(op, builder.build_extension(op)) if device == "cuda" else load_reference(op)

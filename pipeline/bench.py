@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -27,8 +25,10 @@ from typing import Any
 
 import torch
 
+from .contract import as_tuple
 from .errors import BrrrError
-from .spec import Inputs, Op, Size, as_tuple
+from .files import replacing
+from .spec import Inputs, Op, Size
 from .tolerances import Tolerance
 
 RUNS = 50
@@ -124,13 +124,8 @@ def profile(cases: list[tuple[Op, Size, torch.dtype, dict[str, Callable[..., Any
     with torch.profiler.profile(activities=activities) as prof:
         for case in cases:
             profile_op(*case)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(tmp)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    with replacing(path, suffix=".json") as tmp:
+        prof.export_chrome_trace(str(tmp))
 
 
 def profile_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[..., Any]], runs: int = 3) -> None:
@@ -290,8 +285,7 @@ def _ncu_target(folder: str, size_json: str, dtype_name: str) -> None:
     """What ncu runs: the cuda stage, warmed up, then one forward and backward between profiler start and stop."""
     from . import builder
     from .function import apply
-    from .loaders import load_cuda
-    from .spec import load_op
+    from .loaders import load_cuda, load_op
 
     op = load_op(folder)
     size = json.loads(size_json)

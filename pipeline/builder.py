@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import BuildError
-from .files import locked, shown, write_atomic
+from .files import locked, replacing, shown, write_atomic
 from .progress import ticking
 from .spec import Op
 
@@ -227,15 +227,6 @@ def compiler_errors(output: str, source: Path) -> str:
     return "\n".join(dict.fromkeys(picked)) if picked else "\n".join(lines[-20:])
 
 
-def first_error_location(output: str) -> tuple[str, int] | None:
-    for line in output.splitlines():
-        m = _DIAG.match(line.strip())
-        if m:
-            return m.group("file"), int(m.group("line") or m.group("line2"))
-    return None
-
-
-
 # --- objects: kernel.cu and binding.cpp ----------------------------------------------------
 
 
@@ -286,21 +277,18 @@ def compile_job(job: Job, verbose: bool = False) -> ObjectFile:
         cached = read_object(job)
         if cached is not None:
             return cached
-        fd, tmp = tempfile.mkstemp(dir=obj.parent, prefix=f".{obj.name}.", suffix=".o")
-        os.close(fd)
-        full = [*command, str(source), "-o", tmp]
-        if verbose:
-            print(" ".join(full), flush=True)
-        start = time.monotonic()
-        proc = subprocess.run(full, capture_output=True, text=True, check=False)
-        seconds = time.monotonic() - start
-        output = proc.stderr + proc.stdout
-        tool = Path(command[0]).name
-        if proc.returncode != 0:
-            Path(tmp).unlink(missing_ok=True)
-            raise BuildError(f"{tool} could not compile {shown(named)}:\n{compiler_errors(output, named)}")
-        kernels = tuple(KernelResources(**k) for k in parse_resources(output)) if "nvcc" in tool else ()
-        os.replace(tmp, obj)
+        with replacing(obj, suffix=".o") as tmp:
+            full = [*command, str(source), "-o", str(tmp)]
+            if verbose:
+                print(" ".join(full), flush=True)
+            start = time.monotonic()
+            proc = subprocess.run(full, capture_output=True, text=True, check=False)
+            seconds = time.monotonic() - start
+            output = proc.stderr + proc.stdout
+            tool = Path(command[0]).name
+            if proc.returncode != 0:
+                raise BuildError(f"{tool} could not compile {shown(named)}:\n{compiler_errors(output, named)}")
+            kernels = tuple(KernelResources(**k) for k in parse_resources(output)) if "nvcc" in tool else ()
         # Written last: an object without its record is compiled again.
         write_atomic(meta, json.dumps({"key": key, "sha256": _sha256(obj), "seconds": seconds,
                                        "kernels": [asdict(k) for k in kernels]}))
@@ -447,18 +435,17 @@ def _link(op: Op, library: Path, namespace: str, objects: list[Path], libs: tupl
     with tempfile.TemporaryDirectory(prefix="brrr-link-", dir=library.parent) as tmp:
         namespace_source = Path(tmp) / "namespace.cpp"
         namespace_source.write_text(f'extern "C" const char brrr_namespace[] = "{namespace}";\n')
-        partial = Path(tmp) / library.name
-        command = _link_command(partial, namespace_source, objects, libs)
-        if verbose:
-            print(" ".join(command), flush=True)
-        proc = subprocess.run(command, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            output = proc.stderr + proc.stdout
-            undefined = re.findall(r"undefined reference to [`'](.+?)'", output)
-            if undefined:
-                raise missing_launchers(op, list(dict.fromkeys(undefined)))
-            raise BuildError(f"linking {op.name} failed:\n{output[-3000:]}")
-        os.replace(partial, library)
+        with replacing(library, suffix=library.suffix) as partial:
+            command = _link_command(partial, namespace_source, objects, libs)
+            if verbose:
+                print(" ".join(command), flush=True)
+            proc = subprocess.run(command, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                output = proc.stderr + proc.stdout
+                undefined = re.findall(r"undefined reference to [`'](.+?)'", output)
+                if undefined:
+                    raise missing_launchers(op, list(dict.fromkeys(undefined)))
+                raise BuildError(f"linking {op.name} failed:\n{output[-3000:]}")
 
 
 def build_extension(op: Op, arch: str | None = None, verbose: bool = False) -> Extension:

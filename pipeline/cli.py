@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_list() -> int:
-    from .spec import builtin_op_names
+    from .loaders import builtin_op_names
 
     for name in builtin_op_names():
         print(name)
@@ -140,8 +140,8 @@ def cmd_list() -> int:
 
 def cmd_walkthrough(args: argparse.Namespace) -> int:
     from . import walkthrough
+    from .loaders import load_op
     from .numba_env import use_simulator
-    from .spec import load_op
 
     use_simulator(True)
     total = len(walkthrough.STEPS)
@@ -174,7 +174,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     from . import builder
     from .errors import BuildError
-    from .spec import load_op
+    from .loaders import load_op
 
     gpu = torch.cuda.is_available()
     arch = args.arch or (builder.device_arch() if gpu else builder.DEFAULT_ARCH)
@@ -202,7 +202,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from .export import export
-    from .spec import load_op
+    from .loaders import load_op
 
     op = load_op(args.op)
     folder = export(op, args.dir)
@@ -226,8 +226,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from . import bench
     from .files import write_atomic
+    from .loaders import builtin_op_names, load_op
     from .numba_env import use_simulator
-    from .spec import builtin_op_names, load_op
 
     bench.require_gpu()
     use_simulator(False)
@@ -287,7 +287,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 def cmd_debug(args: argparse.Namespace) -> int:
     from . import debugger
-    from .checks import fault_from
+    from .faults import fault_from
 
     session, module = debugger.prepare(args.op, block=args.block, thread=args.thread, index=args.index,
                                        input_file=args.input, dtype=args.dtype, phase=args.phase,
@@ -309,7 +309,7 @@ def cmd_debug(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from . import builder, progress, report, runner
-    from .spec import builtin_op_names
+    from .loaders import builtin_op_names
 
     progress.set_quiet(args.quiet)
     names = args.ops or builtin_op_names()

@@ -1,4 +1,5 @@
-"""Stop inside one simulated GPU thread, or trace it line by line, in an op's numba stage.
+"""Stop inside one simulated GPU thread, or trace it line by line, in an op's numba stage; and keep
+a failed check's inputs with the `brrr debug` command that replays it.
 
 The CUDA simulator runs every thread of a block as a Python thread. A trace function installed
 with threading.settrace sees each kernel call; it acts only in the thread whose blockIdx and
@@ -19,9 +20,11 @@ from typing import Any, TextIO
 
 import torch
 
-from .checks import scalar_locals
+from .contract import call_backward, call_forward, saved_tensors, visible
 from .errors import UsageError
-from .spec import Op, as_tuple
+from .faults import scalar_locals
+from .files import replacing, shown
+from .spec import Op, Phase
 
 Dim3 = tuple[int, int, int]
 
@@ -33,7 +36,7 @@ class Session:
     op: Op
     inputs: tuple[torch.Tensor, ...]
     upstream: tuple[torch.Tensor, ...]
-    phase: str  # forward | backward: whose launch to stop in
+    phase: Phase  # whose launch to stop in
     block: Dim3
     thread: Dim3
     kernel: str | None = None
@@ -93,16 +96,13 @@ def trapped(codes: dict[Any, str], session: Session, on_hit: Callable[[FrameType
 def run_op(session: Session, module: Any, arm: Callable[[], Any]) -> tuple[torch.Tensor, ...]:
     """Forward, then backward if the phase asks for it; the trap is armed only for that phase."""
     spec = session.op.spec
-    params = spec.param_values
     if session.phase == "forward":
         with arm():
-            results = as_tuple(module.forward(*session.inputs, *params))
-        return results[: len(spec.outputs)]
-    results = as_tuple(module.forward(*session.inputs, *params))
-    named = dict(zip(spec.inputs, session.inputs)) | dict(zip(spec.outputs + spec.stats, results))
+            return visible(spec, call_forward(spec, module, session.inputs))
+    results = call_forward(spec, module, session.inputs)
+    saved = saved_tensors(spec, session.inputs, results)
     with arm():
-        grads = as_tuple(module.backward(*session.upstream, *(named[n] for n in spec.saved), *params))
-    return grads
+        return call_backward(spec, module, session.upstream, saved)
 
 
 def chosen_codes(module: Any, kernel: str | None) -> dict[Any, str]:
@@ -211,14 +211,28 @@ def trace(session: Session, module: Any, out: TextIO) -> tuple[torch.Tensor, ...
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-def prepare(op_ref: str | None, *, block: str | tuple[int, ...] | int | None = None,
-            thread: str | tuple[int, ...] | int | None = None, index: int | None = None,
-            input_file: str | Path | None = None, dtype: str = "float32", phase: str = "forward",
-            kernel: str | None = None, seed: int = 0) -> tuple[Session, Any]:
-    """Load the op's numba stage in the simulator and pick the inputs and the thread."""
-    from .loaders import load_numba, load_reference
+@dataclass(frozen=True)
+class Selection:
+    """Which thread to stop in and on which inputs: `brrr debug`'s flags, as keywords of `prepare`."""
+
+    block: str | tuple[int, ...] | int | None = None
+    thread: str | tuple[int, ...] | int | None = None
+    index: int | None = None
+    input_file: str | Path | None = None
+    dtype: str = "float32"
+    phase: str = "forward"
+    kernel: str | None = None
+    seed: int = 0
+
+
+def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
+    """Load the op's numba stage in the simulator and pick the inputs and the thread (keywords: `Selection`)."""
+    from .loaders import load_numba, load_op, load_reference
     from .numba_env import use_simulator
-    from .spec import load_op
+
+    chosen = Selection(**selection)
+    block, thread, index, input_file = chosen.block, chosen.thread, chosen.index, chosen.input_file
+    dtype, phase, kernel, seed = chosen.dtype, chosen.phase, chosen.kernel, chosen.seed
 
     use_simulator(True)
     saved: dict[str, Any] = {}
@@ -242,7 +256,7 @@ def prepare(op_ref: str | None, *, block: str | tuple[int, ...] | int | None = N
     else:
         gen = torch.Generator().manual_seed(seed)
         inputs = spec.make_inputs(spec.sim_sizes[-1], DTYPES[dtype], torch.device("cpu"), gen)
-        shapes = [o.shape for o in as_tuple(load_reference(op).forward(*inputs, *spec.param_values))[: len(spec.outputs)]]
+        shapes = [o.shape for o in visible(spec, call_forward(spec, load_reference(op), inputs))]
         upstream = tuple(torch.randn(s, dtype=DTYPES[dtype], generator=gen) for s in shapes)
     stage = load_numba(op, gpu=False)
     if index is not None:
@@ -263,17 +277,50 @@ def prepare(op_ref: str | None, *, block: str | tuple[int, ...] | int | None = N
     return session, stage.module
 
 
-def save_failure(path: Path, op: Op, inputs: tuple[torch.Tensor, ...], upstream: tuple[torch.Tensor, ...],
-                 phase: str) -> None:
-    """Keep the exact inputs of a failed check, for `brrr debug --input` (written atomically)."""
-    import os
-    import tempfile
+# --- failures kept for replay ----------------------------------------------------------------
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"op": str(op.folder), "phase": phase,
-            "inputs": [x.detach().cpu().clone() for x in inputs],
-            "upstream": [u.detach().cpu().clone() for u in upstream]}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    torch.save(data, tmp)
-    os.replace(tmp, path)
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed check's case, kept so `brrr debug --input` replays it in the thread that went wrong.
+
+    The thread is named by the element it computes (`index`, mapped through the op's layout) or,
+    for an exception raised in the simulator, by its `block` and `thread`.
+    """
+
+    op: Op
+    inputs: tuple[torch.Tensor, ...]
+    upstream: tuple[torch.Tensor, ...]
+    phase: Phase
+    index: int | None = None
+    block: tuple[int, ...] | None = None
+    thread: tuple[int, ...] | None = None
+
+
+def save_failure(failure: Failure, name: str) -> str:
+    """Save the failure's inputs (atomically) under the cache's failures/; the command line that replays it."""
+    from .builder import cache_root
+
+    path = cache_root() / "failures" / f"{failure.op.name}-{name}.pt"
+    data = {"op": str(failure.op.folder), "phase": failure.phase,
+            "inputs": [x.detach().cpu().clone() for x in failure.inputs],
+            "upstream": [u.detach().cpu().clone() for u in failure.upstream]}
+    with replacing(path) as tmp:
+        torch.save(data, tmp)
+    return f"debug it: {replay_command(failure, path)}"
+
+
+def replay_command(failure: Failure, path: Path) -> str:
+    phase = " --phase backward" if failure.phase == "backward" else ""
+    if failure.index is not None:
+        thread = f"--index {failure.index}"
+    else:
+        thread = f"--block {','.join(map(str, failure.block or ()))} --thread {','.join(map(str, failure.thread or ()))}"
+    return f"brrr debug {op_ref(failure.op)} --input {path}{phase} {thread}"
+
+
+def op_ref(op: Op) -> str:
+    """The op as `brrr debug` takes it: a built-in's name, else its folder."""
+    from .loaders import BUILTIN_DIR
+
+    return op.name if op.folder.parent == BUILTIN_DIR else shown(op.folder)

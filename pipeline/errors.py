@@ -33,3 +33,9 @@ class BuildError(BrrrError):
     """nvcc or the extension build failed (exit 1: the cuda stage's compile check failed)."""
 
     exit_code = EXIT_CHECK_FAILED
+
+
+class RefusedError(BrrrError):
+    """brrr would have to overwrite something that exists (exit 1)."""
+
+    exit_code = EXIT_CHECK_FAILED

@@ -3,17 +3,16 @@ registration, a test) that builds ahead of time with pip and imports without brr
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from string import Template
 
 import torch
 
 from .builder import INCLUDE_DIR, cuda_sources
-from .ops import _param_type, _returns
-from .scaffold import RefusedError
+from .contract import saved_positions, schemas
+from .errors import RefusedError
+from .files import new_folder
 from .spec import Op
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "export"
@@ -24,7 +23,7 @@ def export(op: Op, directory: Path) -> Path:
     if directory.exists():
         raise RefusedError(f"{directory} already exists; brrr export never overwrites anything")
     package = f"brrr_{name}"
-    params = [f"{_param_type(v)} {k}" for k, v in spec.params.items()]
+    forward_schema, backward_schema = schemas(spec, name)
     shapes = [tuple(x.shape) for x in spec.make_inputs(spec.gradcheck_size, torch.float64, torch.device("cpu"),
                                                        torch.Generator().manual_seed(0))]
     values = {
@@ -35,16 +34,13 @@ def export(op: Op, directory: Path) -> Path:
         "outputs": repr(spec.outputs),
         "stats": repr(spec.stats),
         "saved": repr(spec.saved),
+        "saved_at": repr(saved_positions(spec)),
         "params": repr(dict(spec.params)),
         "shapes": repr(shapes),
-        "forward_args": ", ".join([f"Tensor {x}" for x in spec.inputs] + params),
-        "forward_returns": _returns(len(spec.outputs) + len(spec.stats)),
-        "backward_args": ", ".join([f"Tensor grad_{y}" for y in spec.outputs] + [f"Tensor {s}" for s in spec.saved] + params),
-        "backward_returns": _returns(len(spec.inputs)),
+        "forward_schema": forward_schema,
+        "backward_schema": backward_schema,
     }
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}-", dir=directory.parent))
-    try:
+    with new_folder(directory) as staging:
         csrc = staging / package / "csrc"
         csrc.mkdir(parents=True)
         (staging / "tests").mkdir()
@@ -57,8 +53,4 @@ def export(op: Op, directory: Path) -> Path:
         for header in ("brrr.cuh", "brrr_kernel.cuh"):
             shutil.copy2(INCLUDE_DIR / header, csrc / header)
         shutil.copy2(op.path("reference"), staging / package / "reference.py")
-        os.rename(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return directory

@@ -1,9 +1,10 @@
-"""Writing files so that nothing is ever half-written, and locks between processes."""
+"""Writing files and folders so that nothing is ever half-written, locks between processes, paths as shown."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,15 +23,42 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def write_atomic(path: Path, text: str) -> None:
+@contextmanager
+def replacing(path: Path, suffix: str = "") -> Iterator[Path]:
+    """A temporary path beside `path` to write to; renamed onto `path` when the block succeeds, removed otherwise.
+
+    The one atomic write: a reader (or a killed process) sees the old file or the new one, never half of it.
+    `suffix` is for tools that pick a format by the file name (an object file's `.o`).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        yield Path(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    with replacing(path) as tmp:
+        tmp.write_text(text)
+
+
+@contextmanager
+def new_folder(folder: Path) -> Iterator[Path]:
+    """A staging folder beside `folder` to fill; renamed to `folder` when the block succeeds, removed otherwise.
+
+    The caller has checked that `folder` does not exist; if it appears meanwhile the rename fails
+    rather than merge into it (a non-empty folder) or the caller checks again at the end of its block.
+    """
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        yield staging
+        os.rename(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
         raise
 
 

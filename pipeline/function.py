@@ -10,26 +10,25 @@ from typing import Any
 
 import torch
 
+from .contract import as_tuple, call_backward, call_forward, result_names, saved_tensors, visible
 from .errors import OpLoadError
 from .loaders import Stage
-from .spec import as_tuple
 
 
 class StageFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, stage: Stage, *inputs: torch.Tensor) -> Any:
         spec = stage.op.spec
-        results = as_tuple(stage.forward(*inputs, *spec.param_values))
-        expected = len(spec.outputs) + len(spec.stats)
+        results = call_forward(spec, stage, inputs)
+        expected = len(result_names(spec))
         if len(results) != expected or not all(isinstance(r, torch.Tensor) for r in results):
             raise OpLoadError(
                 f"{stage.source}: forward returned {_describe(results)}, the spec declares {expected} tensor(s) "
-                f"{spec.outputs + spec.stats}"
+                f"{result_names(spec)}"
             )
-        named = dict(zip(spec.inputs, inputs)) | dict(zip(spec.outputs + spec.stats, results))
-        ctx.save_for_backward(*(named[n] for n in spec.saved))
+        ctx.save_for_backward(*saved_tensors(spec, inputs, results))
         ctx.stage = stage
-        outputs = results[: len(spec.outputs)]
+        outputs = visible(spec, results)
         return outputs[0] if len(outputs) == 1 else outputs
 
     @staticmethod
@@ -37,7 +36,7 @@ class StageFunction(torch.autograd.Function):
         stage: Stage = ctx.stage
         spec = stage.op.spec
         grads_in = [g.contiguous() for g in grad_outputs]
-        grads = as_tuple(stage.backward(*grads_in, *ctx.saved_tensors, *spec.param_values))
+        grads = call_backward(spec, stage, grads_in, ctx.saved_tensors)
         if len(grads) != len(spec.inputs):
             raise OpLoadError(
                 f"{stage.source}: backward returned {_describe(grads)}, expected one gradient per input {spec.inputs}"

@@ -12,19 +12,11 @@ from typing import Any
 
 import torch
 
-from .spec import Op, as_tuple, load_op
+from .contract import as_tuple, saved_tensors, schemas
+from .loaders import load_op
+from .spec import Op
 
 _libraries: dict[str, torch.library.Library] = {}
-
-
-def _returns(n: int) -> str:
-    return "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
-
-
-def _param_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    return "int" if isinstance(value, int) else "float"
 
 
 def _fresh(result: Any) -> Any:
@@ -43,13 +35,9 @@ def register(name_or_path: str) -> Any:
     spec, name = op.spec, op.spec.name
     if name in _libraries:
         return getattr(torch.ops.brrr, name)
-    params = [f"{_param_type(v)} {k}" for k, v in spec.params.items()]
-    n_results = len(spec.outputs) + len(spec.stats)
     lib = torch.library.Library("brrr", "FRAGMENT")
-    lib.define(f"{name}({', '.join([f'Tensor {x}' for x in spec.inputs] + params)}) -> {_returns(n_results)}")
-    grads = [f"Tensor grad_{y}" for y in spec.outputs]
-    saved = [f"Tensor {s}" for s in spec.saved]
-    lib.define(f"{name}_backward({', '.join(grads + saved + params)}) -> {_returns(len(spec.inputs))}")
+    for schema in schemas(spec, name):
+        lib.define(schema)
 
     ref = load_reference(op)
     lib.impl(name, lambda *a: _fresh(ref.forward(*a)), "CPU")
@@ -64,8 +52,7 @@ def register(name_or_path: str) -> Any:
     n_inputs, n_outputs = len(spec.inputs), len(spec.outputs)
 
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        named = dict(zip(spec.inputs, inputs)) | dict(zip(spec.outputs + spec.stats, as_tuple(output)))
-        ctx.save_for_backward(*(named[s] for s in spec.saved))
+        ctx.save_for_backward(*saved_tensors(spec, inputs, as_tuple(output)))
         ctx.params = inputs[n_inputs:]
 
     def backward(ctx: Any, *grad_results: Any) -> tuple[Any, ...]:

@@ -5,20 +5,25 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .checks import Worst
+from .compare import Worst
+from .spec import StageName
 
-PASS, FAIL, NOT_RUN, SKIP = "pass", "FAIL", "compiled, not run: no GPU", "skip"
+Verdict = Literal["pass", "FAIL", "compiled, not run: no GPU", "skip"]
+PASS: Verdict = "pass"
+FAIL: Verdict = "FAIL"
+NOT_RUN: Verdict = "compiled, not run: no GPU"  # the cuda stage without a GPU: compiled only, not a failure
+SKIP: Verdict = "skip"
 
 
 @dataclass
 class Row:
     op: str
-    stage: str
-    check: str
-    dtype: str
-    verdict: str
+    stage: StageName
+    check: str  # as plan.py names it
+    dtype: str  # a torch dtype's name, "all", or for the compile check the target architecture
+    verdict: Verdict
     max_abs: float | None = None
     max_rel: float | None = None
     worst: Worst | None = None

@@ -1,31 +1,30 @@
-"""`brrr new`: a new op folder from templates, wired so `brrr validate` runs at once."""
+"""`brrr new`: a new op folder from templates, wired so `brrr validate` runs at once; and telling
+a stage still as its template left it ("unfinished") from one that fails its checks."""
 
 from __future__ import annotations
 
 import keyword
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from string import Template
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from .errors import BrrrError, UsageError
+from .contract import Tensors, call_backward, call_forward, saved_tensors, visible
+from .errors import RefusedError, UsageError
+from .faults import fault_from
+from .files import new_folder, shown
+from .spec import Op
+
+if TYPE_CHECKING:
+    from .loaders import Stage
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FILES = ("spec.py", "reference.py", "numba_kernel.py", "kernel.cu", "binding.cpp")
-UNFINISHED_MARK = "brrr: unfinished"
+UNFINISHED_MARK = "brrr: unfinished"  # in the templates of kernel.cu and binding.cpp, until the user deletes it
 # elementwise: any inputs, one output, a thread per element. rowwise: x [rows, cols] and weight
 # [cols], a parameter eps, a saved per-row statistic rstd, a block per row (templates/rowwise/).
 Kind = Literal["elementwise", "rowwise"]
 KINDS: tuple[Kind, ...] = ("elementwise", "rowwise")
 ROWWISE_INPUTS = ["x", "weight"]
-
-
-class RefusedError(BrrrError):
-    """brrr would have to overwrite something that exists (exit 1)."""
-
-    exit_code = 1
 
 
 def _identifier(text: str, what: str) -> str:
@@ -76,9 +75,7 @@ def new_op(name: str, inputs: list[str], directory: Path, kind: Kind = "elementw
         "contiguous": "".join(f"    auto {x}c = {x}.contiguous();\n" for x in inputs),
         "data_args": "".join(f"brrr::data<scalar_t>({x}c), " for x in inputs),
     }
-    directory.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=directory))
-    try:
+    with new_folder(folder) as staging:
         for file in FILES:
             template = TEMPLATES / ("rowwise" if kind == "rowwise" else "") / f"{file}.tmpl"
             text = Template(template.read_text()).substitute(values)
@@ -86,8 +83,27 @@ def new_op(name: str, inputs: list[str], directory: Path, kind: Kind = "elementw
         # rename() onto an existing folder would merge or fail depending on its contents; check again.
         if folder.exists():
             raise RefusedError(f"{folder} appeared while writing; brrr new never overwrites anything")
-        os.rename(staging, folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return folder
+
+
+def unfinished(stage: Stage, inputs: Tensors) -> str | None:
+    """"unfinished: ..." naming the function to write, when a Python stage still raises NotImplementedError
+    (as its template does) on `inputs`; None otherwise: any other error is for the checks to report."""
+    spec = stage.op.spec
+    try:
+        results = call_forward(spec, stage, inputs)
+        upstream = tuple(r.new_ones(r.shape) for r in visible(spec, results))
+        call_backward(spec, stage, upstream, saved_tensors(spec, inputs, results))
+    except NotImplementedError as e:
+        return "unfinished: " + fault_from(e, stage.source).describe()
+    except Exception:
+        return None
+    return None
+
+
+def unfinished_cuda(op: Op) -> str | None:
+    """What to write, when kernel.cu or binding.cpp still carries the template's UNFINISHED_MARK line."""
+    if not any(UNFINISHED_MARK in op.path(part).read_text() for part in ("cuda", "binding")):
+        return None
+    return (f"write the kernels in {shown(op.path('cuda'))} and forward() and backward() in "
+            f"{shown(op.path('binding'))}, then delete the '{UNFINISHED_MARK}' line")

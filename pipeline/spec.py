@@ -1,4 +1,4 @@
-"""The op contract: what an op folder declares in its `spec.py`, and how brrr finds op folders.
+"""What an op folder declares in its `spec.py`: OpSpec, and the names it is written with.
 
 An op folder holds five files side by side:
 
@@ -15,22 +15,19 @@ Every stage exposes the same two functions:
     backward(*grad_outputs, *saved, *params) -> one gradient per input (a tensor or a tuple)
 
 `saved` names tensors among the inputs, outputs and stats; `stats` are extra forward results
-(a layer norm's mean, say) that only backward sees.
+(a layer norm's mean, say) that only backward sees. contract.py calls stages this way; loaders.py
+finds op folders and imports their files.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
-from . import stages as _builtin_ops
 from .errors import OpLoadError
 from .tolerances import Tolerance, tolerance_for
 
@@ -39,10 +36,12 @@ Inputs = tuple[torch.Tensor, ...]
 # (block index, thread index) as 3-tuples, the way CUDA and the simulator name them.
 Place = tuple[tuple[int, int, int], tuple[int, int, int]]
 
-STAGES = ("reference", "numba", "cuda")
+StageName = Literal["reference", "numba", "cuda"]
+Phase = Literal["forward", "backward"]  # which call of a stage: forward, or backward after it
+
+STAGES: tuple[StageName, ...] = ("reference", "numba", "cuda")
 STAGE_FILES = {"spec": "spec.py", "reference": "reference.py", "numba": "numba_kernel.py", "cuda": "kernel.cu",
                "binding": "binding.cpp"}
-BUILTIN_DIR = Path(_builtin_ops.__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ class OpSpec:
     def tolerance(self, dtype: torch.dtype) -> Tolerance:
         return tolerance_for(dtype, self.tolerances)
 
-    def stage_dtypes(self, stage: str) -> tuple[torch.dtype, ...]:
+    def stage_dtypes(self, stage: StageName) -> tuple[torch.dtype, ...]:
         return self.dtypes.get(stage, ())
 
     @property
@@ -133,93 +132,3 @@ class Op:
 
     def path(self, stage: str) -> Path:
         return self.folder / STAGE_FILES[stage]
-
-
-def import_file(path: Path, module_name: str) -> ModuleType:
-    """Import one Python file; a syntax or import error becomes an OpLoadError naming the file."""
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise OpLoadError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as e:
-        del sys.modules[module_name]
-        raise OpLoadError(f"{e.filename}:{e.lineno}: syntax error: {e.msg}", hint=(e.text or "").rstrip()) from e
-    except OpLoadError as e:  # OpSpec's own checks, while spec.py builds SPEC: point at the line
-        del sys.modules[module_name]
-        where = _innermost_line_in(e, path)
-        if not where or str(path) in e.message:
-            raise
-        raise OpLoadError(f"{path}{where}: {e.message}", hint=e.hint) from e
-    except Exception as e:
-        del sys.modules[module_name]
-        where = _innermost_line_in(e, path)
-        raise OpLoadError(f"{path}{where}: importing it raised {type(e).__name__}: {e}") from e
-    return module
-
-
-def _innermost_line_in(error: BaseException, path: Path) -> str:
-    tb = error.__traceback__
-    line = ""
-    while tb is not None:
-        if Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
-            line = f":{tb.tb_lineno}"
-        tb = tb.tb_next
-    return line
-
-
-def resolve_op_folder(name_or_path: str) -> Path:
-    candidate = Path(name_or_path)
-    if candidate.is_dir():
-        return candidate.resolve()
-    builtin = BUILTIN_DIR / name_or_path
-    if "/" not in name_or_path and builtin.is_dir():
-        return builtin
-    known = ", ".join(builtin_op_names()) or "none"
-    raise OpLoadError(f"no op named {name_or_path!r}: not a folder, and not a built-in op (built-in: {known})")
-
-
-def builtin_op_names() -> list[str]:
-    if not BUILTIN_DIR.is_dir():
-        return []
-    return sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / STAGE_FILES["spec"]).is_file())
-
-
-def load_op(name_or_path: str) -> Op:
-    folder = resolve_op_folder(name_or_path)
-    missing = [f for f in STAGE_FILES.values() if not (folder / f).is_file()]
-    if missing == [STAGE_FILES["binding"]]:
-        raise OpLoadError(
-            f"op folder {folder} is missing binding.cpp",
-            hint="the CUDA C stage is two files: kernel.cu holds the kernels and a launcher on raw pointers "
-                 "for each, binding.cpp holds forward/backward on at::Tensor calling them (see stages/sigmoid/)",
-        )
-    if missing:
-        raise OpLoadError(
-            f"op folder {folder} is missing {', '.join(missing)}",
-            hint=f"an op folder holds {', '.join(STAGE_FILES.values())} ('brrr new NAME' writes a skeleton)",
-        )
-    module = import_file(folder / STAGE_FILES["spec"], f"brrr_ops.{_module_key(folder)}.spec")
-    spec = getattr(module, "SPEC", None)
-    if not isinstance(spec, OpSpec):
-        raise OpLoadError(f"{folder / 'spec.py'} must define SPEC = OpSpec(...), found {type(spec).__name__}")
-    from .spec_checks import check_spec
-
-    check_spec(spec, folder / STAGE_FILES["spec"])
-    return Op(spec=spec, folder=folder)
-
-
-def _module_key(folder: Path) -> str:
-    return "".join(c if c.isalnum() else "_" for c in str(folder))
-
-
-def module_name(op: Op, stage: str) -> str:
-    return f"brrr_ops.{_module_key(op.folder)}.{stage}"
-
-
-def as_tuple(value: torch.Tensor | Sequence[torch.Tensor | None] | None) -> tuple[Any, ...]:
-    if isinstance(value, (tuple, list)):
-        return tuple(value)
-    return (value,)

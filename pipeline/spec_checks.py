@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from .errors import OpLoadError
-from .spec import STAGES, Layout, OpSpec, _innermost_line_in
+from .loaders import _innermost_line_in
+from .spec import STAGES, Layout, OpSpec
 from .tolerances import Tolerance
 
 

@@ -1,4 +1,4 @@
-"""Shared helpers: a simulator-mode process, op copies with planted bugs, and the brrr CLI."""
+"""Shared helpers: a simulator-mode process, op copies with planted bugs (stages/OP/bugs/), and the brrr CLI."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ STAGES = REPO / "stages"
 
 import torch  # noqa: E402
 
-from brrr_kernels import builder, runner  # noqa: E402
+from brrr_kernels import builder, mutants, runner  # noqa: E402
+from brrr_kernels.loaders import load_op  # noqa: E402
 from brrr_kernels.report import FAIL, Row  # noqa: E402
-from brrr_kernels.spec import load_op  # noqa: E402
 
 HAS_GPU = torch.cuda.is_available()
 HAS_NVCC = builder.find_nvcc() is not None  # a system toolkit, or the one `pip install '.[cuda]'` brings
@@ -72,7 +72,8 @@ def copy_op(name: str, dest: Path) -> Path:
 
 
 def plant(folder: Path, filename: str, old: str, new: str) -> Path:
-    """Replace `old` by `new` in one stage file; the test fails if `old` is not there."""
+    """Replace `old` by `new` in one stage file (for edits that are not an op's planted bugs: those
+    are files, see `mutant`); the test fails if `old` is not there."""
     path = folder / filename
     text = path.read_text()
     assert old in text, f"planting a bug: {old!r} not found in {path}"
@@ -82,8 +83,9 @@ def plant(folder: Path, filename: str, old: str, new: str) -> Path:
 
 @pytest.fixture
 def mutant(tmp_path: Path):
-    def make(op: str, filename: str, old: str, new: str) -> Path:
-        return plant(copy_op(op, tmp_path), filename, old, new)
+    def make(op: str, bug: str) -> Path:
+        """A copy of the built-in op with its planted bug stages/OP/bugs/BUG.bug applied."""
+        return mutants.mutant(STAGES / op, bug, tmp_path)
 
     return make
 

@@ -12,7 +12,7 @@ from conftest import REPO, brrr
 
 import brrr_kernels
 from brrr_kernels.errors import UsageError
-from brrr_kernels.spec import load_op
+from brrr_kernels.loaders import load_op
 
 
 def debug_cli(*args: str, commands: str, cwd=REPO) -> subprocess.CompletedProcess[str]:
@@ -73,7 +73,7 @@ def test_unknown_kernel_lists_the_kernels() -> None:
 
 
 def test_failed_validation_prints_a_debug_command_that_stops_at_the_wrong_thread(mutant, tmp_path) -> None:
-    op = mutant("sigmoid", "numba_kernel.py", "        y[i] = e / (1.0 + e)", "        y[i] = e / (2.0 + e)")
+    op = mutant("sigmoid", "negative_branch")
     proc = brrr("validate", str(op), "--stage", "numba", "--seed", "3", cwd=tmp_path)
     assert proc.returncode == 1
     row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("numba  forward") and "float32" in ln)
@@ -88,7 +88,7 @@ def test_failed_validation_prints_a_debug_command_that_stops_at_the_wrong_thread
 
 
 def test_a_kernel_that_raises_is_reported_with_block_thread_file_and_line(mutant) -> None:
-    op = mutant("sigmoid", "numba_kernel.py", "    if i >= n:\n        return\n    v = x[i]", "    v = x[i]")
+    op = mutant("sigmoid", "no_bounds_check")
     proc = brrr("trace", str(op), "--block", "3", "--thread", "100")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert re.search(r"numba_kernel.py:16 in sigmoid_forward_kernel, block \(3, 0, 0\) thread \(\d+, 0, 0\): IndexError",

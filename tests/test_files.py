@@ -1,4 +1,4 @@
-"""Atomic writes and inter-process locks."""
+"""Atomic writes (files and folders) and inter-process locks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from brrr_kernels.files import locked, write_atomic
+from brrr_kernels.files import locked, new_folder, replacing, write_atomic
 
 
 def test_write_atomic_replaces_whole_and_leaves_no_temporaries(tmp_path: Path) -> None:
@@ -45,3 +45,27 @@ def test_lock_makes_the_second_holder_wait(tmp_path: Path) -> None:
         order.append("second in")
     t.join()
     assert order == ["first in", "first out", "second in"]
+
+
+def test_replacing_renames_on_success_and_cleans_up_on_error(tmp_path: Path) -> None:
+    """The one atomic write every writer uses (objects, libraries, traces, saved failures)."""
+    target = tmp_path / "lib.so"
+    with replacing(target, suffix=".so") as tmp:
+        assert tmp.suffix == ".so" and tmp.parent == tmp_path
+        tmp.write_bytes(b"built")
+    assert target.read_bytes() == b"built" and list(tmp_path.iterdir()) == [target]
+    with pytest.raises(RuntimeError), replacing(target) as tmp:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("the compiler died")
+    assert target.read_bytes() == b"built" and list(tmp_path.iterdir()) == [target]
+
+
+def test_new_folder_appears_whole_or_not_at_all(tmp_path: Path) -> None:
+    folder = tmp_path / "op"
+    with pytest.raises(RuntimeError), new_folder(folder) as staging:
+        (staging / "spec.py").write_text("half")
+        raise RuntimeError("interrupted")
+    assert list(tmp_path.iterdir()) == []
+    with new_folder(folder) as staging:
+        (staging / "spec.py").write_text("whole")
+    assert (folder / "spec.py").read_text() == "whole" and list(tmp_path.iterdir()) == [folder]

@@ -10,8 +10,7 @@ from conftest import copy_op, plant
 
 from brrr_kernels.errors import OpLoadError
 from brrr_kernels.function import apply, call
-from brrr_kernels.loaders import load_reference
-from brrr_kernels.spec import load_op
+from brrr_kernels.loaders import load_op, load_reference
 
 
 def test_forward_and_backward_go_through_the_stage(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ import pytest
 import torch
 from conftest import gpu
 
+from brrr_kernels.loaders import builtin_op_names, load_op
 from brrr_kernels.ops import register
-from brrr_kernels.spec import builtin_op_names, load_op
 
 
 def sample(name: str, device: str, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, ...]:

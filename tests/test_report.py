@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from brrr_kernels.checks import Worst
+from brrr_kernels.compare import Worst
 from brrr_kernels.report import FAIL, NOT_RUN, PASS, Row, format_table, summary, write_json
 
 

@@ -9,8 +9,8 @@ import pytest
 from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, failed, gpu, needs_nvcc, plant, validate
 
 from brrr_kernels import runner
+from brrr_kernels.loaders import builtin_op_names, load_op
 from brrr_kernels.report import FAIL, NOT_RUN, PASS
-from brrr_kernels.spec import builtin_op_names, load_op
 
 
 @pytest.mark.parametrize("name", builtin_op_names())
@@ -38,7 +38,7 @@ def test_worst_element_is_named_with_its_thread() -> None:
 
 
 def test_wrong_reference_backward_fails_gradcheck(mutant) -> None:
-    op = mutant("sigmoid", "reference.py", "grad_y * y * (1 - y)", "grad_y * y * (1 + y)")
+    op = mutant("sigmoid", "backward_sign")
     bad = failed(validate(op, "reference"))
     assert ("reference", "gradcheck", "float64") in bad
     assert "Jacobian mismatch" in bad[("reference", "gradcheck", "float64")].detail
@@ -47,8 +47,7 @@ def test_wrong_reference_backward_fails_gradcheck(mutant) -> None:
 
 def test_naive_reference_fails_on_edge_inputs(mutant) -> None:
     """exp(x)/(1+exp(x)) for every x is NaN at x = 1e5: inf/inf."""
-    op = mutant("sigmoid", "reference.py", "e = torch.exp(-x.abs())\n    return torch.where(x >= 0, 1 / (1 + e), e / (1 + e))",
-                "e = torch.exp(x)\n    return e / (1 + e)")
+    op = mutant("sigmoid", "naive_reference")
     bad = failed(validate(op, "reference"))
     row = bad[("reference", "edge inputs", "float32")]
     assert "NaN where a number was expected" in row.detail
@@ -57,7 +56,7 @@ def test_naive_reference_fails_on_edge_inputs(mutant) -> None:
 
 
 def test_missing_bounds_check_in_numba_names_thread_and_line(mutant) -> None:
-    op = mutant("sigmoid", "numba_kernel.py", "    if i >= n:\n        return\n    v = x[i]", "    v = x[i]")
+    op = mutant("sigmoid", "no_bounds_check")
     bad = failed(validate(op, "numba"))
     row = bad[("numba", "forward", "float32")]
     assert "IndexError" in row.detail and "numba_kernel.py:" in row.detail
@@ -71,9 +70,7 @@ def test_missing_bounds_check_in_numba_names_thread_and_line(mutant) -> None:
 
 
 def test_plain_sigmoid_in_numba_overflows_at_minus_1e5(mutant) -> None:
-    old = ("    if v >= 0:\n        y[i] = 1.0 / (1.0 + math.exp(-v))\n"
-           "    else:\n        e = math.exp(v)\n        y[i] = e / (1.0 + e)")
-    op = mutant("sigmoid", "numba_kernel.py", old, "    y[i] = 1.0 / (1.0 + math.exp(-v))")
+    op = mutant("sigmoid", "plain_overflow")
     bad = failed(validate(op, "numba"))
     assert not any(k[1] == "forward" for k in bad), "random inputs stay in range"
     row = bad[("numba", "edge forward", "float32")]
@@ -84,29 +81,25 @@ def test_plain_sigmoid_in_numba_overflows_at_minus_1e5(mutant) -> None:
 
 
 def test_stage_that_writes_into_its_input_fails(mutant) -> None:
-    op = mutant("sigmoid", "numba_kernel.py", "        y[i] = e / (1.0 + e)", "        y[i] = e / (1.0 + e)\n        x[i] = 0.0")
+    op = mutant("sigmoid", "writes_input")
     bad = failed(validate(op, "numba"))
     assert "wrote into its input" in bad[("numba", "inputs unchanged", "all")].detail
 
 
 def test_unwritten_element_fails_as_nan(mutant) -> None:
-    op = mutant("sigmoid", "numba_kernel.py", "    if i >= n:\n        return\n    v = x[i]",
-                "    if i >= n - 1:\n        return\n    v = x[i]")
+    op = mutant("sigmoid", "last_element_unwritten")
     row = failed(validate(op, "numba"))[("numba", "forward", "float64")]
     assert "NaN where a number was expected" in row.detail
     assert row.worst.got != row.worst.got  # NaN: the poison survived
 
 
 def test_forward_of_the_wrong_shape_is_a_clear_failure(mutant) -> None:
-    op = mutant("sigmoid", "numba_kernel.py", "    return y\n", "    return y[:-1] if n > 1 else y\n")
+    op = mutant("sigmoid", "wrong_shape")
     row = failed(validate(op, "numba"))[("numba", "forward", "float32")]
     assert "shape" in row.detail and "expected" in row.detail
 
 
 # -- the cuda stage -------------------------------------------------------------------------
-
-# The thread that owns the last, partial pack stops one element short.
-SKIP_LAST_ELEMENT = ("for (int64_t i = base; i < n; ++i) y[i]", "for (int64_t i = base; i < n - 1; ++i) y[i]")
 
 
 @needs_nvcc
@@ -122,7 +115,7 @@ def test_cuda_stage_without_gpu_is_compiled_not_run() -> None:
 @needs_nvcc
 @pytest.mark.skipif(HAS_GPU, reason="on a GPU the mutant is run, see test_unwritten_last_element_on_gpu")
 def test_cuda_mutant_still_compiles_without_gpu(mutant) -> None:
-    op = mutant("sigmoid", "kernel.cu", *SKIP_LAST_ELEMENT)
+    op = mutant("sigmoid", "cuda_last_element")
     assert [r.verdict for r in validate(op, "cuda")] == [NOT_RUN]
 
 
@@ -138,7 +131,7 @@ def test_all_stages_pass_on_gpu(name: str) -> None:
 
 @gpu
 def test_unwritten_last_element_on_gpu(mutant) -> None:
-    op = mutant("sigmoid", "kernel.cu", *SKIP_LAST_ELEMENT)
+    op = mutant("sigmoid", "cuda_last_element")
     bad = failed(validate(op, "cuda"))
     row = bad[("cuda", "forward", "float32")]
     assert "NaN where a number was expected" in row.detail
@@ -156,11 +149,7 @@ def test_huge_sigmoid_on_gpu() -> None:
 @gpu
 def test_32_bit_index_fails_huge_on_gpu(mutant) -> None:
     """The seeds' `int idx` wraps past 2^31 elements; only --huge can see it."""
-    op = mutant("sigmoid", "kernel.cu",
-                "__global__ void sigmoid_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {\n"
-                "    const int64_t base = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * W;",
-                "__global__ void sigmoid_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {\n"
-                "    const int base = (blockIdx.x * blockDim.x + threadIdx.x) * W;")
+    op = mutant("sigmoid", "index_32_bit")
     # A wrapped index can fault the GPU context, so this runs in its own process.
     proc = brrr("validate", str(op), "--stage", "cuda", "--huge")
     assert proc.returncode == 1, proc.stdout + proc.stderr

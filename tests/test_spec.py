@@ -1,4 +1,4 @@
-"""The op contract: loading op folders, and what a malformed one reports."""
+"""OpSpec as op folders declare it: every built-in op loads, and a malformed folder says what is wrong."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import torch
 from conftest import copy_op
 
 from brrr_kernels.errors import OpLoadError
-from brrr_kernels.spec import STAGE_FILES, builtin_op_names, load_op
+from brrr_kernels.loaders import builtin_op_names, load_op
+from brrr_kernels.spec import STAGE_FILES
 
 OPS = builtin_op_names()
 

@@ -9,7 +9,7 @@ from conftest import copy_op, plant
 
 from brrr_kernels import cli
 from brrr_kernels.errors import OpLoadError
-from brrr_kernels.spec import load_op
+from brrr_kernels.loaders import load_op
 
 SIGMOID_MAKE = "return (8 * torch.randn(size, dtype=dtype, generator=gen).to(device),)"
 SIGMOID_BARE = "return 8 * torch.randn(size, dtype=dtype, generator=gen).to(device)"

@@ -7,16 +7,13 @@ import torch
 from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
 
 from brrr_kernels import builder
+from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
-from brrr_kernels.spec import load_op
-
-FIRST_BARRIER = ("    partial[t] = value\n    cuda.syncthreads()\n    # Every thread folds",
-                 "    partial[t] = value\n    # Every thread folds")
 
 
 def test_missing_barrier_between_write_and_fold_fails_forward(mutant) -> None:
     """Threads fold the partials before the others wrote them: wrong means, wrong y."""
-    op = mutant("layernorm", "numba_kernel.py", *FIRST_BARRIER)
+    op = mutant("layernorm", "no_barrier_before_fold")
     bad = failed(validate(op, "numba"))
     detail = bad[("numba", "forward", "float64")].detail
     assert "y:" in detail, detail
@@ -24,7 +21,7 @@ def test_missing_barrier_between_write_and_fold_fails_forward(mutant) -> None:
 
 def test_weight_gradient_from_one_row_fails_backward_only(mutant) -> None:
     """grad_weight and grad_bias must sum over every row; the first row alone is right only for one-row inputs."""
-    op = mutant("layernorm", "numba_kernel.py", "    for row in range(rows):\n", "    for row in range(1):\n")
+    op = mutant("layernorm", "weight_grad_one_row")
     bad = failed(validate(op, "numba"))
     assert not any(check in ("forward", "edge forward") for _, check, _ in bad)
     for dtype in ("float32", "float64"):
@@ -37,7 +34,7 @@ def test_weight_gradient_from_one_row_fails_backward_only(mutant) -> None:
 def test_dropping_eps_divides_by_zero_on_constant_rows(mutant) -> None:
     """Variance 0 without eps: 1/sqrt(0), named at its line with the thread's locals. (Random rows fail
     too, in float64: eps = 1e-5 moves rstd by ~1e-6 relative, far above that tolerance.)"""
-    op = mutant("layernorm", "numba_kernel.py", "/ cols + eps)", "/ cols)")
+    op = mutant("layernorm", "no_eps")
     bad = failed(validate(op, "numba"))
     for dtype in ("float32", "float64"):
         detail = bad[("numba", "edge forward", dtype)].detail
@@ -48,7 +45,7 @@ def test_dropping_eps_divides_by_zero_on_constant_rows(mutant) -> None:
 
 def test_float32_statistics_fail_the_large_offset_in_the_reference(mutant) -> None:
     """A float32 mean of 1e4 + noise is off by up to 4.9e-4, which the normalised values inherit / std."""
-    op = mutant("layernorm", "reference.py", "    xd = x.double()\n", "    xd = x\n")
+    op = mutant("layernorm", "float32_statistics")
     bad = failed(validate(op, "reference"))
     detail = bad[("reference", "edge inputs", "float32")].detail
     assert "[large offset]" in detail and "[constant rows]" not in detail, detail
@@ -73,7 +70,7 @@ def test_cuda_stage_compiles_all_three_dtypes_without_spills() -> None:
 
 @gpu
 def test_cuda_weight_gradient_from_one_row_group_fails_backward(mutant) -> None:
-    op = mutant("layernorm", "kernel.cu", "for (int k = 1; k < kRowGroups; ++k)", "for (int k = 1; k < 1; ++k)")
+    op = mutant("layernorm", "cuda_weight_grad_one_group")
     bad = failed(validate(op, "cuda"))
     detail = bad[("cuda", "backward", "float64")].detail
     assert "grad_weight:" in detail and "grad_x:" not in detail, detail
@@ -84,8 +81,7 @@ def test_cuda_weight_gradient_from_one_row_group_fails_backward(mutant) -> None:
 def test_cuda_block_sum_of_one_warp_fails_the_block_path_only(mutant) -> None:
     """A row held by a whole block, its mean summed from warp 0 alone: the rows a warp holds (short
     ones, the edge inputs) and the loop kernel's odd widths stay right."""
-    op = mutant("layernorm", "kernel.cu", "for (int w = 1; w < warps; ++w) value += partial[w];",
-                "for (int w = 1; w < 1; ++w) value += partial[w];")
+    op = mutant("layernorm", "cuda_block_sum_one_warp")
     bad = failed(validate(op, "cuda"))
     # The first size each dtype takes to a block path; the sizes before it are on other paths.
     for dtype, first in (("float64", "(19, 480)"), ("float32", "(7, 1000)"), ("bfloat16", "(17, 2000)")):
@@ -99,8 +95,7 @@ def test_cuda_block_sum_of_one_warp_fails_the_block_path_only(mutant) -> None:
 def test_cuda_float32_y_centred_on_the_rounded_mean_fails_the_large_offset(mutant) -> None:
     """float32 y subtracts the double mean as hi + lo floats; hi alone is the float mean, whose rounding
     (up to 4.9e-4 near 1e4) every centred value inherits: the large-offset edge rows fail, the rest not."""
-    op = mutant("layernorm", "kernel.cu", "if constexpr (!kSame<A, stat_t<T>>) d -= lo;",
-                "if constexpr (!kSame<A, stat_t<T>>) (void)lo;")
+    op = mutant("layernorm", "cuda_rounded_mean")
     bad = failed(validate(op, "cuda"))
     detail = bad[("cuda", "edge forward", "float32")].detail
     assert "[large offset]" in detail and "[constant rows]" not in detail, detail

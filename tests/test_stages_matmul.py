@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import HAS_GPU, failed, gpu, needs_nvcc, plant, validate
+from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
 
+from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
-from brrr_kernels.spec import load_op
 
-NUMBA = "numba_kernel.py"
-LOADED_BARRIER = "                cuda.syncthreads()  # tiles loaded: every thread reads elements others wrote\n"
-USED_BARRIER = "                cuda.syncthreads()  # tiles used: only now may the next k0 overwrite them\n"
-A_ZERO_FILL = ("                else:\n"
-               "                    a_tile[ty, tx] = 0  # past the edge, in both tiles: 0 * a stale NaN is NaN\n")
-B_ZERO_FILL = "                else:\n                    b_tile[ty, tx] = 0\n"
 ALL_ROWS = {(check, dtype) for check in ("forward", "backward", "edge forward", "edge backward")
             for dtype in ("float32", "float64")}
 
@@ -34,7 +28,7 @@ def test_missing_barrier_after_tile_loads_fails(mutant) -> None:
     Any sum over two or more valid k columns of a tile goes wrong that way, whatever the seed:
     forward and backward, random and edge inputs, fail on the comparison, not on a crash.
     """
-    op = mutant("matmul", NUMBA, LOADED_BARRIER, "")
+    op = mutant("matmul", "no_barrier_after_loads")
     bad = failed(validate(op, "numba"))
     assert ALL_ROWS <= failed_checks(bad)
     row = bad[("numba", "forward", "float64")]
@@ -50,7 +44,7 @@ def test_missing_barrier_before_tile_overwrite_fails(mutant) -> None:
     not run yet still read as part of this tile. Only sums over two or more k-tiles can show it:
     (5, 7, 3) and (6, 5, 7), and every backward launch of theirs, fail on the comparison.
     """
-    op = mutant("matmul", NUMBA, USED_BARRIER, "")
+    op = mutant("matmul", "no_barrier_before_overwrite")
     bad = failed(validate(op, "numba"))
     assert ALL_ROWS <= failed_checks(bad)
     detail = bad[("numba", "forward", "float32")].detail
@@ -65,7 +59,7 @@ def test_boundary_tile_that_is_not_zero_filled_fails(mutant) -> None:
     (6, 5, 7) the comparison fails, whatever the seed (on the exact huge-magnitude edge case by ~1e31).
     """
     # Both zero fills must go: either one alone still zeroes every product past K (see the NaN test).
-    op = plant(mutant("matmul", NUMBA, A_ZERO_FILL, ""), NUMBA, B_ZERO_FILL, "")
+    op = mutant("matmul", "no_zero_fill")
     bad = failed(validate(op, "numba"))
     assert ALL_ROWS <= failed_checks(bad)
     row = bad[("numba", "forward", "float32")]
@@ -85,7 +79,7 @@ def test_nan_past_k_is_not_cancelled_by_the_other_operands_zeros(mutant) -> None
     the edge shows why a's tile needs its zeros even though b's tile has them: every sum with a
     partial k-tile comes out NaN where a number was expected.
     """
-    op = mutant("matmul", NUMBA, "a_tile[ty, tx] = 0  # past the edge", "a_tile[ty, tx] = float('nan')  # past the edge")
+    op = mutant("matmul", "nan_past_k")
     bad = failed(validate(op, "numba"))
     assert ALL_ROWS <= failed_checks(bad)
     assert "NaN where a number was expected" in bad[("numba", "forward", "float32")].detail
@@ -96,8 +90,7 @@ def test_transposed_operand_read_with_its_own_strides_fails_backward(mutant) -> 
 
     Forward never touches that code, so it still passes; backward and gradcheck fail.
     """
-    op = mutant("matmul", NUMBA, "grad_a = _product(grad_c, (n, 1), b, (1, n), m, n, k)",
-                "grad_a = _product(grad_c, (n, 1), b, (k, 1), m, n, k)")
+    op = mutant("matmul", "transposed_strides")
     bad = failed(validate(op, "numba"))
     checks = failed_checks(bad)
     assert ("forward", "float32") not in checks and ("edge forward", "float64") not in checks
@@ -171,8 +164,7 @@ def test_cuda_boundary_tile_that_is_not_zero_filled_fails_on_gpu(mutant) -> None
     """The stale-tile bug of the numba test, in kernel.cu's 16x16 kernel (v2), which runs every float64
     size and float32's others: deterministic on a GPU too, since each thread's slot keeps its own
     previous tile's value (K = 65 leaves 15 stale slots in the last tile)."""
-    op = plant(mutant("matmul", "kernel.cu", "a_tile[ty][tx] = T(0);", "(void)0;"),
-               "kernel.cu", "b_tile[ty][tx] = T(0);", "(void)0;")
+    op = mutant("matmul", "cuda_no_zero_fill_v2")
     bad = failed(validate(op, "cuda"))
     assert ("cuda", "forward", "float32") in bad and ("cuda", "forward", "float64") in bad
     assert "size (33, 65, 17)" in bad[("cuda", "forward", "float64")].detail
@@ -184,8 +176,7 @@ def test_cuda_v3_k_tail_that_is_not_zero_filled_fails_on_gpu(mutant) -> None:
     """The same bug in the 128x128 kernel (v3), which only float32 outputs of 128-multiple rows and
     columns run: at (128, 131, 256) the last k-tile holds 3 of 8 k, and each thread's other slots keep
     its own values from the tile before, so c picks up those products twice. float64 never runs v3."""
-    op = plant(mutant("matmul", "kernel.cu", "else a_tile[a_k][r] = 0.0f;", ""),
-               "kernel.cu", "else b_tile[kk][b_c] = 0.0f;", "")
+    op = mutant("matmul", "cuda_no_zero_fill_v3")
     bad = failed(validate(op, "cuda"))
     assert "size (128, 131, 256)" in bad[("cuda", "forward", "float32")].detail
     assert ("cuda", "forward", "float64") not in bad

@@ -7,14 +7,12 @@ import torch
 from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
 
 from brrr_kernels import builder
+from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
-from brrr_kernels.spec import load_op
-
-SWAP_NUMBA = ("    grad_a[i] = g * b[i]\n    grad_b[i] = g * a[i]", "    grad_a[i] = g * a[i]\n    grad_b[i] = g * b[i]")
 
 
 def test_swapped_gradients_in_numba_fail_backward_not_forward(mutant) -> None:
-    op = mutant("mul", "numba_kernel.py", *SWAP_NUMBA)
+    op = mutant("mul", "swapped_gradients")
     bad = failed(validate(op, "numba"))
     for dtype in ("float32", "float64"):
         detail = bad[("numba", "backward", dtype)].detail
@@ -24,7 +22,7 @@ def test_swapped_gradients_in_numba_fail_backward_not_forward(mutant) -> None:
 
 
 def test_swapped_gradients_in_reference_fail_gradcheck_and_oracle(mutant) -> None:
-    op = mutant("mul", "reference.py", "return grad_y * b, grad_y * a", "return grad_y * a, grad_y * b")
+    op = mutant("mul", "reference_swapped_gradients")
     bad = failed(validate(op, "reference"))
     assert "Jacobian mismatch" in bad[("reference", "gradcheck", "float64")].detail
     assert "grad_a:" in bad[("reference", "backward vs oracle", "float32")].detail
@@ -33,7 +31,7 @@ def test_swapped_gradients_in_reference_fail_gradcheck_and_oracle(mutant) -> Non
 
 def test_one_gradient_from_the_wrong_tensor_is_named(mutant) -> None:
     """Only grad_b wrong: the report names grad_b and not grad_a."""
-    op = mutant("mul", "numba_kernel.py", "    grad_b[i] = g * a[i]", "    grad_b[i] = g * b[i]")
+    op = mutant("mul", "grad_b_from_b")
     detail = failed(validate(op, "numba"))[("numba", "backward", "float32")].detail
     assert "grad_b:" in detail and "grad_a:" not in detail
 

@@ -8,15 +8,13 @@ import pytest
 import torch
 from conftest import HAS_GPU, failed, gpu, needs_cuda_torch, needs_nvcc, validate
 
+from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
-from brrr_kernels.spec import load_op
-
-EXP = "math.exp(float(x[row, c]) - m)"
 
 
 def test_numba_without_the_max_subtraction_overflows_on_large_values(mutant) -> None:
     """exp(x) instead of exp(x - max): the random rows (|x| < ~20) never show it, 1e4 does."""
-    op = mutant("softmax", "numba_kernel.py", EXP, "math.exp(float(x[row, c]))")
+    op = mutant("softmax", "no_max")
     bad = failed(validate(op, "numba"))
     assert not any(check in ("forward", "backward") for _, check, _ in bad), "random inputs stay in range"
     for dtype in ("float32", "float64"):
@@ -34,7 +32,7 @@ def test_numba_without_the_max_subtraction_overflows_on_large_values(mutant) -> 
 
 def test_naive_reference_fails_against_the_oracle_on_large_values(mutant) -> None:
     """Without the max, exp(1e4) is inf and inf/inf NaN, or exp(-1e4) = 0 and 0/0 NaN."""
-    op = mutant("softmax", "reference.py", "e = torch.exp(x - m)", "e = torch.exp(x)")
+    op = mutant("softmax", "reference_no_max")
     bad = failed(validate(op, "reference"))
     row = bad[("reference", "edge inputs", "float32")]
     assert "[large values]" in row.detail and "NaN where a number was expected" in row.detail
@@ -44,8 +42,7 @@ def test_naive_reference_fails_against_the_oracle_on_large_values(mutant) -> Non
 
 def test_missing_barrier_before_the_fold_fails_forward(mutant) -> None:
     """Threads that read the partials before the others wrote them fold stale shared memory."""
-    old = "    partial[t] = value\n    cuda.syncthreads()\n    # Every thread folds"
-    op = mutant("softmax", "numba_kernel.py", old, "    partial[t] = value\n    # Every thread folds")
+    op = mutant("softmax", "no_barrier_before_fold")
     bad = failed(validate(op, "numba"))
     assert ("numba", "forward", "float64") in bad
     assert "y:" in bad[("numba", "forward", "float64")].detail
@@ -53,7 +50,7 @@ def test_missing_barrier_before_the_fold_fails_forward(mutant) -> None:
 
 def test_dot_product_not_reduced_over_the_block_fails_backward_only(mutant) -> None:
     """Each thread using its own partial dot: right for one-column rows, wrong once a row spans threads."""
-    op = mutant("softmax", "numba_kernel.py", "    dot = block_sum(dot, partial, t)\n", "")
+    op = mutant("softmax", "dot_not_reduced")
     bad = failed(validate(op, "numba"))
     assert not any(check in ("forward", "edge forward") for _, check, _ in bad)
     detail = bad[("numba", "backward", "float64")].detail
@@ -103,7 +100,7 @@ def test_cuda_build_registers_forward_v1_beside_forward() -> None:
 @gpu
 def test_cuda_without_the_max_subtraction_gives_nan_on_large_values(mutant) -> None:
     """The planted bug is in the register path, which the edge cases' 6-column rows take."""
-    op = mutant("softmax", "kernel.cu", "exp_acc<T>(v[k][j] - m)", "exp_acc<T>(v[k][j])")
+    op = mutant("softmax", "cuda_no_max")
     bad = failed(validate(op, "cuda"))
     for dtype in ("float32", "float16", "bfloat16"):
         detail = bad[("cuda", "edge forward", dtype)].detail

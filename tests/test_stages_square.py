@@ -9,21 +9,13 @@ import torch
 from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
 
 from brrr_kernels import builder
+from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
-from brrr_kernels.spec import load_op
-
-FORWARD_BODY = (
-    "    col, row = cuda.grid(2)\n"
-    "    if col >= cols:\n"
-    "        return\n"
-    "    for r in range(row, rows, cuda.gridDim.y * cuda.blockDim.y):\n"
-    "        v = x[r, col]"
-)
 
 
 def test_swapped_grid_axes_leave_elements_unwritten(mutant) -> None:
     """row, col = cuda.grid(2): rows walk along x, columns along y; the grid no longer covers the matrix."""
-    op = mutant("square", "numba_kernel.py", FORWARD_BODY, FORWARD_BODY.replace("col, row = cuda", "row, col = cuda"))
+    op = mutant("square", "swapped_grid_axes")
     bad = failed(validate(op, "numba"))
     row = bad[("numba", "forward", "float32")]
     assert "NaN where a number was expected" in row.detail
@@ -32,7 +24,7 @@ def test_swapped_grid_axes_leave_elements_unwritten(mutant) -> None:
 
 
 def test_missing_column_bounds_check_names_the_thread_past_the_edge(mutant) -> None:
-    op = mutant("square", "numba_kernel.py", FORWARD_BODY, FORWARD_BODY.replace("    if col >= cols:\n        return\n", ""))
+    op = mutant("square", "no_column_check")
     row = failed(validate(op, "numba"))[("numba", "forward", "float32")]
     assert "IndexError" in row.detail and "in square_forward_kernel" in row.detail and "v = x[r, col]" in row.detail
     pattern = r"block \((\d+), \d+, 0\) thread \((\d+), \d+, 0\).*locals: (.*)"
@@ -45,7 +37,7 @@ def test_missing_column_bounds_check_names_the_thread_past_the_edge(mutant) -> N
 
 
 def test_rows_loop_that_stops_one_short_fails(mutant) -> None:
-    op = mutant("square", "numba_kernel.py", FORWARD_BODY, FORWARD_BODY.replace("range(row, rows,", "range(row, rows - 1,"))
+    op = mutant("square", "rows_one_short")
     row = failed(validate(op, "numba"))[("numba", "forward", "float64")]
     assert "NaN where a number was expected" in row.detail
     rows, _ = row.worst.shape

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from brrr_kernels.spec import builtin_op_names, load_op
+from brrr_kernels.loaders import builtin_op_names, load_op
 from brrr_kernels.tolerances import DEFAULT
 
 

@@ -53,12 +53,4 @@ template <typename T> __device__ __forceinline__ T warp_max(T v) {
     return v;
 }
 
-// Streaming multiprocessors of the current device, to size grid-stride loops to the chip.
-inline int sm_count() {
-    int device = 0, count = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
-    return count;
-}
-
 }  // namespace brrr

@@ -1,4 +1,4 @@
-"""Element-wise comparison of a stage's tensors against expected ones, and facts about failures.
+"""Element-wise comparison of a stage's tensors against expected ones (faults.py: its exceptions).
 
 Every comparison yields the numbers a report row needs: max abs and max rel error, and the
 worst element (its index, the input value there, expected, got), where "worst" means the
@@ -7,15 +7,10 @@ element that most exceeds the tolerance, or the largest error when all are withi
 
 from __future__ import annotations
 
-import re
-import traceback
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 
-from .files import shown
 from .tolerances import Tolerance
 
 
@@ -111,75 +106,3 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     return torch.equal(a.detach().contiguous().view(torch.uint8), b.detach().contiguous().view(torch.uint8))
-
-
-# --- exceptions raised inside a stage -------------------------------------------------------
-
-_SIM_PLACE = re.compile(r"tid=\[(\d+), (\d+), (\d+)\] ctaid=\[(\d+), (\d+), (\d+)\](?::\s*)?")
-
-
-@dataclass
-class StageFault:
-    """An exception from a stage call, reduced to the facts a person needs."""
-
-    message: str
-    file: str | None = None
-    line: int | None = None
-    function: str | None = None
-    source_line: str | None = None
-    block: tuple[int, int, int] | None = None
-    thread: tuple[int, int, int] | None = None
-    locals: dict[str, Any] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        parts = []
-        if self.file:
-            parts.append(f"{self.file}:{self.line} in {self.function}")
-        if self.block is not None:
-            parts.append(f"block {self.block} thread {self.thread}")
-        head = ", ".join(parts)
-        text = f"{head}: {self.message}" if head else self.message
-        if self.source_line:
-            text += f"\n      {self.source_line.strip()}"
-        if self.locals:
-            text += "\n      locals: " + ", ".join(f"{k}={v}" for k, v in self.locals.items())
-        return text
-
-
-def scalar_locals(frame_locals: dict[str, Any]) -> dict[str, Any]:
-    """The plain numbers among a frame's locals (Python or numpy scalars), as Python numbers."""
-    scalars = {}
-    for k, v in frame_locals.items():
-        if isinstance(v, (int, float)) or type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
-            scalars[k] = v.item() if hasattr(v, "item") else v
-    return scalars
-
-
-def fault_from(error: BaseException, stage_file: Path) -> StageFault:
-    """Name the stage's own file and line (innermost frame in it) and, in the simulator, the thread."""
-    message = f"{type(error).__name__}: {error}"
-    fault = StageFault(message=message)
-    m = _SIM_PLACE.search(str(error))
-    if m:
-        fault.thread = tuple(int(v) for v in m.groups()[:3])  # type: ignore[assignment]
-        fault.block = tuple(int(v) for v in m.groups()[3:])  # type: ignore[assignment]
-        fault.message = f"{type(error).__name__}: {_SIM_PLACE.sub('', str(error)) or '(no message)'}"
-    target = stage_file.resolve()
-    for frame, lineno in traceback.walk_tb(error.__traceback__):
-        if Path(frame.f_code.co_filename).resolve() == target:
-            fault.file = shown(stage_file)
-            fault.line = lineno
-            fault.function = frame.f_code.co_name
-            fault.locals = scalar_locals(frame.f_locals) if fault.block is not None else {}
-    if fault.line is not None:
-        lines = stage_file.read_text().splitlines()
-        if 0 < fault.line <= len(lines):
-            fault.source_line = lines[fault.line - 1]
-    if not fault.file and isinstance(error, RuntimeError):
-        fault.message = f"{type(error).__name__}: {_first_lines(str(error))}"
-    return fault
-
-
-def _first_lines(text: str, n: int = 3) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("Exception raised from")]
-    return "\n".join(lines[:n])

@@ -1,0 +1,104 @@
+"""The calling contract every stage keeps, written once: results, saved tensors, schema.
+
+    forward(*inputs, *params)                -> outputs + stats    (a tensor or a tuple of tensors)
+    backward(*grad_outputs, *saved, *params) -> one gradient per input (a tensor or a tuple)
+
+A call's `results` are its outputs followed by its `stats` (extra forward results, a layer
+norm's mean, that only backward sees). `saved` names tensors among the inputs and the results.
+The autograd wrapper, torch.library registration, validation, the debugger and export all call
+stages through these functions, so changing the contract is a change to this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+if TYPE_CHECKING:
+    from .spec import OpSpec
+
+Tensors = tuple[torch.Tensor, ...]
+
+
+class Implementation(Protocol):
+    """Anything with a stage's two functions: a loaded Stage, a stage module, a built extension."""
+
+    @property
+    def forward(self) -> Any: ...
+
+    @property
+    def backward(self) -> Any: ...
+
+
+def as_tuple(value: torch.Tensor | Sequence[torch.Tensor | None] | None) -> tuple[Any, ...]:
+    """A stage returns a tensor or a tuple of them; callers always get a tuple."""
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    return (value,)
+
+
+def result_names(spec: OpSpec) -> tuple[str, ...]:
+    return spec.outputs + spec.stats
+
+
+def saved_positions(spec: OpSpec) -> tuple[int, ...]:
+    """Where each name in `spec.saved` sits in (*inputs, *results); a result shadows an input of its name."""
+    position = {name: i for i, name in enumerate(spec.inputs + result_names(spec))}
+    return tuple(position[name] for name in spec.saved)
+
+
+def saved_tensors(spec: OpSpec, inputs: Sequence[Any], results: Sequence[Any]) -> tuple[Any, ...]:
+    """The tensors backward receives after the upstream gradients, picked from a call's inputs and results.
+
+    `inputs` may go on with the op's params (torch.library passes them together); only the
+    tensor inputs are looked at.
+    """
+    everything = (*tuple(inputs)[: len(spec.inputs)], *results)
+    return tuple(everything[i] for i in saved_positions(spec))
+
+
+def visible(spec: OpSpec, results: Sequence[Any]) -> tuple[Any, ...]:
+    """The outputs a caller sees: the results less the stats."""
+    return tuple(results)[: len(spec.outputs)]
+
+
+def call_forward(spec: OpSpec, impl: Implementation, inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """All results (outputs, then stats) of the implementation's forward."""
+    return as_tuple(impl.forward(*inputs, *spec.param_values))
+
+
+def call_backward(spec: OpSpec, impl: Implementation, upstream: Sequence[Any], saved: Sequence[Any]) -> tuple[Any, ...]:
+    """One gradient per input (None where the implementation gives none) from the implementation's backward."""
+    return as_tuple(impl.backward(*upstream, *saved, *spec.param_values))
+
+
+def forward_backward(spec: OpSpec, impl: Implementation, inputs: Sequence[Any],
+                     upstream: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Forward, then backward with the upstream gradients and the saved tensors: (results, gradients)."""
+    results = call_forward(spec, impl, inputs)
+    return results, call_backward(spec, impl, upstream, saved_tensors(spec, inputs, results))
+
+
+# --- the torch.library schema ---------------------------------------------------------------
+
+
+def param_type(value: Any) -> str:
+    """The schema type of a param, from its default value."""
+    if isinstance(value, bool):
+        return "bool"
+    return "int" if isinstance(value, int) else "float"
+
+
+def _returns(n: int) -> str:
+    return "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
+
+
+def schemas(spec: OpSpec, name: str) -> tuple[str, str]:
+    """The torch.library schemas of `name` (forward) and `name`_backward, in the contract's argument order."""
+    params = [f"{param_type(v)} {k}" for k, v in spec.params.items()]
+    forward_args = [f"Tensor {x}" for x in spec.inputs] + params
+    backward_args = [f"Tensor grad_{y}" for y in spec.outputs] + [f"Tensor {s}" for s in spec.saved] + params
+    return (f"{name}({', '.join(forward_args)}) -> {_returns(len(result_names(spec)))}",
+            f"{name}_backward({', '.join(backward_args)}) -> {_returns(len(spec.inputs))}")

@@ -1,0 +1,82 @@
+"""Folding the comparisons of a check's many cases into its one report row."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import torch
+
+from .compare import Comparison
+from .debugger import Failure, save_failure
+from .faults import StageFault
+from .report import FAIL, PASS, Row
+from .spec import Op
+from .trial import Case
+
+if TYPE_CHECKING:
+    from .plan import Check
+
+Replay = tuple[tuple[torch.Tensor, ...], torch.dtype]  # the upstream gradient and dtype of a failing case
+
+
+class RowBuilder:
+    """One check's row: the worst case speaks for all; the worst failing case is kept for `brrr debug`."""
+
+    def __init__(self, op: Op, check: Check, dtype: str) -> None:
+        self.row = Row(op=op.name, stage=check.stage, check=check.name, dtype=dtype, verdict=PASS)
+        self.op = op
+        self.phase = check.phase  # whose kernels a replay in `brrr debug` should stop in
+        self.worst: Comparison | None = None
+        self.problems: list[str] = []
+        self.failure: Failure | None = None
+        self.failure_excess = 0.0
+        self.start = time.monotonic()
+
+    def add(self, comparison: Comparison, case: Case, replay: Replay | None = None) -> None:
+        if comparison.worst is not None:
+            comparison.worst.case = case.label
+        if not comparison.ok:
+            self.problems.append(f"[{case.label}] {comparison.reason}")
+            if replay is not None and comparison.worst is not None:
+                self._keep(Failure(self.op, *_cast(case, replay), self.phase, index=comparison.worst.flat_index),
+                           comparison.excess)
+        if self.worst is None or comparison.excess > self.worst.excess:
+            self.worst = comparison
+
+    def fault(self, fault: StageFault, case: Case, replay: Replay | None = None) -> None:
+        self.problems.append(f"[{case.label}] {fault.describe()}")
+        if replay is not None and fault.block is not None:
+            self._keep(Failure(self.op, *_cast(case, replay), self.phase, block=fault.block, thread=fault.thread))
+
+    def fail(self, text: str) -> None:
+        self.problems.append(text)
+
+    def _keep(self, failure: Failure, excess: float = float("inf")) -> None:
+        """Remember the worst failing case; finish() saves it for `brrr debug` (a reference has no kernels)."""
+        if self.row.stage != "reference" and (self.failure is None or excess > self.failure_excess):
+            self.failure, self.failure_excess = failure, excess
+
+    def finish(self) -> Row:
+        row = self.row
+        row.seconds = time.monotonic() - self.start
+        if self.worst is not None:
+            row.max_abs, row.max_rel, row.worst = self.worst.max_abs, self.worst.max_rel, self.worst.worst
+            layout = self.op.spec.layouts.get(row.stage)
+            if row.worst is not None and layout is not None and row.stage != "reference":
+                itemsize = getattr(torch, row.dtype).itemsize if hasattr(torch, row.dtype) else 1
+                row.worst.block, row.worst.thread = layout.place(row.worst.flat_index, row.worst.shape, itemsize)
+        if self.problems:
+            row.verdict = FAIL
+            row.detail = "\n".join(self.problems[:6]) + (f"\n... {len(self.problems) - 6} more" if len(self.problems) > 6 else "")
+            if self.failure is not None:
+                slug = "".join(c if c.isalnum() else "-" for c in f"{row.stage}-{row.check}-{row.dtype}")
+                row.detail += "\n" + save_failure(self.failure, slug)
+        return row
+
+
+def _cast(case: Case, replay: Replay) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+    """The case's inputs and upstream gradient in the dtype the stage saw them."""
+    upstream, dtype = replay
+    return (tuple(x.to(dtype) if x.is_floating_point() else x for x in case.inputs),
+            tuple(u.to(dtype) for u in upstream))

@@ -1,0 +1,317 @@
+"""The one executor: runs any check of plan.py on one op and makes its report row.
+
+`validate(op, options)` loads each stage where it runs (`loaders.Where`, chosen by `Options.where`)
+and runs its plan. Every comparison goes through `compare_cases`: the stage and what it is
+compared with each run on copies of the same cases (trial.py: outputs poisoned, inputs checked
+for writes), forward and, when the plan pairs a backward check, backward with one random
+upstream gradient; `rows.RowBuilder` folds the cases into the row.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.autograd.gradcheck import GradcheckError
+
+from . import builder, scaffold
+from .compare import compare
+from .contract import as_tuple
+from .errors import BrrrError, BuildError
+from .faults import fault_from
+from .huge import huge_row
+from .loaders import Stage, Where, load_numba, load_reference, load_stage
+from .plan import HUGE, PLANS, Against, Cases, Check, EachDtype, Plan
+from .progress import ticking
+from .report import FAIL, NOT_RUN, SKIP, Row
+from .rows import RowBuilder
+from .spec import STAGES, Op, StageName
+from .trial import (
+    Case,
+    Fn,
+    Trial,
+    edge_cases,
+    oracle_fn,
+    poisoned,
+    random_cases,
+    random_inputs,
+    stage_fn,
+    strided_cases,
+    upstream_for,
+)
+
+
+@dataclass
+class Options:
+    stages: tuple[StageName, ...] = STAGES
+    seed: int = field(default_factory=lambda: int.from_bytes(os.urandom(4), "little"))
+    numba_gpu: bool = False
+    arch: str = builder.DEFAULT_ARCH
+    huge: bool = False
+
+    def where(self, stage: StageName) -> Where | None:
+        """Where `stage` runs in this validation; None: nowhere here, so the cuda stage is only compiled."""
+        if stage == "reference":
+            return Where.CPU
+        if stage == "numba":
+            return Where.GPU if self.numba_gpu else Where.SIMULATOR
+        return Where.GPU if torch.cuda.is_available() else None
+
+
+# How the cuda stage is built for each place it runs; its loader is in loaders.load_stage.
+CUDA_BUILDS: dict[Where, Callable[[Op, Options], Any]] = {
+    Where.GPU: lambda op, options: builder.build_extension(op),
+}
+
+
+@dataclass
+class Sides:
+    """One comparison's two sides: the stage under test, and what it is compared with, each on its device."""
+
+    got: Fn
+    got_device: str
+    want: Fn
+    want_device: str
+    want_dtype: torch.dtype | None  # None: the dtype of the case, as the stage gets it
+
+
+class Validation:
+    """One op's validation: its stages as loaded, its rows, and the one random stream all cases come from."""
+
+    def __init__(self, op: Op, options: Options) -> None:
+        self.op, self.spec, self.options = op, op.spec, options
+        self.gen = torch.Generator().manual_seed(options.seed)
+        self.rows: list[Row] = []
+        self.stages: dict[str, Stage] = {}
+        self.intact: RowBuilder | None = None  # the current stage's "inputs unchanged" row
+
+    def run(self) -> list[Row]:
+        wanted = self.options.stages
+        ref = self.stages["reference"] = load_reference(self.op)
+        ref_todo = self.unfinished(ref)
+        if "reference" in wanted:
+            self.run_stage("reference", ref_todo)
+        if "numba" in wanted or "cuda" in wanted:
+            self.stages["numba"] = load_numba(self.op, gpu=self.options.where("numba") is Where.GPU)
+        if "numba" in wanted:
+            numba_todo = self.unfinished(self.stages["numba"])
+            if ref_todo and not numba_todo:
+                self.rows.append(Row(self.op.name, "numba", "all", "-", SKIP, detail="the reference stage is unfinished"))
+            else:
+                self.run_stage("numba", numba_todo)
+        if "cuda" in wanted:
+            self.run_stage("cuda", scaffold.unfinished_cuda(self.op))
+        if self.options.huge:
+            self.rows.append(huge_row(self.op, HUGE, self.stages, self.options.seed, self.gen))
+        return self.rows
+
+    def unfinished(self, stage: Stage) -> str | None:
+        """A stage still as `brrr new` wrote it, said once (see scaffold.unfinished); None when it runs."""
+        return scaffold.unfinished(stage, random_inputs(self.op, self.spec.sim_sizes[0], torch.float64, stage.device, self.gen))
+
+    def run_stage(self, name: StageName, todo: str | None) -> None:
+        if todo:
+            self.rows.append(Row(self.op.name, name, "unfinished", "-", FAIL, detail=todo))
+            return
+        plan: Plan = PLANS[name]
+        if isinstance(plan[0], Check) and plan[0].against is Against.COMPILER:
+            row = build_stage(self, plan[0])
+            self.rows.append(row)
+            if name not in self.stages or row.failed:
+                return
+            plan = plan[1:]
+        self.intact = next((RowBuilder(self.op, c, "all") for c in plan
+                            if isinstance(c, Check) and c.against is Against.INPUTS), None)
+        stage = self.stages[name]
+        with ticking(f"{self.op.name}: {name} stage {stage.where.value}"):
+            for step in plan:
+                if not self.run_step(step, stage):
+                    return
+
+    def run_step(self, step: Check | EachDtype, stage: Stage) -> bool:
+        """Run one step of a plan; False when the rest of the plan cannot run (no oracle)."""
+        checks = step.checks if isinstance(step, EachDtype) else (step,)
+        if self.spec.oracle is None and any(c.against is Against.ORACLE for c in checks):
+            self.rows.append(Row(self.op.name, stage.name, "oracle", "-", SKIP, detail="the spec names no oracle"))
+            return False
+        if isinstance(step, Check):
+            if step.against is Against.INPUTS and self.intact is not None:
+                self.rows.append(self.intact.finish())
+            elif step.against is Against.NUMERIC and (stage.name == "reference" or torch.float64 in self.dtypes(stage)):
+                self.rows.append(gradcheck(self, step, stage))  # a reference always has a float64 to check
+            return True
+        for dtype in self.dtypes(stage):
+            made: dict[Cases, list[Case]] = {}  # each kind of cases made once a dtype, in the order first asked
+            for i, check in enumerate(checks):
+                if check.phase == "backward":
+                    continue  # run with the forward check before it
+                paired = checks[i + 1] if i + 1 < len(checks) and checks[i + 1].phase == "backward" else None
+                self.rows += run_comparisons(self, (check, paired), dtype, made)
+        return True
+
+    def dtypes(self, stage: Stage) -> tuple[torch.dtype, ...]:
+        return self.spec.stage_dtypes(stage.name)
+
+    def cases(self, kind: Cases, dtype: torch.dtype, where: Where) -> list[Case]:
+        if kind is Cases.RANDOM:
+            return random_cases(self.op, where.sizes(self.spec), dtype, "cpu", self.gen)
+        if kind is Cases.SMALL:
+            return random_cases(self.op, self.spec.sim_sizes, dtype, "cpu", self.gen)
+        if kind is Cases.STRIDED:
+            return strided_cases(random_cases(self.op, where.sizes(self.spec)[-2:], dtype, where.device, self.gen))
+        if kind is Cases.EDGE:
+            return edge_cases(self.op, dtype, "cpu")
+        raise ValueError(f"no comparison runs on {kind}")
+
+
+def validate(op: Op, options: Options) -> list[Row]:
+    return Validation(op, options).run()
+
+
+def run_comparisons(v: Validation, checks: tuple[Check, Check | None], dtype: torch.dtype,
+                    made: dict[Cases, list[Case]]) -> list[Row]:
+    """A forward check (and the backward check paired with it) for one dtype; no rows where it does not apply."""
+    check = checks[0]
+    stage = v.stages[check.stage]
+    if check.against is Against.NUMBA and dtype not in v.spec.stage_dtypes("numba"):
+        return []
+    if check.cases not in made:
+        made[check.cases] = v.cases(check.cases, dtype, stage.where)
+    cases = made[check.cases]
+    if not cases:
+        return []
+    if check.against is Against.ORACLE:
+        want = Sides(stage_fn(stage), stage.device, oracle_fn(v.op), "cpu", torch.float64)
+    elif check.against is Against.NUMBA:
+        numba = v.stages["numba"]
+        want = Sides(stage_fn(stage), stage.device, stage_fn(numba), numba.device, None)
+    else:
+        want = Sides(stage_fn(stage), stage.device, stage_fn(v.stages["reference"]), stage.device, torch.float64)
+    if not check.first_versions:
+        return compare_cases(v, checks, want, cases, dtype)
+    rows = []
+    for name, variant in stage.variants.items():
+        sides = Sides(variant_fn(v.op, variant), want.got_device, want.want, want.want_device, want.want_dtype)
+        rows += compare_cases(v, (Check(check.stage, name, check.against, check.cases), None), sides, cases, dtype)
+    return rows
+
+
+def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Sides, cases: list[Case],
+                  dtype: torch.dtype) -> list[Row]:
+    """Forward (and backward) of sides.got against sides.want on each case; one row per check."""
+    spec, dtype_name = v.spec, _dtype_name(dtype)
+    fwd = RowBuilder(v.op, checks[0], dtype_name)
+    bwd = RowBuilder(v.op, checks[1], dtype_name) if checks[1] else None
+    tol = spec.tolerance(dtype)
+    source = v.stages[checks[0].stage].source
+    for case in cases:
+        try:
+            want = Trial(sides.want, case.inputs, sides.want_device, sides.want_dtype)
+            # Both sides get the same upstream gradient: rounded to the stage's dtype first, or the
+            # float64 reference would see digits the stage never could (bf16 column sums differ by O(1)).
+            upstream = tuple(u.to(dtype).double() for u in upstream_for(want.outputs, v.gen))
+            if bwd:
+                want.backward(upstream)
+        except Exception as e:  # the expected side failing is a fault of that stage
+            fwd.fail(f"[{case.label}] the expected values could not be computed: {type(e).__name__}: {e}")
+            continue
+        try:
+            got = Trial(sides.got, case.inputs, sides.got_device, dtype)
+        except BrrrError as e:
+            fwd.fail(f"[{case.label}] {e}")
+            continue
+        except Exception as e:
+            fwd.fault(fault_from(e, source), case, (upstream, dtype))
+            continue
+        shapes_ok = True
+        for name, g, w in zip(spec.outputs, got.outputs, want.outputs):
+            c = compare(name, g, w, tol, _probe(case.inputs, g))
+            shapes_ok &= c.shape_ok
+            fwd.add(c, case, (upstream, dtype))
+        if bwd is not None and shapes_ok:
+            try:
+                got.backward(upstream)
+            except Exception as e:
+                bwd.fault(fault_from(e, source), case, (upstream, dtype))
+                continue
+            for name, g, w in zip(spec.inputs, got.grads, want.grads):
+                if g is None or w is None:
+                    if (g is None) != (w is None):
+                        bwd.fail(f"[{case.label}] grad {name}: got {'none' if g is None else 'a tensor'}, "
+                                 f"expected {'none' if w is None else 'a tensor'}")
+                    continue
+                bwd.add(compare(f"grad_{name}", g, w, tol, _probe(case.inputs, g)), case, (upstream, dtype))
+        if v.intact is not None and got.changed_inputs():
+            v.intact.fail(f"[{case.label}] {checks[0].stage} wrote into its input(s) during a {dtype_name} call")
+    return [fwd.finish()] + ([bwd.finish()] if bwd else [])
+
+
+def gradcheck(v: Validation, check: Check, stage: Stage) -> Row:
+    b = RowBuilder(v.op, check, "float64")
+    size = v.spec.gradcheck_size
+    inputs = random_inputs(v.op, size, torch.float64, stage.device, v.gen)
+    xs = tuple(x.detach().requires_grad_(x.is_floating_point()) for x in inputs)
+    try:
+        with poisoned():
+            torch.autograd.gradcheck(stage_fn(stage), xs, raise_exception=True)
+    except GradcheckError as e:
+        b.fail(f"gradcheck in float64, size {size}: " + _trim(str(e)))
+    except Exception as e:
+        b.fault(fault_from(e, stage.source), Case(f"size {size}", inputs))
+    return b.finish()
+
+
+def build_stage(v: Validation, check: Check) -> Row:
+    """The compile check; where the stage has a place to run, its build is loaded into v.stages."""
+    where = v.options.where(check.stage)
+    b = RowBuilder(v.op, check, "native" if where is Where.GPU else v.options.arch)
+    if where is None:
+        return compile_only(v, b)
+    try:
+        ext = CUDA_BUILDS[where](v.op, v.options)
+    except BuildError as e:
+        b.fail(str(e))
+        return b.finish()
+    row = b.finish()
+    row.detail = f"{'cached' if ext.cached else 'built'} in {ext.seconds:.1f}s"
+    row.seconds = ext.seconds
+    v.stages[check.stage] = load_stage(v.op, check.stage, where, ext)
+    return row
+
+
+def compile_only(v: Validation, b: RowBuilder) -> Row:
+    if builder.find_nvcc() is None:
+        row = b.finish()
+        row.verdict, row.detail = SKIP, "no GPU and no nvcc: the cuda stage was neither compiled nor run"
+        return row
+    try:
+        report = builder.compile_check(v.op, v.options.arch)
+    except BuildError as e:
+        b.fail(str(e))
+        return b.finish()
+    row = b.finish()
+    row.verdict = NOT_RUN
+    row.seconds = report.seconds if not report.cached else row.seconds
+    row.detail = ("cached; " if report.cached else "") + report.summary()
+    row.extras["kernels"] = [k.__dict__ for k in report.kernels]
+    return row
+
+
+def variant_fn(op: Op, variant: Callable[..., Any]) -> Fn:
+    return lambda *xs: as_tuple(variant(*xs, *op.spec.param_values))
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _probe(inputs: tuple[torch.Tensor, ...], like: torch.Tensor) -> torch.Tensor | None:
+    return next((x for x in inputs if tuple(x.shape) == tuple(like.shape)), None)
+
+
+def _trim(text: str, lines: int = 6) -> str:
+    kept = [ln for ln in text.splitlines() if ln.strip()]
+    return "\n".join(kept[:lines])
