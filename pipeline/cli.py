@@ -267,7 +267,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_sanitize(args: argparse.Namespace) -> int:
     from . import sanitize
     from .files import write_atomic
-    from .spec import builtin_op_names
+    from .loaders import builtin_op_names
 
     findings = sanitize.sanitize(args.ops or builtin_op_names(), tuple(args.tool or sanitize.TOOLS))
     if args.json:

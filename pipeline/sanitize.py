@@ -83,7 +83,7 @@ def sanitize(op_refs: list[str], tools: tuple[Tool, ...]) -> list[Finding]:
     import torch
 
     from .builder import build_extension
-    from .spec import load_op
+    from .loaders import load_op
 
     if not torch.cuda.is_available():
         raise UsageError("brrr sanitize needs a CUDA GPU: compute-sanitizer watches kernels as they run on one")
@@ -116,8 +116,7 @@ def _child(op_ref: str, sizes: list[str]) -> None:
 
     from .builder import build_extension
     from .function import apply
-    from .loaders import load_cuda
-    from .spec import load_op
+    from .loaders import load_cuda, load_op
 
     op = load_op(op_ref)
     stage = load_cuda(op, build_extension(op))
