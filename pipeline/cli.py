@@ -154,8 +154,8 @@ def cmd_walkthrough(args: argparse.Namespace) -> int:
 
 def cmd_translate(args: argparse.Namespace) -> int:
     from . import translate
+    from .loaders import load_op
     from .numba_env import use_simulator
-    from .spec import load_op
 
     use_simulator(True)
     op = load_op(args.op)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import STAGES, brrr, failed, needs_nvcc, validate
 
+from brrr_kernels.loaders import builtin_op_names, load_op
 from brrr_kernels.report import FAIL
-from brrr_kernels.spec import builtin_op_names, load_op
 from brrr_kernels.translate import TEMPLATE_LINE, translate
 
 BUILTIN = ("bias_gelu", "layernorm", "matmul", "mul", "sigmoid", "softmax", "square")

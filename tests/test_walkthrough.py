@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import HAS_GPU, REPO, brrr
 
-from brrr_kernels.spec import load_op
+from brrr_kernels.loaders import load_op
 from brrr_kernels.walkthrough import Tour
 
 
