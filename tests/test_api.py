@@ -35,7 +35,7 @@ def test_to_json_and_repr_carry_the_rows(sigmoid_report: Report) -> None:
 
 
 def test_a_planted_bug_fails_with_the_reason(mutant) -> None:
-    folder: Path = mutant("sigmoid", "numba_kernel.py", "y[i] = e / (1.0 + e)", "y[i] = e / (2.0 + e)")
+    folder: Path = mutant("sigmoid", "negative_branch")
     r = brrr_kernels.validate(folder, stages="numba", seed=1, quiet=True)
     assert not r.passed
     assert {(row.check, row.dtype) for row in r.failed} >= {("forward", "float32"), ("forward", "float64")}
