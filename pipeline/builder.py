@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import BuildError
-from .files import locked, replacing, shown, write_atomic
+from .files import locked, replacing, shown, try_locked, write_atomic
 from .progress import ticking
 from .spec import Op
 
@@ -98,7 +98,9 @@ class ObjectFile:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("BRRR_CACHE", Path.home() / ".cache" / "brrr"))
+    from .outputs import cache_root as root
+
+    return root()
 
 
 def cuda_home() -> Path | None:
@@ -322,6 +324,8 @@ def compile_objects(op: Op, arch: str, verbose: bool = False) -> tuple[ObjectFil
 
 def compile_all(jobs: list[Job], what: str, target: str, verbose: bool = False) -> list[ObjectFile]:
     """The jobs' objects, those not cached compiled side by side (two at a time: the CI has 2 cores)."""
+    for folder in {job.object.parent for job in jobs}:
+        sweep_temporaries(folder)
     found = [read_object(job) for job in jobs]
     missing = [job for job, obj in zip(jobs, found) if obj is None]
     if missing:
@@ -330,6 +334,23 @@ def compile_all(jobs: list[Job], what: str, target: str, verbose: bool = False) 
             compiled = iter([f.result() for f in [pool.submit(compile_job, job, verbose) for job in missing]])
         found = [obj or next(compiled) for obj in found]
     return found
+
+
+_TEMPORARY = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]{8}(\.o)?$")  # mkstemp's names beside a cache entry
+
+
+def sweep_temporaries(folder: Path) -> None:
+    """Remove what killed builds left in `folder`: the temporary `.NAME.XXXXXXXX[.o]` of an entry
+    whose lock no build holds (a build in progress holds it, and its temporary stays)."""
+    if not folder.is_dir():
+        return
+    for tmp in folder.glob(".*"):
+        m = _TEMPORARY.match(tmp.name)
+        if m is None or not tmp.is_file():
+            continue
+        with try_locked((folder / m.group("target")).with_suffix(".lock")) as free:
+            if free:
+                tmp.unlink(missing_ok=True)
 
 
 def check_launchers(op: Op, kernel: ObjectFile, binding: ObjectFile) -> None:

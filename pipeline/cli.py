@@ -354,11 +354,33 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return worst
 
 
+# Options naming a file a command writes, checked before it starts (see outputs.py).
+OUTPUT_FILES = {"json": "--json", "plot": "--plot", "profile": "--profile", "ncu": "--ncu"}
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every place the command will write, checked before any work: a UsageError names the path and the setting."""
+    from . import outputs
+
+    for attr, flag in OUTPUT_FILES.items():
+        value = getattr(args, attr, None)
+        if value:
+            outputs.check_file(Path(value), flag)
+    if args.command == "new":
+        outputs.check_folder(args.dir, "--dir")
+    if args.command == "export":
+        outputs.check_folder(args.dir, "DIR")
+    reference_only = args.command == "validate" and set(args.stage or ()) == {"reference"}
+    if args.command in ("validate", "build", "bench", "sanitize") and not reference_only:
+        outputs.check_cache()  # compiled objects, and the inputs of failed checks
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
+        check_outputs(args)
         if args.command == "validate":
             return cmd_validate(args)
         if args.command in ("debug", "trace"):
@@ -390,10 +412,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = e.exit_code if isinstance(e, Interrupted) else 130
         print("brrr: terminated (SIGTERM)" if code == 143 else "brrr: interrupted", file=sys.stderr)
         return code
-    except Exception as e:  # a bug in brrr itself, or a failure it did not foresee
+    except OSError as e:  # the machine's doing (a full disk, a file removed meanwhile), not brrr's: say which file
         if debug:
             traceback.print_exc()
-        print(f"brrr: internal error: {type(e).__name__}: {e}\n  (run with --debug for the traceback)", file=sys.stderr)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"brrr: error: {where}{e.strerror or e}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as e:  # a bug in brrr itself: every mistake of the user's is a BrrrError
+        if debug:
+            traceback.print_exc()
+        print(f"brrr: internal error (a bug in brrr): {type(e).__name__}: {e}\n"
+              f"  please report it with the traceback that the same command with --debug prints", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -237,10 +237,7 @@ def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
     use_simulator(True)
     saved: dict[str, Any] = {}
     if input_file is not None:
-        try:
-            saved = torch.load(input_file, weights_only=True)
-        except (OSError, RuntimeError) as e:
-            raise UsageError(f"cannot read saved inputs {input_file}: {e}") from e
+        saved = load_failure(Path(input_file))
         op_ref = op_ref or saved["op"]
         phase = saved.get("phase", phase)
     if op_ref is None:
@@ -275,6 +272,21 @@ def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
     session = Session(op=op, inputs=tuple(inputs), upstream=tuple(upstream), phase=phase,
                       block=dim3(b), thread=dim3(t), kernel=kernel, index=index)
     return session, stage.module
+
+
+def load_failure(path: Path) -> dict[str, Any]:
+    """The inputs `save_failure` kept; anything else is one line naming the file."""
+    try:
+        saved = torch.load(path, weights_only=True)
+    except OSError as e:
+        raise UsageError(f"--input {path}: cannot read it ({e.strerror or e})") from e
+    except Exception as e:  # torch's unpickling errors run to many lines; their kind is enough
+        raise UsageError(f"--input {path}: not inputs saved by a failed validation (torch.load: {type(e).__name__})",
+                         hint="validation prints the --input path to use under a failing row") from e
+    if not (isinstance(saved, dict) and {"op", "inputs", "upstream"} <= saved.keys()):
+        raise UsageError(f"--input {path}: a torch file, but not inputs saved by a failed validation "
+                         f"(expected the keys op, inputs, upstream)")
+    return saved
 
 
 # --- failures kept for replay ----------------------------------------------------------------

@@ -24,6 +24,22 @@ def locked(path: Path) -> Iterator[None]:
 
 
 @contextmanager
+def try_locked(path: Path) -> Iterator[bool]:
+    """Take the lock on `path` if nobody holds it: yields True (held until the end) or False (held elsewhere)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextmanager
 def replacing(path: Path, suffix: str = "") -> Iterator[Path]:
     """A temporary path beside `path` to write to; renamed onto `path` when the block succeeds, removed otherwise.
 

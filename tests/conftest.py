@@ -105,3 +105,31 @@ def brrr(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> sub
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "brrr_kernels", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd, timeout=900)
+
+
+# A stand-in for nvcc and the host compiler, for tests about the build's plumbing (locks, killed
+# builds, interrupts) rather than its compiler: `--version` answers; a compile adds its output's
+# path to $MARKS/compiles, writes half an object, waits $FAKE_DELAY seconds ("forever": never
+# ends), then writes the whole object.
+FAKE_COMPILER = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo "fake compiler 1.0"; exit 0; fi
+out=""; prev=""
+for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
+echo "$out" >> "$MARKS/compiles"
+printf 'half an' > "$out"
+if [ "$FAKE_DELAY" = forever ]; then sleep 1000; fi
+sleep "${FAKE_DELAY:-0}"
+printf 'half an object' > "$out"
+"""
+
+
+def fake_toolkit(root: Path, marks: Path, delay: str = "0") -> dict[str, str]:
+    """A CUDA toolkit folder whose nvcc and c++ are FAKE_COMPILER; returns the environment that selects it."""
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    (root / "include").mkdir(exist_ok=True)
+    (root / "include" / "cuda.h").write_text("")
+    for tool in ("nvcc", "c++"):
+        (root / "bin" / tool).write_text(FAKE_COMPILER)
+        (root / "bin" / tool).chmod(0o755)
+    marks.mkdir(parents=True, exist_ok=True)
+    return {"CUDA_HOME": str(root), "CXX": str(root / "bin" / "c++"), "MARKS": str(marks), "FAKE_DELAY": delay}

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import copy_op, needs_cuda_torch, needs_nvcc, plant
+from conftest import copy_op, fake_toolkit, needs_cuda_torch, needs_nvcc, plant
 
 from brrr_kernels import builder
 from brrr_kernels.errors import BuildError
+from brrr_kernels.files import locked
 from brrr_kernels.loaders import load_op
 
 PTXAS = """\
@@ -119,3 +125,52 @@ def test_the_toolkit_from_pip_is_found_and_a_system_one_wins(tmp_path: Path, mon
         monkeypatch.setenv("PATH", str(tmp_path / "empty"))
         monkeypatch.setattr(builder, "SYSTEM_CUDA", tmp_path / "none")
         assert builder.cuda_home() == wheel
+
+
+def _start_build(folder: Path, env: dict[str, str], cache: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "brrr_kernels", "build", str(folder)], text=True,
+                            env={**os.environ, **env, "BRRR_CACHE": str(cache)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def test_a_killed_build_leaves_no_object_and_its_temporaries_are_swept_by_the_next(tmp_path: Path) -> None:
+    folder = copy_op("sigmoid", tmp_path)
+    cache, marks = tmp_path / "cache", tmp_path / "marks"
+    build = _start_build(folder, fake_toolkit(tmp_path / "cuda", marks, "forever"), cache)
+    deadline = time.monotonic() + 120
+    while len(marks.joinpath("compiles").read_text().split() if marks.joinpath("compiles").exists() else []) < 2:
+        assert build.poll() is None and time.monotonic() < deadline, build.communicate()[0]
+        time.sleep(0.05)
+    os.killpg(build.pid, signal.SIGKILL)  # nothing brrr can catch: the compilers die half-way
+    build.wait()
+    left = sorted(p.name for p in (cache / "obj").glob(".*"))
+    assert len(left) == 2 and all(n.startswith(".sigmoid-") for n in left)  # half objects, under temporary names
+    assert [p for p in (cache / "obj").glob("*.o") if not p.name.startswith(".")] == []  # none under its own name
+    again = _start_build(folder, fake_toolkit(tmp_path / "cuda", marks), cache)
+    out = again.communicate(timeout=120)[0]
+    assert again.returncode == 0, out
+    assert sorted(p.name for p in (cache / "obj").glob(".*")) == []
+    assert [p.read_text() for p in (cache / "obj").glob("*.o")] == ["half an object"] * 2
+
+
+def test_two_concurrent_builds_compile_once(tmp_path: Path) -> None:
+    folder = copy_op("sigmoid", tmp_path)
+    cache, marks = tmp_path / "cache", tmp_path / "marks"
+    env = fake_toolkit(tmp_path / "cuda", marks, "2")
+    builds = [_start_build(folder, env, cache) for _ in range(2)]
+    outs = [b.communicate(timeout=180)[0] for b in builds]
+    assert [b.returncode for b in builds] == [0, 0], outs
+    assert len(marks.joinpath("compiles").read_text().split()) == 2  # kernel.cu and binding.cpp, once each
+    assert sum("(cached)" in out for out in outs) == 1, outs
+
+
+def test_sweep_keeps_the_temporary_of_a_build_in_progress(tmp_path: Path) -> None:
+    obj = tmp_path / "sigmoid-kernel-0123456789abcdef.o"
+    busy, dead = tmp_path / f".{obj.name}.abcd1234.o", tmp_path / ".other-kernel-0123.o.zz99yy88.o"
+    busy.write_text("half")
+    dead.write_text("half")
+    with locked(obj.with_suffix(".lock")):
+        builder.sweep_temporaries(tmp_path)
+    assert busy.exists() and not dead.exists()
+    builder.sweep_temporaries(tmp_path)
+    assert not busy.exists()

@@ -119,3 +119,20 @@ def test_a_spec_that_cannot_make_inputs_is_a_loading_error(tmp_path: Path) -> No
     proc = brrr("validate", str(folder), "--stage", "reference")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert re.search(r"spec.py:\d+: make_inputs\(1, torch.float64, cpu\) raised NameError", proc.stderr)
+
+
+@pytest.mark.parametrize("error, says", [
+    (ValueError("boom"), "brrr: internal error (a bug in brrr): ValueError: boom\n  please report it with the traceback "
+                         "that the same command with --debug prints"),
+    (OSError(28, "No space left on device", "/cache/x.o"), "brrr: error: /cache/x.o: No space left on device"),
+], ids=["a bug in brrr", "the machine"])
+def test_internal_error_is_for_brrrs_own_bugs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                              error: Exception, says: str) -> None:
+    from brrr_kernels import cli
+
+    def fail() -> int:
+        raise error
+
+    monkeypatch.setattr(cli, "cmd_list", fail)
+    assert cli.main(["list"]) == 2
+    assert capsys.readouterr().err.strip() == says

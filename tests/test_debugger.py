@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 from conftest import REPO, brrr
 
 import brrr_kernels
+from brrr_kernels import cli
 from brrr_kernels.errors import UsageError
 from brrr_kernels.loaders import load_op
 
@@ -111,3 +113,21 @@ def test_trace_a_2d_kernel_names_both_coordinates() -> None:
     written = [b for b in body if b.startswith("wrote ")]
     assert written[0].startswith(f"wrote y[{row},{col}] = ")
     assert float(written[0].split("= ")[1]) == pytest.approx(v * v, rel=1e-5)  # printed with 6 digits
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"\x80\x04garbage, not a torch file", "not inputs saved by a failed validation (torch.load: UnpicklingError)"),
+    (None, "a torch file, but not inputs saved by a failed validation (expected the keys op, inputs, upstream)"),
+    (b"", "not inputs saved by a failed validation"),
+], ids=["corrupt", "another torch file", "empty"])
+def test_debug_input_that_is_not_saved_inputs_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          content: bytes | None, says: str) -> None:
+    path = tmp_path / "saved.pt"
+    if content is None:
+        torch.save({"x": torch.zeros(3)}, path)
+    else:
+        path.write_bytes(content)
+    assert cli.main(["debug", "--input", str(path), "--index", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"brrr: error: --input {path}: ") and says in err
+    assert len(err.strip().splitlines()) <= 2 and "Traceback" not in err  # the message, and at most its hint

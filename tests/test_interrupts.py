@@ -13,18 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, copy_op, plant
+from conftest import REPO, copy_op, fake_toolkit, plant
 
 from brrr_kernels import interrupts
 
 OLD_JSON = '{"old": "report"}\n'
-
-# A compiler that announces itself and never finishes: `--version` answers, anything else sleeps.
-FAKE_COMPILER = """#!/bin/sh
-if [ "$1" = "--version" ]; then echo "fake compiler 1.0"; exit 0; fi
-touch "$MARKS/compiling"
-sleep 1000
-"""
 
 # The numba stage's forward announces itself, then every simulated thread waits forever.
 SPIN_KERNEL = '''
@@ -67,14 +60,7 @@ def two_ops(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]
     slow = plant(copy_op("sigmoid", root / "b"), "spec.py", 'name="sigmoid"', 'name="slow"')
     plant(slow, "spec.py", "sim_sizes=(1, BLOCK - 1, BLOCK + 1, 3 * BLOCK + 17)",
           "sim_sizes=(1, 5), dtypes={'numba': (), 'cuda': (torch.float32,)}")  # straight on to compiling
-    cuda = root / "cuda"
-    (cuda / "bin").mkdir(parents=True)
-    (cuda / "include").mkdir()
-    (cuda / "include" / "cuda.h").write_text("")
-    for tool in ("nvcc", "c++"):
-        (cuda / "bin" / tool).write_text(FAKE_COMPILER)
-        (cuda / "bin" / tool).chmod(0o755)
-    return spin, slow, cuda
+    return spin, slow, root / "cuda"
 
 
 @dataclass(frozen=True)
@@ -91,12 +77,11 @@ def _interrupt(tmp_path: Path, cuda: Path, args: list[str], moment: Moment) -> N
     within 5 s, with the code, one line on stderr and no traceback, no process left, the old JSON intact."""
     signum, code = moment.signum, moment.code
     marks = tmp_path / "marks"
-    marks.mkdir()
     out = tmp_path / "out.json"
     out.write_text(OLD_JSON)
     tag = uuid.uuid4().hex
-    env = {**os.environ, "MARKS": str(marks), "CUDA_HOME": str(cuda), "CXX": str(cuda / "bin" / "c++"),
-           "BRRR_CACHE": str(tmp_path / "cache"), "BRRR_TEST_TAG": tag}
+    env = {**os.environ, **fake_toolkit(cuda, marks, "forever"), "BRRR_CACHE": str(tmp_path / "cache"),
+           "BRRR_TEST_TAG": tag}
     err_path = tmp_path / "stderr"
     with open(err_path, "w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "brrr_kernels", "validate", *args, "--json", str(out)],
