@@ -276,8 +276,12 @@ def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
 
 def load_failure(path: Path) -> dict[str, Any]:
     """The inputs `save_failure` kept; anything else is one line naming the file."""
+    import warnings
+
     try:
-        saved = torch.load(path, weights_only=True)
+        with warnings.catch_warnings():  # torch warns about a corrupt file's pickle protocol before failing on it
+            warnings.simplefilter("ignore")
+            saved = torch.load(path, weights_only=True)
     except OSError as e:
         raise UsageError(f"--input {path}: cannot read it ({e.strerror or e})") from e
     except Exception as e:  # torch's unpickling errors run to many lines; their kind is enough
