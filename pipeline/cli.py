@@ -201,13 +201,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from .contract import usage
     from .export import export
     from .loaders import load_op
 
     op = load_op(args.op)
     folder = export(op, args.dir)
     print(f"wrote {folder}: pip install {folder}  (offline: pip install --no-build-isolation {folder}), "
-          f"then: import brrr_{op.name}; brrr_{op.name}.{op.name}(...)")
+          f"then: import brrr_{op.name}; {usage(op.spec, f'brrr_{op.name}.{op.name}')}")
     return EXIT_OK
 
 

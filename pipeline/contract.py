@@ -95,10 +95,24 @@ def _returns(n: int) -> str:
     return "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
 
 
+def _schema_default(value: Any) -> str:
+    return repr(float(value)) if param_type(value) == "float" else repr(value)
+
+
 def schemas(spec: OpSpec, name: str) -> tuple[str, str]:
-    """The torch.library schemas of `name` (forward) and `name`_backward, in the contract's argument order."""
-    params = [f"{param_type(v)} {k}" for k, v in spec.params.items()]
+    """The torch.library schemas of `name` (forward) and `name`_backward, in the contract's argument order.
+    The spec's param values are the schema's defaults: `rmsnorm(x, weight)` means eps=1e-05."""
+    params = [f"{param_type(v)} {k}={_schema_default(v)}" for k, v in spec.params.items()]
     forward_args = [f"Tensor {x}" for x in spec.inputs] + params
     backward_args = [f"Tensor grad_{y}" for y in spec.outputs] + [f"Tensor {s}" for s in spec.saved] + params
     return (f"{name}({', '.join(forward_args)}) -> {_returns(len(result_names(spec)))}",
             f"{name}_backward({', '.join(backward_args)}) -> {_returns(len(spec.inputs))}")
+
+
+def usage(spec: OpSpec, call: str) -> str:
+    """How to call the op, from its contract: `y, rstd = CALL(x, weight)  # eps=1e-05 unless given`."""
+    results = ", ".join(result_names(spec))
+    hint = f"{results} = {call}({', '.join(spec.inputs)})"
+    if spec.params:
+        hint += "  # " + ", ".join(f"{k}={v!r}" for k, v in spec.params.items()) + " unless given"
+    return hint

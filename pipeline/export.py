@@ -10,7 +10,7 @@ from string import Template
 import torch
 
 from .builder import INCLUDE_DIR, cuda_sources
-from .contract import saved_positions, schemas
+from .contract import saved_positions, schemas, usage
 from .errors import RefusedError
 from .files import new_folder
 from .spec import Op
@@ -39,6 +39,7 @@ def export(op: Op, directory: Path) -> Path:
         "shapes": repr(shapes),
         "forward_schema": forward_schema,
         "backward_schema": backward_schema,
+        "usage": usage(spec, f"{package}.{name}"),
     }
     with new_folder(directory) as staging:
         csrc = staging / package / "csrc"

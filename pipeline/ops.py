@@ -26,6 +26,17 @@ def _fresh(result: Any) -> Any:
     return fixed if len(fixed) > 1 else fixed[0]
 
 
+def _with_defaults(fn: Any, n_tensors: int, params: tuple[Any, ...]) -> Any:
+    """fn with the spec's params filled in where a call leaves them out: torch hands a Python kernel
+    only the arguments up to the last one that differs from its schema default."""
+
+    def call(*args: Any) -> Any:
+        given = args[n_tensors:]
+        return fn(*args[:n_tensors], *given, *params[len(given):])
+
+    return call
+
+
 def register(name_or_path: str) -> Any:
     """Register (once per process) and return torch.ops.brrr.NAME."""
     from . import builder
@@ -39,21 +50,24 @@ def register(name_or_path: str) -> Any:
     for schema in schemas(spec, name):
         lib.define(schema)
 
+    n_inputs, n_outputs = len(spec.inputs), len(spec.outputs)
+    params = spec.param_values
+    fwd = lambda f: _with_defaults(f, n_inputs, params)  # noqa: E731
+    bwd = lambda f: _with_defaults(f, n_outputs + len(spec.saved), params)  # noqa: E731
     ref = load_reference(op)
-    lib.impl(name, lambda *a: _fresh(ref.forward(*a)), "CPU")
-    lib.impl(f"{name}_backward", lambda *a: _fresh(ref.backward(*a)), "CPU")
+    lib.impl(name, fwd(lambda *a: _fresh(ref.forward(*a))), "CPU")
+    lib.impl(f"{name}_backward", bwd(lambda *a: _fresh(ref.backward(*a))), "CPU")
     if torch.cuda.is_available():
         cuda = load_cuda(op, builder.build_extension(op))
-        lib.impl(name, cuda.forward, "CUDA")
-        lib.impl(f"{name}_backward", cuda.backward, "CUDA")
-    torch.library.register_fake(f"brrr::{name}", lambda *a: _fresh(ref.forward(*a)), lib=lib)
-    torch.library.register_fake(f"brrr::{name}_backward", lambda *a: _fresh(ref.backward(*a)), lib=lib)
-
-    n_inputs, n_outputs = len(spec.inputs), len(spec.outputs)
+        lib.impl(name, fwd(cuda.forward), "CUDA")
+        lib.impl(f"{name}_backward", bwd(cuda.backward), "CUDA")
+    torch.library.register_fake(f"brrr::{name}", fwd(lambda *a: _fresh(ref.forward(*a))), lib=lib)
+    torch.library.register_fake(f"brrr::{name}_backward", bwd(lambda *a: _fresh(ref.backward(*a))), lib=lib)
 
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
         ctx.save_for_backward(*saved_tensors(spec, inputs, as_tuple(output)))
-        ctx.params = inputs[n_inputs:]
+        given = inputs[n_inputs:]
+        ctx.params = (*given, *params[len(given):])
 
     def backward(ctx: Any, *grad_results: Any) -> tuple[Any, ...]:
         grad_outputs = [g.contiguous() for g in grad_results[:n_outputs]]  # autograd materializes unused ones as zeros

@@ -48,3 +48,38 @@ def test_exported_package_builds_offline_and_passes_its_test(tmp_path: Path) -> 
     check = subprocess.run([sys.executable, "-c", "import brrr_sigmoid, sys; assert 'brrr_kernels' not in sys.modules"],
                            capture_output=True, text=True, cwd=tmp_path, env=env)
     assert check.returncode == 0, check.stderr
+
+
+def test_exported_package_hints_the_real_signature_and_runs_the_reference_on_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "pkg"
+    proc = brrr("export", "layernorm", str(out))
+    assert proc.returncode == 0, proc.stderr
+    hint = "y, mean, rstd = brrr_layernorm.layernorm(x, weight, bias)  # eps=1e-05 unless given"
+    assert hint in (out / "brrr_layernorm" / "__init__.py").read_text() and hint in proc.stdout
+    # Import the package as if its extension were built (no GPU here): kernel.cu's forward and
+    # backward registered under any schema (only CUDA tensors would reach them), load_library a no-op.
+    (out / "brrr_layernorm" / "_C.so").write_text("")
+    code = f"""
+import sys, torch
+torch.ops.load_library = lambda path: None
+lib = torch.library.Library("brrr_layernorm_export", "DEF")
+lib.define("forward(Tensor x) -> Tensor")
+lib.define("backward(Tensor x) -> Tensor")
+sys.path.insert(0, {str(out)!r})
+import brrr_layernorm
+x = torch.randn(3, 8, dtype=torch.float64, requires_grad=True)
+w = torch.randn(8, dtype=torch.float64, requires_grad=True)
+b = torch.randn(8, dtype=torch.float64, requires_grad=True)
+y, mean, rstd = brrr_layernorm.layernorm(x, w, b)
+want = torch.nn.functional.layer_norm(x, (8,), w, b, 1e-5)
+torch.testing.assert_close(y, want)
+gy = torch.randn_like(y)
+got = torch.autograd.grad(y, (x, w, b), gy)
+expected = torch.autograd.grad(want, (x, w, b), gy)
+for g, e in zip(got, expected):
+    torch.testing.assert_close(g, e)
+print("cpu ok")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert run.returncode == 0 and "cpu ok" in run.stdout, run.stderr[-3000:]

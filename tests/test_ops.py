@@ -55,3 +55,15 @@ def test_opcheck_and_compile_on_gpu(name: str) -> None:
     eager = f(*args)
     compiled = torch.compile(f, fullgraph=True)(*args)
     torch.testing.assert_close(compiled, eager)
+
+
+def test_spec_params_are_the_registered_ops_defaults() -> None:
+    layernorm = register("layernorm")
+    x, weight, bias, eps = sample("layernorm", "cpu")
+    assert eps == 1e-5
+    y, mean, rstd = layernorm(x, weight, bias)  # no eps: the spec's
+    torch.testing.assert_close(y, torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps))
+    assert not torch.allclose(rstd, layernorm(x, weight, bias, 0.5)[2])  # a given eps is used
+    y.sum().backward()  # autograd gets the default too
+    assert weight.grad is not None and torch.isfinite(weight.grad).all()
+    assert layernorm.default._schema.arguments[-1].default_value == pytest.approx(1e-5)
