@@ -17,8 +17,10 @@ from pathlib import Path
 
 import torch
 
+from .contract import saved_tensors
+from .errors import RefusedError
 from .files import write_atomic
-from .scaffold import UNFINISHED_MARK, RefusedError
+from .scaffold import UNFINISHED_MARK
 from .spec import Op
 from .translate_common import C_DTYPE, TranslateError, fail
 from .translate_device import HELPERS, Device
@@ -102,8 +104,8 @@ def translate(op: Op) -> Translation:
     fwd_types: list[HType] = [Tensor("T") for _ in spec.inputs] + [_param_type(v) for v in spec.params.values()]
     fwd = _entry(host, forward, fwd_types, len(spec.outputs) + len(spec.stats))
     returned = _returned(fwd[1], len(spec.outputs) + len(spec.stats))
-    named = dict(zip(spec.outputs + spec.stats, returned)) | {n: Tensor("T") for n in spec.inputs}
-    bwd_types: list[HType] = [Tensor("T") for _ in spec.outputs] + [named[n] for n in spec.saved] + \
+    saved = saved_tensors(spec, fwd_types, returned)  # the types backward's saved arguments have
+    bwd_types: list[HType] = [Tensor("T") for _ in spec.outputs] + list(saved) + \
                              [_param_type(v) for v in spec.params.values()]
     bwd = _entry(host, host.defs["backward"], bwd_types, len(spec.inputs), stats=set(spec.stats))
     todos = tuple(dev.todos)

@@ -61,7 +61,8 @@ class Options:
         return Where.GPU if torch.cuda.is_available() else None
 
 
-# How the cuda stage is built for each place it runs; its loader is in loaders.load_stage.
+# How the cuda stage is built for each place it runs. A new place (the CPU, say) is: its Where value
+# (loaders.py), its entry in loaders.load_stage, its build here, and Options.where choosing it.
 CUDA_BUILDS: dict[Where, Callable[[Op, Options], Any]] = {
     Where.GPU: lambda op, options: builder.build_extension(op),
 }

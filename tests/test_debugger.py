@@ -131,3 +131,17 @@ def test_debug_input_that_is_not_saved_inputs_is_one_line(tmp_path: Path, capsys
     err = capsys.readouterr().err
     assert err.startswith(f"brrr: error: --input {path}: ") and says in err
     assert len(err.strip().splitlines()) <= 2 and "Traceback" not in err  # the message, and at most its hint
+
+
+def test_replay_command_names_the_thread_by_element_or_by_block_and_thread(tmp_path: Path) -> None:
+    from conftest import copy_op
+
+    from brrr_kernels.debugger import Failure, replay_command
+
+    sigmoid = load_op("sigmoid")
+    by_index = Failure(sigmoid, (), (), "forward", index=344)
+    assert replay_command(by_index, Path("/c/f.pt")) == "brrr debug sigmoid --input /c/f.pt --index 344"
+    copied = load_op(str(copy_op("sigmoid", tmp_path)))  # not built in: named by its folder
+    by_place = Failure(copied, (), (), "backward", block=(1, 0, 0), thread=(5, 0, 0))
+    assert replay_command(by_place, Path("/c/f.pt")) == (
+        f"brrr debug {copied.folder} --input /c/f.pt --phase backward --block 1,0,0 --thread 5,0,0")
