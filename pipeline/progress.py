@@ -9,11 +9,25 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _quiet = False
+_notes_when_quiet = False  # a worker process: quiet tickers, but notes (estimates) still show
 
 
 def set_quiet(quiet: bool) -> None:
     global _quiet
     _quiet = quiet
+
+
+def note(text: str) -> None:
+    """One line on stderr that matters even where tickers are off (a worker process): only --quiet drops it."""
+    if not _quiet or _notes_when_quiet:
+        sys.stderr.write(f"  {text}\n")
+        sys.stderr.flush()
+
+
+def set_worker() -> None:
+    """In a worker process: no tickers (they would interleave), but notes still show."""
+    global _quiet, _notes_when_quiet
+    _quiet, _notes_when_quiet = True, True
 
 
 @contextmanager
@@ -38,15 +52,19 @@ def ticking(what: str, every: float = 1.0) -> Iterator[None]:
                 sys.stderr.write(f"  {what} ... {elapsed:.0f}s\n")
                 sys.stderr.flush()
 
-    sys.stderr.write(f"  {what} ...\n" if not tty else f"  {what} ...")
-    sys.stderr.flush()
     thread = threading.Thread(target=tick, daemon=True)
-    thread.start()
-    try:
+    finished = False
+    try:  # from the first line on: an interrupt at any point still ends the line
+        sys.stderr.write(f"  {what} ...\n" if not tty else f"  {what} ...")
+        sys.stderr.flush()
+        thread.start()
         yield
+        finished = True
     finally:
         done.set()
-        thread.join()
+        if thread.ident is not None:
+            thread.join()
         elapsed = time.monotonic() - start
-        sys.stderr.write(f"\r  {what}: {elapsed:.1f}s\n" if tty else f"  {what}: done in {elapsed:.1f}s\n")
+        how = "done in" if finished else "stopped after"  # an interrupt or an error is no "done"
+        sys.stderr.write(f"\r  {what}: {how} {elapsed:.1f}s\n" if tty else f"  {what}: {how} {elapsed:.1f}s\n")
         sys.stderr.flush()

@@ -71,7 +71,11 @@ class RowBuilder:
             row.detail = "\n".join(self.problems[:6]) + (f"\n... {len(self.problems) - 6} more" if len(self.problems) > 6 else "")
             if self.failure is not None:
                 slug = "".join(c if c.isalnum() else "-" for c in f"{row.stage}-{row.check}-{row.dtype}")
-                row.detail += "\n" + save_failure(self.failure, slug)
+                try:
+                    row.detail += "\n" + save_failure(self.failure, slug)
+                except OSError as e:  # the report matters more than the replay: say so in one more line
+                    row.detail += (f"\nthe failing inputs could not be saved for brrr debug: "
+                                   f"{e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}")
         return row
 
 

@@ -31,14 +31,15 @@ class Outcome:
 
 
 def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
-    """Load and validate one op; a loading error becomes part of the outcome, not an exception."""
+    """Load and validate one op; a loading error becomes part of the outcome, not an exception.
+    quiet: in a worker process (no tickers; estimates still show)."""
     import traceback as tb
 
     from . import progress
     from .loaders import load_op
 
     if quiet:
-        progress.set_quiet(True)
+        progress.set_worker()
     try:
         op = load_op(name)
         return Outcome(name=op.name, folder=shown(op.folder), rows=validate(op, options))
@@ -52,12 +53,7 @@ def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Out
         for name in names:
             yield validate_named(name, options)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from .workers import in_processes
 
-    context = multiprocessing.get_context("spawn")  # fork after torch and numba have started threads is unsafe
-    with ProcessPoolExecutor(max_workers=min(jobs, len(names)), mp_context=context) as pool:
-        futures = [pool.submit(validate_named, name, options, True) for name in names]
-        print(f"  validating {len(names)} ops in {min(jobs, len(names))} processes ...", file=sys.stderr, flush=True)
-        for future in futures:  # in the order asked, each as soon as it is ready
-            yield future.result()
+    print(f"  validating {len(names)} ops in {min(jobs, len(names))} processes ...", file=sys.stderr, flush=True)
+    yield from in_processes(validate_named, names, jobs, options, True)

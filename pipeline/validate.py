@@ -10,6 +10,7 @@ upstream gradient; `rows.RowBuilder` folds the cases into the row.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from . import builder, scaffold
+from . import builder, estimate, progress, scaffold
 from .compare import compare
 from .contract import as_tuple
 from .errors import BrrrError, BuildError
@@ -98,7 +99,7 @@ class Validation:
         if "numba" in wanted or "cuda" in wanted:
             self.stages["numba"] = load_numba(self.op, gpu=self.options.where("numba") is Where.GPU)
         if "numba" in wanted:
-            numba_todo = self.unfinished(self.stages["numba"])
+            numba_todo = self.first_numba_call(self.stages["numba"])
             if ref_todo and not numba_todo:
                 self.rows.append(Row(self.op.name, "numba", "all", "-", SKIP, detail="the reference stage is unfinished"))
             else:
@@ -112,6 +113,23 @@ class Validation:
     def unfinished(self, stage: Stage) -> str | None:
         """A stage still as `brrr new` wrote it, said once (see scaffold.unfinished); None when it runs."""
         return scaffold.unfinished(stage, random_inputs(self.op, self.spec.sim_sizes[0], torch.float64, stage.device, self.gen))
+
+    def first_numba_call(self, stage: Stage) -> str | None:
+        """`unfinished` for the numba stage, at its smallest size, under a ticker (a simulated kernel
+        may run long, or forever); in the simulator, timed to estimate the whole stage, said when long."""
+        simulated = stage.where is Where.SIMULATOR
+        size = estimate.smallest_size(self.op) if simulated else self.spec.sim_sizes[0]
+        if simulated and (warning := estimate.before_first_call(self.op)):
+            progress.note(warning)
+        inputs = random_inputs(self.op, size, torch.float64, stage.device, self.gen)
+        with ticking(f"{self.op.name}: numba stage {stage.where.value}, first call (size {size})"), \
+                estimate.counting_threads() as threads:
+            start = time.monotonic()
+            todo = scaffold.unfinished(stage, inputs)
+            seconds = time.monotonic() - start
+        if simulated and not todo and (warning := estimate.after_first_call(self.op, seconds, threads[0])):
+            progress.note(warning)
+        return todo
 
     def run_stage(self, name: StageName, todo: str | None) -> None:
         if todo:

@@ -128,6 +128,27 @@ def _spinning(marks: Path) -> Callable[[str], bool]:
     return lambda err: (marks / "spinning").exists()
 
 
+def _both_busy(marks: Path) -> Callable[[str], bool]:
+    return lambda err: (marks / "spinning").exists() and (marks / "compiles").exists()
+
+
+MOMENTS = [
+    Moment("starting", lambda marks: lambda err: True, signal.SIGINT, False, 130),
+    Moment("workers starting", lambda marks: lambda err: "validating 2 ops in 2 processes" in err, signal.SIGINT,
+           False, 130),
+    Moment("simulating and compiling, Ctrl-C", _both_busy, signal.SIGINT, True, 130),
+    Moment("simulating and compiling, SIGTERM", _both_busy, signal.SIGTERM, False, 143),
+]
+
+
+@pytest.mark.parametrize("moment", MOMENTS, ids=[m.name for m in MOMENTS])
+def test_interrupt_two_op_validate_with_jobs(tmp_path: Path, two_ops: tuple[Path, Path, Path], moment: Moment) -> None:
+    """One op spins in a simulated kernel, the other waits on a compiler that never ends (as brrr
+    validate OPDIR1 OPDIR2 --jobs 2 did when Ctrl-C left it hanging, or its workers orphaned)."""
+    spin, slow, cuda = two_ops
+    _interrupt(tmp_path, cuda, [str(spin), str(slow), "--jobs", "2", "--stage", "numba", "--stage", "cuda"], moment)
+
+
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_one_op_in_the_simulator(tmp_path: Path, two_ops: tuple[Path, Path, Path], signum: int,
                                            code: int) -> None:
