@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import builder
+from . import builder, memcheck
 from .builder import INCLUDE_DIR, Extension, Job
 from .cpu_source import rewrite
 from .files import write_atomic
@@ -48,9 +48,15 @@ class Flavour:
     name: str = "cpu"
     kernel_flags: tuple[str, ...] = ("-O1", "-g")
     extra: tuple[str, ...] = ()
+    checked: bool = False  # memory checks: kernel.cu instrumented, brrr_cpu_memcheck.cpp linked in (memcheck.py)
 
 
 DEFAULT = Flavour()
+# Out-of-bounds accesses and shared-memory races reported (pipeline/memcheck.py).
+CHECKED = Flavour("cpu_checked", checked=True)
+# `brrr debug --stage cuda`: unoptimised, so every line and local is there in gdb; checked too,
+# which is what finds the thread behind an element (and reports a bad access while debugging).
+DEBUG = Flavour("cpu_debug", kernel_flags=("-O0", "-g"), checked=True)
 
 
 def cpu_headers() -> list[Path]:
@@ -74,7 +80,7 @@ def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
     if not source.is_file() or source.read_text() != text:
         write_atomic(source, text)
     command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", f"-I{CPU_INCLUDE}",
-               f"-I{INCLUDE_DIR}", f"-I{op.folder}", *flavour.extra]
+               f"-I{INCLUDE_DIR}", f"-I{op.folder}", *flavour.extra, *(memcheck.CHECK_FLAGS if flavour.checked else ())]
     key = builder.object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()], command,
                              (builder.compiler_version(cxx),))
     return Job(source, command, key, builder.object_path(f"{op.name}-kernel-{flavour.name}", key), original)
@@ -102,7 +108,11 @@ def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = Fals
     """Compile (or reuse) the three objects, link them and load the library: torch.ops.<namespace>.forward
     and .backward then run the op's kernels on the CPU, on CPU tensors."""
     start = time.monotonic()
-    kernel, binding, runtime = builder.compile_all([kernel_job(op, flavour), binding_job(op), runtime_job(flavour)],
-                                                   f"compiling {op.name} for the CPU", "cpu", verbose)
+    jobs = [kernel_job(op, flavour), binding_job(op), runtime_job(flavour)]
+    if flavour.checked:
+        memcheck.install_allocation_registry()  # before the tensors a checked launch receives are made
+        jobs.append(memcheck.memcheck_job(flavour.extra))
+    kernel, binding, *runtime = builder.compile_all(jobs, f"compiling {op.name} for the CPU", "cpu", verbose)
     builder.check_launchers(op, kernel, binding)
-    return builder.link_and_load(op, [binding, kernel, runtime], (f"brrr_{flavour.name}", link_libs()), start, verbose)
+    return builder.link_and_load(op, [binding, kernel, *runtime], (f"brrr_{flavour.name}", link_libs()), start,
+                                 verbose)

@@ -83,6 +83,11 @@ struct SharedRegion {
     const char* name;
     const char* file;
     int line;
+    // The declared type, to name an element in a report: sizeof one element and the extents
+    // (element_size 0: untyped, as the extern dynamic region is).
+    size_t element_size = 0;
+    int rank = 0;
+    size_t dims[4] = {};
 };
 
 // Extension points for checks layered on the scheduler (memory checks, a debugger): each is
@@ -94,6 +99,10 @@ struct Hooks {
     void (*block_end)(const Launch&, uint3 block) = nullptr;
     void (*barrier_done)(uint64_t epoch) = nullptr;  // a __syncthreads completed in the running block
     void (*shared_allocated)(const SharedRegion&) = nullptr;
+    // the scheduler resumes thread `thread` (linear) of the running block, whose stack is [lo, hi)
+    void (*thread_resumed)(int thread, const char* stack_lo, const char* stack_hi) = nullptr;
+    // lanes `mask` of warp `warp` completed a warp-synchronous call together
+    void (*warp_done)(int warp, unsigned mask) = nullptr;
 };
 Hooks& hooks();
 
@@ -159,7 +168,8 @@ void launch(const LaunchConfig& config, const Site& site, void (*kernel)(P...), 
 
 // ---- __shared__ -------------------------------------------------------------------------------
 
-void* shared_storage(const void* key, size_t size, size_t align, const char* name, const char* file, int line);
+void* shared_storage(const void* key, size_t size, size_t align, const char* name, const char* file, int line,
+                     const SharedRegion* shape = nullptr);
 void* dynamic_shared_storage(const char* file, int line);
 
 // `__shared__ T name[N];` becomes `T (&name)[N] = brrr_cpu::shared_at<T[N]>(&site, ...)`, where
@@ -171,7 +181,12 @@ T& shared_at(const void* key, size_t align, const char* name, const char* file, 
                       std::is_trivially_copyable_v<std::remove_all_extents_t<T>>,
                   "__shared__ variables have no constructors");
     const size_t a = align > alignof(T) ? align : alignof(T);
-    return *static_cast<T*>(shared_storage(key, sizeof(T), a, name, file, line));
+    SharedRegion shape{};
+    shape.element_size = sizeof(std::remove_all_extents_t<T>);
+    shape.rank = static_cast<int>(std::rank_v<T>);
+    [&]<size_t... I>(std::index_sequence<I...>) { ((shape.dims[I] = std::extent_v<T, I>), ...); }(
+        std::make_index_sequence<(std::rank_v<T> < 4 ? std::rank_v<T> : 4)>{});
+    return *static_cast<T*>(shared_storage(key, sizeof(T), a, name, file, line, &shape));
 }
 
 template <typename T>
@@ -297,9 +312,16 @@ inline void __brkpt() { __builtin_trap(); }
 inline long long clock64() { return static_cast<long long>(__builtin_ia32_rdtsc()); }
 
 // ---- atomics: real ones, since blocks may run on several OS threads at once -----------------------
+// A checked build (pipeline/memcheck.py) leaves atomics out of its instrumentation: two threads'
+// atomics on one shared element are no race. Where brrr_cpu_memcheck.cpp is linked in, their
+// bounds are still checked, at the kernel's line (noinline: the return address is the call site).
+extern "C" void brrr_cpu_atomic_checked(const void* address, size_t size, const void* pc) __attribute__((weak));
+#define BRRR_CPU_ATOMIC __attribute__((no_sanitize_address, noinline))
+#define BRRR_CPU_ATOMIC_CHECK(address) \
+    if (brrr_cpu_atomic_checked) brrr_cpu_atomic_checked(address, sizeof(*(address)), __builtin_return_address(0))
 namespace brrr_cpu {
 template <typename T, typename F>
-T atomic_update(T* address, F f) {
+__attribute__((no_sanitize_address)) T atomic_update(T* address, F f) {
     static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "atomics on 2, 4 or 8 bytes");
     using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
     Bits* p = reinterpret_cast<Bits*>(address);
@@ -316,42 +338,56 @@ T atomic_update(T* address, F f) {
 }  // namespace brrr_cpu
 
 template <typename T>
-T atomicAdd(T* address, T val) {
+BRRR_CPU_ATOMIC T atomicAdd(T* address, T val) {
+    BRRR_CPU_ATOMIC_CHECK(address);
     if constexpr (std::is_integral_v<T>) return __atomic_fetch_add(address, val, __ATOMIC_SEQ_CST);
     else return brrr_cpu::atomic_update(address, [val](T v) { return static_cast<T>(v + val); });
 }
 template <typename T>
-T atomicSub(T* address, T val) {
+BRRR_CPU_ATOMIC T atomicSub(T* address, T val) {
+    BRRR_CPU_ATOMIC_CHECK(address);
     if constexpr (std::is_integral_v<T>) return __atomic_fetch_sub(address, val, __ATOMIC_SEQ_CST);
     else return brrr_cpu::atomic_update(address, [val](T v) { return static_cast<T>(v - val); });
 }
 template <typename T>
-T atomicExch(T* address, T val) {
+BRRR_CPU_ATOMIC T atomicExch(T* address, T val) {
+    BRRR_CPU_ATOMIC_CHECK(address);
     return brrr_cpu::atomic_update(address, [val](T) { return val; });
 }
 template <typename T>
-T atomicMax(T* address, T val) {
+BRRR_CPU_ATOMIC T atomicMax(T* address, T val) {
+    BRRR_CPU_ATOMIC_CHECK(address);
     return brrr_cpu::atomic_update(address, [val](T v) { return v < val ? val : v; });
 }
 template <typename T>
-T atomicMin(T* address, T val) {
+BRRR_CPU_ATOMIC T atomicMin(T* address, T val) {
+    BRRR_CPU_ATOMIC_CHECK(address);
     return brrr_cpu::atomic_update(address, [val](T v) { return val < v ? val : v; });
 }
 template <typename T>
-T atomicAnd(T* address, T val) { return __atomic_fetch_and(address, val, __ATOMIC_SEQ_CST); }
+BRRR_CPU_ATOMIC T atomicAnd(T* address, T val) {
+    BRRR_CPU_ATOMIC_CHECK(address);
+    return __atomic_fetch_and(address, val, __ATOMIC_SEQ_CST); }
 template <typename T>
-T atomicOr(T* address, T val) { return __atomic_fetch_or(address, val, __ATOMIC_SEQ_CST); }
+BRRR_CPU_ATOMIC T atomicOr(T* address, T val) {
+    BRRR_CPU_ATOMIC_CHECK(address);
+    return __atomic_fetch_or(address, val, __ATOMIC_SEQ_CST); }
 template <typename T>
-T atomicXor(T* address, T val) { return __atomic_fetch_xor(address, val, __ATOMIC_SEQ_CST); }
+BRRR_CPU_ATOMIC T atomicXor(T* address, T val) {
+    BRRR_CPU_ATOMIC_CHECK(address);
+    return __atomic_fetch_xor(address, val, __ATOMIC_SEQ_CST); }
 template <typename T>
-T atomicCAS(T* address, T compare, T val) {
+BRRR_CPU_ATOMIC T atomicCAS(T* address, T compare, T val) {
+    BRRR_CPU_ATOMIC_CHECK(address);
     __atomic_compare_exchange_n(address, &compare, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     return compare;
 }
-inline unsigned atomicInc(unsigned* address, unsigned limit) {
+BRRR_CPU_ATOMIC inline unsigned atomicInc(unsigned* address, unsigned limit) {
+    BRRR_CPU_ATOMIC_CHECK(address);
     return brrr_cpu::atomic_update(address, [limit](unsigned v) { return v >= limit ? 0u : v + 1; });
 }
-inline unsigned atomicDec(unsigned* address, unsigned limit) {
+BRRR_CPU_ATOMIC inline unsigned atomicDec(unsigned* address, unsigned limit) {
+    BRRR_CPU_ATOMIC_CHECK(address);
     return brrr_cpu::atomic_update(address, [limit](unsigned v) { return (v == 0 || v > limit) ? limit : v - 1; });
 }
 #define BRRR_CPU_SCOPED(name) \

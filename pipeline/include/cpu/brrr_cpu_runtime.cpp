@@ -518,6 +518,7 @@ static int source_lane(const WarpCall& c, int lane) {
 }
 
 static void complete_warp(Block& b, int w, Fiber& caller, const WarpCall& c) {
+    if (hooks().warp_done) hooks().warp_done(w, c.mask);
     std::vector<const WarpCall*> calls(32, nullptr);
     std::vector<const WarpCall*> taking;
     for (int l = 0; l < 32; ++l) {
@@ -742,17 +743,23 @@ constexpr size_t kMaxStaticShared = 49152;  // what a kernel may declare statica
 constexpr size_t kDynamicAlign = 128;
 
 static SharedRegion& add_region(Block& b, const void* key, size_t size, size_t align, const char* name,
-                                const char* file, int line) {
+                                const char* file, int line, const SharedRegion* shape = nullptr) {
     const size_t offset = (b.arena_used + align - 1) / align * align;
     b.arena_used = offset + size;
     char* data = b.arena.data() + offset;
     std::memset(data, 0xff, size);  // NaN in every float type: an unwritten element shows
     b.regions.push_back(SharedRegion{key, data, size, name, file, line});
+    if (shape) {
+        b.regions.back().element_size = shape->element_size;
+        b.regions.back().rank = shape->rank;
+        std::memcpy(b.regions.back().dims, shape->dims, sizeof shape->dims);
+    }
     if (hooks().shared_allocated) hooks().shared_allocated(b.regions.back());
     return b.regions.back();
 }
 
-void* shared_storage(const void* key, size_t size, size_t align, const char* name, const char* file, int line) {
+void* shared_storage(const void* key, size_t size, size_t align, const char* name, const char* file, int line,
+                     const SharedRegion* shape) {
     Fiber& f = here("__shared__", file, line);
     Block& b = *f.block;
     for (const SharedRegion& r : b.regions) {
@@ -769,7 +776,7 @@ void* shared_storage(const void* key, size_t size, size_t align, const char* nam
                                    std::to_string(kMaxShared) + " bytes",
               file, line);
     }
-    return add_region(b, key, size, align, name, file, line).data;
+    return add_region(b, key, size, align, name, file, line, shape).data;
 }
 
 void* dynamic_shared_storage(const char* file, int line) {
@@ -792,6 +799,7 @@ static void resume(Block& b, Fiber& f) {
         brrr_cpu_debug_thread[1] = static_cast<int>(f.index.y);
         brrr_cpu_debug_thread[2] = static_cast<int>(f.index.z);
     }
+    if (hooks().thread_resumed) hooks().thread_resumed(f.linear, f.stack, f.stack + stack_size());
     switch_context(b.scheduler, f.context);
     running_fiber = nullptr;
     if (f.state == State::Exited) {

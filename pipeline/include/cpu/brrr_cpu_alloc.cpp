@@ -1,0 +1,87 @@
+// Which CPU allocations torch has live, so the memory checks know the extent of the tensor behind
+// each pointer a kernel launch receives. A kernel gets raw pointers (binding.cpp passes
+// data_ptr()), possibly into the middle of a tensor's storage; this registry answers "which
+// allocation holds this address, and how large is it".
+//
+// Built as a library of its own and loaded once per process with RTLD_GLOBAL before the op's
+// tensors are made (brrr does this when the cuda stage runs on the CPU). Loading it wraps torch's
+// CPU allocator; allocations made before that are unknown, and a launch that receives one is
+// not bounds-checked (brrr_cpu_memcheck.cpp).
+#include <c10/core/CPUAllocator.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+namespace {
+
+struct Registry {
+    std::mutex mutex;
+    std::map<uintptr_t, std::size_t> live;  // start -> bytes
+};
+
+Registry& registry() {
+    static Registry* r = new Registry();  // never destroyed: tensors may be freed at exit
+    return *r;
+}
+
+// The wrapped allocation: the inner DataPtr owns the memory, this context outlives it by nothing.
+struct Held {
+    c10::DataPtr inner;
+};
+
+void release(void* ctx) {
+    auto* held = static_cast<Held*>(ctx);
+    if (void* p = held->inner.get()) {
+        Registry& r = registry();
+        std::lock_guard<std::mutex> lock(r.mutex);
+        r.live.erase(reinterpret_cast<uintptr_t>(p));
+    }
+    delete held;
+}
+
+class Recording final : public c10::Allocator {
+public:
+    explicit Recording(c10::Allocator* inner) : inner_(inner) {}
+
+    c10::DataPtr allocate(std::size_t n) override {
+        c10::DataPtr dp = inner_->allocate(n);
+        void* p = dp.get();
+        const c10::Device device = dp.device();
+        if (p == nullptr) return dp;
+        {
+            Registry& r = registry();
+            std::lock_guard<std::mutex> lock(r.mutex);
+            r.live[reinterpret_cast<uintptr_t>(p)] = n;
+        }
+        return {p, new Held{std::move(dp)}, &release, device};
+    }
+
+    void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+
+private:
+    c10::Allocator* inner_;
+};
+
+struct Install {
+    Install() {
+        static Recording recording(c10::GetCPUAllocator());
+        c10::SetCPUAllocator(&recording, /*priority=*/100);
+    }
+} install;
+
+}  // namespace
+
+// 1 and the allocation's start and size if p lies in a live allocation, 0 otherwise.
+extern "C" int brrr_alloc_find(const void* p, const void** lo, std::size_t* bytes) {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.live.upper_bound(a);
+    if (it == r.live.begin()) return 0;
+    --it;
+    if (a >= it->first + (it->second == 0 ? 1 : it->second)) return 0;
+    *lo = reinterpret_cast<const void*>(it->first);
+    *bytes = it->second;
+    return 1;
+}

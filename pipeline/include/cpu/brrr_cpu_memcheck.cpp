@@ -1,0 +1,552 @@
+// Memory checks of the CPU execution of kernel.cu: an access outside every tensor passed to the
+// launch, and a race on shared memory, each reported as a fault at kernel.cu:line with the block
+// and thread (brrr_cpu::fault), before the access happens, so brrr itself never crashes.
+//
+// How: a checked build compiles the rewritten kernel.cu with gcc's outline address-sanitizer
+// instrumentation (-fsanitize=kernel-address with calls for every access, see
+// pipeline/memcheck.py), so each load and store of kernel code first calls
+// __asan_load<N>_noabort(address) or __asan_store<N>_noabort(address). Those are defined here,
+// not by libasan. Each address is classified, cheapest first: the running thread's own stack
+// (its locals), the OS thread's stack (the launch's glue), a tensor argument's allocation (from
+// the registry in brrr_cpu_alloc.cpp), the block's __shared__ variables (kept in a shadow that
+// finds races), the loaded images (constant tables, string literals, globals). Anything else is
+// out of bounds. The scheduler (brrr_cpu_runtime.cpp) is compiled without the instrumentation and
+// tells this file about launches, blocks, threads, barriers and warp syncs through its hooks.
+//
+// This file is compiled without -g, so gdb's `step` never enters the callbacks.
+#include "brrr_cpu_memcheck.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "brrr_cpu.h"
+
+namespace {
+
+using brrr_cpu::Launch;
+
+struct Argument {
+    int index;
+    uintptr_t value;      // the pointer passed
+    uintptr_t lo, hi;     // the allocation it points into
+    std::size_t element;  // sizeof(*pointer)
+};
+
+struct Range {
+    uintptr_t lo, hi;
+};
+
+// The launch running now (launches do not nest): read-only while its blocks run.
+struct LaunchState {
+    const Launch* launch = nullptr;
+    std::vector<Argument> args;
+    std::vector<Range> images;
+    unsigned long image_generation = ~0ul;
+    bool bounds = false;  // every pointer argument's allocation is known
+    uint64_t serial = 0;
+};
+LaunchState L;
+
+// One access to a byte of shared memory, as the shadow keeps it.
+struct Access {
+    int32_t thread = -1;  // linear in the block, -1: none
+    uint32_t wsync = 0;   // the thread's count of warp syncs at the access
+    const void* pc = nullptr;
+};
+
+// A byte of shared memory between two barriers (its epoch): the last writer and up to two
+// distinct readers, enough to find a conflicting pair whenever there is one (see read()).
+struct Cell {
+    uint64_t epoch = 0;
+    Access writer, reader1, reader2;
+};
+
+struct Shared {
+    const char* name;
+    uintptr_t lo, hi;
+    std::size_t element;
+    int rank;
+    std::size_t dims[4];
+    // One per element (per byte where the type is unknown): an access covers the elements it
+    // touches, so a 16-byte pack of floats is 4 cells, and two threads writing different bytes
+    // of one element count as touching the same element.
+    std::vector<Cell> cells;
+};
+
+// Per OS thread: the block it runs (blocks may run on several OS threads at once).
+struct BlockState {
+    bool running = false;  // a thread of a checked launch is running
+    uintptr_t stack_lo = 0, stack_hi = 0;
+    uintptr_t host_lo = 0, host_hi = 0;
+    int32_t thread = -1;
+    uint64_t epoch = 0;
+    std::vector<Shared> shared;
+    std::vector<uint32_t> wsync;  // per thread of the block
+};
+// A pointer, so the hot path reads a plain thread-local word (no TLS init wrapper).
+thread_local BlockState* B = nullptr;
+
+uint64_t next_epoch() {
+    static std::atomic<uint64_t> epochs{1};
+    return epochs.fetch_add(1);
+}
+
+// --- writes recorded for the debugger ------------------------------------------------------------
+
+struct Writer {
+    const void* kernel;
+    uint3 block, thread;
+};
+std::mutex writers_mutex;
+std::unordered_map<uintptr_t, Writer> writers;
+std::unordered_map<const void*, std::string> kernel_names;
+bool recording = false;
+
+// --- where things are ---------------------------------------------------------------------------
+
+using FindFn = int (*)(const void*, const void**, std::size_t*);
+
+// The allocation registry is a library of its own, loaded once per process with RTLD_GLOBAL
+// (pipeline/memcheck.py) before the tensors are made.
+FindFn find_allocation() {
+    static FindFn fn = reinterpret_cast<FindFn>(dlsym(RTLD_DEFAULT, "brrr_alloc_find"));
+    return fn;
+}
+
+int add_image(struct dl_phdr_info* info, std::size_t, void* out) {
+    auto* images = static_cast<std::vector<Range>*>(out);
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const auto& ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD) continue;
+        const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+        images->push_back({lo, lo + ph.p_memsz});
+    }
+    return 0;
+}
+
+int count_images(struct dl_phdr_info* info, std::size_t, void* out) {
+    *static_cast<unsigned long*>(out) = info->dlpi_adds + info->dlpi_subs;
+    return 1;
+}
+
+void host_stack(uintptr_t& lo, uintptr_t& hi) {
+    pthread_attr_t attr;
+    lo = hi = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+    void* base = nullptr;
+    std::size_t size = 0;
+    if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+        lo = reinterpret_cast<uintptr_t>(base);
+        hi = lo + size;
+    }
+    pthread_attr_destroy(&attr);
+}
+
+// --- symbolizing, only when reporting ------------------------------------------------------------
+
+struct Place {
+    std::string file;
+    int line = 0;
+};
+
+std::string run_command(const std::string& command) {
+    std::string out;
+    if (FILE* p = popen(command.c_str(), "r")) {
+        char buf[4096];
+        std::size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+        pclose(p);
+    }
+    return out;
+}
+
+// kernel.cu:line of the access whose call returns to `pc`: addr2line on the library's line table
+// (-gdwarf-4: binutils 2.40's addr2line misreads gcc 12's DWARF 5 file table after #line).
+Place symbolize(const void* pc) {
+    Dl_info info{};
+    if (dladdr(pc, &info) == 0 || info.dli_fname == nullptr) return {"?", 0};
+    const uintptr_t offset = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(info.dli_fbase) - 1;
+    char address[32];
+    snprintf(address, sizeof address, "0x%" PRIxPTR, offset);
+    const std::string out = run_command(std::string("addr2line -e '") + info.dli_fname + "' " + address + " 2>/dev/null");
+    const std::string first = out.substr(0, out.find('\n'));
+    const auto colon = first.rfind(':');
+    if (colon == std::string::npos) return {"?", 0};
+    Place p{first.substr(0, colon), std::atoi(first.c_str() + colon + 1)};
+    return p.line > 0 ? p : Place{"?", 0};
+}
+
+std::string triple(uint3 v) {
+    return "(" + std::to_string(v.x) + ", " + std::to_string(v.y) + ", " + std::to_string(v.z) + ")";
+}
+
+uint3 thread_of(int32_t linear) {
+    const dim3 d = L.launch->config.block;
+    const unsigned t = static_cast<unsigned>(linear);
+    return {t % d.x, t / d.x % d.y, t / (d.x * d.y)};
+}
+
+std::string read_file(const std::string& path) {
+    std::string text;
+    if (FILE* f = fopen(path.c_str(), "r")) {
+        char buf[4096];
+        std::size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+        fclose(f);
+    }
+    return text;
+}
+
+bool ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The parameters of `__global__ ... name(...)` in kernel.cu, by their names.
+std::vector<std::string> parameter_names(const std::string& file, const std::string& kernel) {
+    std::string base = kernel.substr(0, kernel.find_first_of("<("));
+    if (const auto colon = base.rfind("::"); colon != std::string::npos) base = base.substr(colon + 2);
+    const std::string text = read_file(file);
+    for (std::size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 1)) {
+        std::size_t name_at = text.find(base, at);
+        while (name_at != std::string::npos &&
+               ((name_at > 0 && ident(text[name_at - 1])) || ident(text[name_at + base.size()])))
+            name_at = text.find(base, name_at + 1);
+        if (name_at == std::string::npos) break;
+        std::size_t open = text.find_first_not_of(" \t\n", name_at + base.size());
+        if (open == std::string::npos || text[open] != '(') continue;
+        std::vector<std::string> names;
+        int depth = 0;
+        std::string current;
+        for (std::size_t i = open + 1; i < text.size(); ++i) {
+            const char c = text[i];
+            if (c == '(' || c == '<' || c == '[') ++depth;
+            if (c == ')' && depth == 0) {
+                names.push_back(current);
+                break;
+            }
+            if (c == ')' || c == '>' || c == ']') --depth;
+            if (c == ',' && depth == 0) {
+                names.push_back(current);
+                current.clear();
+                continue;
+            }
+            current += c;
+        }
+        for (std::string& n : names) {
+            if (const auto eq = n.find('='); eq != std::string::npos) n.resize(eq);
+            const std::size_t e = n.find_last_not_of(" \t\n");
+            std::size_t b = e == std::string::npos ? 0 : e + 1;
+            while (b > 0 && ident(n[b - 1])) --b;
+            n = e == std::string::npos ? "" : n.substr(b, e + 1 - b);
+        }
+        return names;
+    }
+    return {};
+}
+
+std::string argument_name(const Argument& a, const Place& place) {
+    const std::vector<std::string> names = parameter_names(place.file, L.launch->name);
+    if (a.index < static_cast<int>(names.size()) && !names[a.index].empty()) return names[a.index];
+    return "argument " + std::to_string(a.index + 1);
+}
+
+[[noreturn]] void report(const char* kind, const std::string& detail, const Place& place) {
+    B->running = false;  // the report itself must not be checked
+    static std::string file;  // fault() keeps the pointer until the launch throws
+    file = place.file;
+    brrr_cpu::fault(kind, detail, file.c_str(), place.line);
+}
+
+// --- out of bounds -------------------------------------------------------------------------------
+
+std::string plural(uint64_t n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
+// What an out-of-bounds address is measured against: a tensor argument or a __shared__ variable.
+struct Extent {
+    std::string name;
+    uintptr_t value, hi;  // where indices start, and the end
+    std::size_t element;
+};
+
+[[noreturn]] void out_of_bounds(uintptr_t addr, std::size_t size, bool write, const void* pc) {
+    const Place place = symbolize(pc);
+    // The nearest extent: the access ran past its end or before its start.
+    std::vector<Extent> extents;
+    for (const Argument& a : L.args) extents.push_back({argument_name(a, place), a.value, a.hi, a.element});
+    for (const Shared& s : B->shared) {
+        if (s.hi > s.lo) extents.push_back({std::string("__shared__ ") + s.name, s.lo, s.hi, s.element});
+    }
+    const Extent* best = nullptr;
+    uintptr_t best_gap = UINTPTR_MAX;
+    for (const Extent& x : extents) {
+        const uintptr_t gap = addr >= x.hi ? addr - x.hi : addr < x.value ? x.value - addr : 0;
+        if (best == nullptr || gap < best_gap) best = &x, best_gap = gap;
+    }
+    const std::string access = plural(size, "byte");
+    std::string detail;
+    if (best == nullptr) {
+        char hex[32];
+        snprintf(hex, sizeof hex, "0x%" PRIxPTR, addr);
+        detail = access + " at " + hex + ", and the launch has no tensor argument";
+    } else {
+        const std::string& name = best->name;
+        const std::string bare = name.substr(name.rfind(' ') + 1);
+        const std::size_t e = best->element;
+        const uint64_t elements = (best->hi - best->value) / e;
+        const std::string extent = name + " (" + plural(elements, "element") + ")";
+        if (addr >= best->hi) {
+            const uint64_t index = (addr - best->value) / e;
+            detail = access + " at " + bare + "[" + std::to_string(index) + "], " +
+                     plural(index + 1 - elements, "element") + " past the last element of " + extent;
+        } else if (addr >= best->value) {  // starts inside, ends outside: a wide access at the end
+            const uint64_t index = (addr - best->value) / e;
+            detail = access + " from " + bare + "[" + std::to_string(index) + "], which ends " +
+                     plural(addr + size - best->hi, "byte") + " past the end of " + extent;
+        } else {
+            const uint64_t before = (best->value - addr + e - 1) / e;
+            detail = access + " " + plural(before, "element") + " before the start of " + extent;
+        }
+    }
+    report(write ? "out-of-bounds write" : "out-of-bounds read", detail, place);
+}
+
+// --- shared memory ---------------------------------------------------------------------------------
+
+std::string element_name(const Shared& s, uintptr_t addr) {
+    std::size_t flat = (addr - s.lo) / s.element;
+    if (s.rank <= 1) return std::string(s.name) + "[" + std::to_string(flat) + "]";
+    std::string index;
+    for (int k = s.rank; k-- > 0;) {
+        index = "[" + std::to_string(flat % s.dims[k]) + "]" + index;
+        flat /= s.dims[k];
+    }
+    return s.name + index;
+}
+
+bool conflicts(const Access& a, int32_t thread, uint32_t wsync) {
+    if (a.thread < 0 || a.thread == thread) return false;
+    // Two lanes of one warp are ordered by a warp sync between their accesses.
+    return a.thread / 32 != thread / 32 || a.wsync == wsync;
+}
+
+[[noreturn]] void race(const Shared& s, uintptr_t addr, const Access& first, bool first_write, bool write, const void* pc) {
+    const Place now = symbolize(pc), then = symbolize(first.pc);
+    const bool warp = first.thread / 32 == B->thread / 32;
+    const std::string detail = std::string(write ? "writes " : "reads ") + element_name(s, addr) + ", which thread " +
+                               triple(thread_of(first.thread)) + (first_write ? " wrote at " : " read at ") + then.file +
+                               ":" + std::to_string(then.line) + " with no __syncthreads" +
+                               (warp ? " or __syncwarp" : "") + " between the two";
+    report("race on shared memory", detail, now);
+}
+
+void shared_access(Shared& s, uintptr_t addr, std::size_t size, bool write, const void* pc) {
+    const uint32_t ws = B->wsync[B->thread];
+    const Access me{B->thread, ws, pc};
+    const std::size_t first = (addr - s.lo) / s.element, last = (addr + size - 1 - s.lo) / s.element;
+    for (std::size_t i = first; i <= last; ++i) {
+        Cell& c = s.cells[i];
+        if (c.epoch != B->epoch) c = Cell{B->epoch, {}, {}, {}};
+        if (write) {
+            if (conflicts(c.writer, B->thread, ws)) race(s, s.lo + i * s.element, c.writer, true, true, pc);
+            if (conflicts(c.reader1, B->thread, ws)) race(s, s.lo + i * s.element, c.reader1, false, true, pc);
+            if (conflicts(c.reader2, B->thread, ws)) race(s, s.lo + i * s.element, c.reader2, false, true, pc);
+            c.writer = me;
+        } else {
+            if (conflicts(c.writer, B->thread, ws)) race(s, s.lo + i * s.element, c.writer, true, false, pc);
+            // Two distinct readers suffice: a writer is not both of them. A reader of this warp from
+            // before a warp sync is replaced first, since it no longer conflicts with its lanes.
+            if (c.reader1.thread < 0 || c.reader1.thread == B->thread) c.reader1 = me;
+            else if (c.reader2.thread < 0 || c.reader2.thread == B->thread) c.reader2 = me;
+            else if (c.reader1.thread / 32 == B->thread / 32 && c.reader1.wsync != ws) c.reader1 = me;
+            else if (c.reader2.thread / 32 == B->thread / 32 && c.reader2.wsync != ws) c.reader2 = me;
+        }
+    }
+}
+
+// --- every access ------------------------------------------------------------------------------------
+
+void record_write(uintptr_t addr, std::size_t size) {
+    const uint3 block = blockIdx, thread = threadIdx;
+    std::lock_guard<std::mutex> lock(writers_mutex);
+    for (std::size_t i = 0; i < size; ++i) writers[addr + i] = Writer{L.launch->kernel, block, thread};
+    kernel_names.emplace(L.launch->kernel, L.launch->name);
+}
+
+// Within a page of a __shared__ variable: an overrun of shared memory, whatever the tensors.
+bool near_shared(uintptr_t addr) {
+    for (const Shared& s : B->shared) {
+        if (addr + 4096 >= s.lo && addr < s.hi + 4096) return true;
+    }
+    return false;
+}
+
+// atomic: bounds only; atomics on a shared element are no race with each other.
+inline void check(uintptr_t addr, std::size_t size, bool write, const void* pc, bool atomic = false) {
+    if (B == nullptr || !B->running) return;  // host code of kernel.cu, or a launch that is not checked
+    if (addr - B->stack_lo < B->stack_hi - B->stack_lo) return;  // the thread's locals
+    if (addr - B->host_lo < B->host_hi - B->host_lo) return;    // the launch's glue reads its arguments there
+    for (const Argument& a : L.args) {
+        if (addr >= a.lo && addr + size <= a.hi) {
+            if (write && recording) record_write(addr, size);
+            return;
+        }
+    }
+    for (Shared& s : B->shared) {
+        if (addr >= s.lo && addr < s.hi) {
+            if (addr + size > s.hi) out_of_bounds(addr, size, write, pc);
+            if (!atomic) shared_access(s, addr, size, write, pc);
+            return;
+        }
+    }
+    for (const Range& r : L.images) {
+        if (addr >= r.lo && addr + size <= r.hi) return;
+    }
+    // Without a known allocation for every argument only the shared variables bound an access.
+    if (L.bounds || near_shared(addr)) out_of_bounds(addr, size, write, pc);
+}
+
+// --- the scheduler's hooks ---------------------------------------------------------------------------
+
+void on_launch_begin(const Launch& launch) {
+    L.launch = &launch;
+    L.args.clear();
+    L.bounds = find_allocation() != nullptr;
+    ++L.serial;
+    unsigned long generation = 0;
+    dl_iterate_phdr(count_images, &generation);
+    if (generation != L.image_generation) {
+        L.images.clear();
+        dl_iterate_phdr(add_image, &L.images);
+        L.image_generation = generation;
+    }
+    for (int i = 0; i < launch.pointer_count; ++i) {
+        const brrr_cpu::PointerArg& p = launch.pointers[i];
+        if (p.address == nullptr) continue;
+        const void* lo = nullptr;
+        std::size_t bytes = 0;
+        if (find_allocation() == nullptr || find_allocation()(p.address, &lo, &bytes) == 0) {
+            L.bounds = false;  // memory torch did not allocate (or before the registry): no bounds to hold
+            continue;
+        }
+        const auto l = reinterpret_cast<uintptr_t>(lo);
+        L.args.push_back({p.index, reinterpret_cast<uintptr_t>(p.address), l, l + bytes, p.element_size});
+    }
+}
+
+void on_launch_end(const Launch&) {
+    L.launch = nullptr;
+    if (B != nullptr) B->running = false;
+}
+
+BlockState& state() {
+    if (B == nullptr) {
+        B = new BlockState();  // one per OS thread that runs blocks, kept
+        host_stack(B->host_lo, B->host_hi);  // once: for the main thread it reads /proc/self/maps
+    }
+    return *B;
+}
+
+// The scheduler announces the extern dynamic region before the block itself.
+void on_block_begin(const Launch& launch, uint3) {
+    state();
+    const dim3 d = launch.config.block;
+    B->wsync.assign(static_cast<std::size_t>(d.x) * d.y * d.z, 0);
+    B->epoch = next_epoch();
+}
+
+void on_block_end(const Launch&, uint3) {
+    B->running = false;
+    B->shared.clear();
+}
+
+void on_barrier_done(uint64_t) { B->epoch = next_epoch(); }
+
+void on_shared_allocated(const brrr_cpu::SharedRegion& r) {
+    const auto lo = reinterpret_cast<uintptr_t>(r.data);
+    Shared s{r.name, lo, lo + r.size, r.element_size ? r.element_size : 1, r.rank, {}, {}};
+    for (int k = 0; k < r.rank && k < 4; ++k) s.dims[k] = r.dims[k];
+    s.cells.resize((r.size + s.element - 1) / s.element);
+    state().shared.push_back(std::move(s));
+}
+
+void on_thread_resumed(int thread, const char* lo, const char* hi) {
+    B->thread = thread;
+    B->stack_lo = reinterpret_cast<uintptr_t>(lo);
+    B->stack_hi = reinterpret_cast<uintptr_t>(hi);
+    B->running = L.launch != nullptr;
+}
+
+void on_warp_done(int warp, unsigned mask) {
+    for (int l = 0; l < 32; ++l) {
+        const std::size_t t = static_cast<std::size_t>(warp) * 32 + l;
+        if ((mask & (1u << l)) && t < B->wsync.size()) ++B->wsync[t];
+    }
+}
+
+// A checked build installs the hooks when the library loads.
+struct Install {
+    Install() {
+        brrr_cpu::Hooks& h = brrr_cpu::hooks();
+        h.launch_begin = on_launch_begin;
+        h.launch_end = on_launch_end;
+        h.block_begin = on_block_begin;
+        h.block_end = on_block_end;
+        h.barrier_done = on_barrier_done;
+        h.shared_allocated = on_shared_allocated;
+        h.thread_resumed = on_thread_resumed;
+        h.warp_done = on_warp_done;
+    }
+} install;
+
+}  // namespace
+
+// --- the callbacks gcc's instrumentation calls ---------------------------------------------------------
+
+#define BRRR_ACCESS(size)                                                                                     \
+    extern "C" void __asan_load##size##_noabort(uintptr_t addr) { check(addr, size, false, __builtin_return_address(0)); } \
+    extern "C" void __asan_store##size##_noabort(uintptr_t addr) { check(addr, size, true, __builtin_return_address(0)); }
+BRRR_ACCESS(1)
+BRRR_ACCESS(2)
+BRRR_ACCESS(4)
+BRRR_ACCESS(8)
+BRRR_ACCESS(16)
+#undef BRRR_ACCESS
+
+extern "C" void __asan_loadN_noabort(uintptr_t addr, std::size_t size) { check(addr, size, false, __builtin_return_address(0)); }
+extern "C" void __asan_storeN_noabort(uintptr_t addr, std::size_t size) { check(addr, size, true, __builtin_return_address(0)); }
+extern "C" void __asan_handle_no_return() {}
+
+// The atomics of brrr_cpu.h, which the instrumentation leaves out, report here.
+extern "C" void brrr_cpu_atomic_checked(const void* address, std::size_t size, const void* pc) {
+    check(reinterpret_cast<uintptr_t>(address), size, true, pc, true);
+}
+
+// --- for brrr's Python side ----------------------------------------------------------------------------
+
+extern "C" __attribute__((visibility("default"))) int brrr_debug_armed = 0;
+
+extern "C" __attribute__((visibility("default"))) void brrr_memcheck_record_writes(int on) {
+    std::lock_guard<std::mutex> lock(writers_mutex);
+    if (on) writers.clear();  // a new recording; stopping keeps what was recorded for the lookups
+    recording = on != 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int brrr_memcheck_writer(const void* address, char* kernel, std::size_t kernel_size, unsigned* block,
+                                    unsigned* thread) {
+    std::lock_guard<std::mutex> lock(writers_mutex);
+    const auto it = writers.find(reinterpret_cast<uintptr_t>(address));
+    if (it == writers.end()) return 0;
+    const Writer& w = it->second;
+    snprintf(kernel, kernel_size, "%s", kernel_names[w.kernel].c_str());
+    block[0] = w.block.x, block[1] = w.block.y, block[2] = w.block.z;
+    thread[0] = w.thread.x, thread[1] = w.thread.y, thread[2] = w.thread.z;
+    return 1;
+}
