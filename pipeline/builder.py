@@ -360,7 +360,7 @@ def check_launchers(op: Op, kernel: ObjectFile, binding: ObjectFile) -> None:
     defined = _symbols(kernel.path, "--defined-only")
     families = {_family(name) for name in defined}
     absent = sorted(name for name in _symbols(binding.path, "--undefined-only")
-                    if name not in defined and _family(name) in families and not name.startswith("std::"))
+                    if name not in defined and _family(name) in families and not name.startswith(("std::", "operator")))
     if absent:
         raise missing_launchers(op, absent)
 

@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
         d.add_argument("--input", metavar="FILE", help="the exact inputs a failed validation saved")
         d.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="dtype of fresh inputs")
         d.add_argument("--seed", type=int, default=0, help="seed of fresh inputs (default 0)")
+        if name == "debug":
+            d.add_argument("--stage", choices=("numba", "cuda"), default="numba",
+                           help="numba: pdb in the simulator (default); cuda: gdb in the CPU execution of kernel.cu")
         d.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
     n = sub.add_parser("new", help="scaffold an op folder (spec and three stage templates) that validates at once",
@@ -289,6 +292,13 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_debug(args: argparse.Namespace) -> int:
     from . import debugger
     from .faults import fault_from
+
+    if getattr(args, "stage", "numba") == "cuda":
+        from . import cuda_debugger
+
+        return cuda_debugger.run(args.op, block=args.block, thread=args.thread, index=args.index,
+                                 input_file=args.input, dtype=args.dtype, phase=args.phase, kernel=args.kernel,
+                                 seed=args.seed)
 
     session, module = debugger.prepare(args.op, block=args.block, thread=args.thread, index=args.index,
                                        input_file=args.input, dtype=args.dtype, phase=args.phase,

@@ -225,16 +225,13 @@ class Selection:
     seed: int = 0
 
 
-def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
-    """Load the op's numba stage in the simulator and pick the inputs and the thread (keywords: `Selection`)."""
-    from .loaders import load_numba, load_op, load_reference
-    from .numba_env import use_simulator
+def chosen_inputs(op_ref: str | None, chosen: Selection) -> tuple[Op, str, tuple[torch.Tensor, ...],
+                                                                  tuple[torch.Tensor, ...]]:
+    """The op, phase, inputs and upstream gradients of a debug run (numba or cuda stage): those a
+    failed validation saved (--input), or fresh ones of the op's largest simulator size."""
+    from .loaders import load_op, load_reference
 
-    chosen = Selection(**selection)
-    block, thread, index, input_file = chosen.block, chosen.thread, chosen.index, chosen.input_file
-    dtype, phase, kernel, seed = chosen.dtype, chosen.phase, chosen.kernel, chosen.seed
-
-    use_simulator(True)
+    input_file, dtype, phase, seed = chosen.input_file, chosen.dtype, chosen.phase, chosen.seed
     saved: dict[str, Any] = {}
     if input_file is not None:
         saved = load_failure(Path(input_file))
@@ -249,12 +246,24 @@ def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
     if phase not in ("forward", "backward"):
         raise UsageError("--phase must be forward or backward")
     if saved:
-        inputs, upstream = tuple(saved["inputs"]), tuple(saved["upstream"])
-    else:
-        gen = torch.Generator().manual_seed(seed)
-        inputs = spec.make_inputs(spec.sim_sizes[-1], DTYPES[dtype], torch.device("cpu"), gen)
-        shapes = [o.shape for o in visible(spec, call_forward(spec, load_reference(op), inputs))]
-        upstream = tuple(torch.randn(s, dtype=DTYPES[dtype], generator=gen) for s in shapes)
+        return op, phase, tuple(saved["inputs"]), tuple(saved["upstream"])
+    gen = torch.Generator().manual_seed(seed)
+    inputs = spec.make_inputs(spec.sim_sizes[-1], DTYPES[dtype], torch.device("cpu"), gen)
+    shapes = [o.shape for o in visible(spec, call_forward(spec, load_reference(op), inputs))]
+    upstream = tuple(torch.randn(s, dtype=DTYPES[dtype], generator=gen) for s in shapes)
+    return op, phase, tuple(inputs), upstream
+
+
+def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
+    """Load the op's numba stage in the simulator and pick the inputs and the thread (keywords: `Selection`)."""
+    from .loaders import load_numba
+    from .numba_env import use_simulator
+
+    chosen = Selection(**selection)
+    block, thread, index, kernel = chosen.block, chosen.thread, chosen.index, chosen.kernel
+    use_simulator(True)
+    op, phase, inputs, upstream = chosen_inputs(op_ref, chosen)
+    spec = op.spec
     stage = load_numba(op, gpu=False)
     if index is not None:
         layout = spec.layouts.get("numba")

@@ -100,11 +100,12 @@ def failed(rows: list[Row]) -> dict[tuple[str, str, str], Row]:
     return {(r.stage, r.check, r.dtype): r for r in rows if r.verdict == FAIL}
 
 
-def brrr(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in a fresh process, as a user would."""
+def brrr(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO,
+         stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in a fresh process, as a user would (typing `stdin`, if given)."""
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "brrr_kernels", *args], capture_output=True, text=True,
-                          env=full_env, cwd=cwd, timeout=900)
+                          env=full_env, cwd=cwd, timeout=900, input=stdin)
 
 
 # A stand-in for nvcc and the host compiler, for tests about the build's plumbing (locks, killed
