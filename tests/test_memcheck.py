@@ -16,7 +16,7 @@ from conftest import REPO, copy_op, plant
 from brrr_kernels import builder, cpu_build, memcheck
 from brrr_kernels.contract import call_forward, forward_backward, visible
 from brrr_kernels.cpu_source import rewrite
-from brrr_kernels.spec import load_op
+from brrr_kernels.loaders import load_op
 
 CASES = (REPO / "tests" / "memcheck_cases.cu").resolve()
 
