@@ -339,6 +339,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     all_rows: list[report.Row] = []
     worst = EXIT_OK
     # --huge needs most of the GPU's memory for one op at a time.
+    if args.jobs is not None and args.jobs < 1:
+        raise BrrrError(f"--jobs must be at least 1, got {args.jobs}")
     jobs = 1 if args.huge else (args.jobs or os.cpu_count() or 1)
     for outcome in runner.validate_many(names, options, jobs=jobs):
         if outcome.error is not None:

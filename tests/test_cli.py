@@ -136,3 +136,11 @@ def test_internal_error_is_for_brrrs_own_bugs(monkeypatch: pytest.MonkeyPatch, c
     monkeypatch.setattr(cli, "cmd_list", fail)
     assert cli.main(["list"]) == 2
     assert capsys.readouterr().err.strip() == says
+
+
+@pytest.mark.parametrize("jobs", ["0", "-2"])
+def test_jobs_below_one_is_a_usage_error(capsys: pytest.CaptureFixture[str], jobs: str) -> None:
+    from brrr_kernels import cli
+
+    assert cli.main(["validate", "sigmoid", "--jobs", jobs]) == 2
+    assert capsys.readouterr().err.strip() == f"brrr: error: --jobs must be at least 1, got {jobs}"

@@ -73,8 +73,8 @@ class Moment:
 
 
 def _interrupt(tmp_path: Path, cuda: Path, args: list[str], moment: Moment) -> None:
-    """Run `brrr validate ARGS --json out.json`, send the signal at the moment, and check how it ends:
-    within 5 s, with the code, one line on stderr and no traceback, no process left, the old JSON intact."""
+    """Run `brrr ARGS` (validate: with --json out.json), send the signal at the moment, and check how it
+    ends: within 5 s, with the code, one line on stderr and no traceback, no process left, the old JSON intact."""
     signum, code = moment.signum, moment.code
     marks = tmp_path / "marks"
     out = tmp_path / "out.json"
@@ -84,8 +84,9 @@ def _interrupt(tmp_path: Path, cuda: Path, args: list[str], moment: Moment) -> N
            "BRRR_TEST_TAG": tag}
     err_path = tmp_path / "stderr"
     with open(err_path, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "brrr_kernels", "validate", *args, "--json", str(out)],
-                                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        json_flag = ["--json", str(out)] if args[0] == "validate" else []
+        proc = subprocess.Popen([sys.executable, "-m", "brrr_kernels", *args, *json_flag], cwd=tmp_path, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     try:
         is_ready = moment.ready(marks)
         deadline = time.monotonic() + 120
@@ -93,8 +94,8 @@ def _interrupt(tmp_path: Path, cuda: Path, args: list[str], moment: Moment) -> N
             assert proc.poll() is None, f"brrr ended before the moment {moment.name!r}:\n{err_path.read_text()}"
             assert time.monotonic() < deadline, f"the moment {moment.name!r} never came:\n{err_path.read_text()}"
             time.sleep(0.05)
-        if moment.name == "starting":
-            time.sleep(1.0)  # the parent is importing torch
+        if moment.name in ("starting", "in pdb"):
+            time.sleep(1.0)  # the parent is importing torch; pdb is taking over the thread
         sent = time.monotonic()
         if moment.to_group:
             os.killpg(proc.pid, signum)
@@ -146,14 +147,29 @@ def test_interrupt_two_op_validate_with_jobs(tmp_path: Path, two_ops: tuple[Path
     """One op spins in a simulated kernel, the other waits on a compiler that never ends (as brrr
     validate OPDIR1 OPDIR2 --jobs 2 did when Ctrl-C left it hanging, or its workers orphaned)."""
     spin, slow, cuda = two_ops
-    _interrupt(tmp_path, cuda, [str(spin), str(slow), "--jobs", "2", "--stage", "numba", "--stage", "cuda"], moment)
+    _interrupt(tmp_path, cuda, ["validate", str(spin), str(slow), "--jobs", "2", "--stage", "numba", "--stage", "cuda"], moment)
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_one_op_in_the_simulator(tmp_path: Path, two_ops: tuple[Path, Path, Path], signum: int,
                                            code: int) -> None:
     spin, _, cuda = two_ops
-    _interrupt(tmp_path, cuda, [str(spin), "--stage", "numba"], Moment("simulating", _spinning, signum, False, code))
+    _interrupt(tmp_path, cuda, ["validate", str(spin), "--stage", "numba"],
+               Moment("simulating", _spinning, signum, False, code))
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_build_while_compiling(tmp_path: Path, two_ops: tuple[Path, Path, Path], signum: int, code: int) -> None:
+    _, slow, cuda = two_ops
+    compiling = Moment("compiling", lambda marks: lambda err: (marks / "compiles").exists(), signum, False, code)
+    _interrupt(tmp_path, cuda, ["build", str(slow)], compiling)
+
+
+def test_sigterm_ends_debug_while_pdb_waits(tmp_path: Path, two_ops: tuple[Path, Path, Path]) -> None:
+    """In `brrr debug` Ctrl-C belongs to pdb; SIGTERM still ends it."""
+    spin, _, cuda = two_ops
+    _interrupt(tmp_path, cuda, ["debug", str(spin), "--index", "0"],
+               Moment("in pdb", _spinning, signal.SIGTERM, False, 143))
 
 
 KILL_TREE = """
