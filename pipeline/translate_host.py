@@ -308,7 +308,7 @@ class HostEmitter:
 
     def if_(self, s: ast.If) -> None:
         if len(s.body) == 1 and isinstance(s.body[0], ast.Raise) and not s.orelse:
-            self.line(s, f"TORCH_CHECK({self.negate(s.test)}, {self.message(s.body[0])});")
+            self.line(s, f"TORCH_CHECK({_macro_arg(self.negate(s.test))}, {self.message(s.body[0])});")
             return
         self.line(s, f"if ({self.cond(s.test)}) {{")
         self.nested(s.body, s.lineno + 1)
@@ -354,7 +354,7 @@ class HostEmitter:
                 if isinstance(v, ast.Constant):
                     pieces.append(json.dumps(v.value))
                 elif isinstance(v, ast.FormattedValue):
-                    pieces.append(self.printable(v.value))
+                    pieces.append(_macro_arg(self.printable(v.value)))
             return ", ".join(pieces)
         return self.printable(arg)
 
@@ -669,7 +669,7 @@ class HostEmitter:
             return e
         if isinstance(e.type, HTuple) and all(i in INTS for i in e.type.items):
             inner = e.code[e.code.index("{"):] if e.code.startswith("std::array") else f"{{{e.code}}}"
-            return HEx(f"c10::IntArrayRef{inner}", Shape(""))
+            return HEx(f"c10::IntArrayRef({inner})", Shape(""))
         raise fail(self.path, node, f"{e.code} cannot be compared with a shape")
 
     def call(self, node: ast.Call) -> HEx:
@@ -797,6 +797,17 @@ def _wrap_call(text: str, depth: int, width: int = 116) -> str:
             line = line + (" " if line else "") + piece if line else piece
     lines.append(line)
     return ("\n" + indent).join(lines)
+
+
+def _macro_arg(code: str) -> str:
+    """Code made one argument of a macro (TORCH_CHECK): a comma outside parentheses would split it."""
+    depth = 0
+    for ch in code:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            return f"({code})"
+    return code
 
 
 def _wrap(code: str) -> str:

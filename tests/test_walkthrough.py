@@ -62,3 +62,14 @@ def test_training_example_loss_goes_down_and_gradients_match() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first, last = (float(v) for v in proc.stdout.splitlines()[-1].removeprefix("loss ").split(" -> "))
     assert last < 0.5 * first
+
+
+def test_walkthrough_step_4_shows_the_translation_beside_the_hand_tuned_kernel() -> None:
+    proc = brrr("walkthrough", "--step", "4", "--no-pause")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    translated = out.index("--- kernel.cu (from brrr translate")
+    hand_tuned = out.index("--- kernel.cu ---")
+    assert translated < hand_tuned
+    assert "__global__ void sigmoid_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n)" in out
+    assert "brrr::Pack<T, W>" in out[hand_tuned:]
