@@ -282,3 +282,23 @@ def test_writes_into_brrr_new_templates_and_never_overwrites(tmp_path: Path) -> 
     assert refused.returncode == 1 and "never overwrites" in refused.stderr
     assert (tmp_path / "elsewhere" / "binding.cpp").read_text() == "// mine\n"
     assert not (tmp_path / "elsewhere" / "kernel.cu").exists()
+
+
+@pytest.mark.parametrize("python, c", [
+    ("v * 2", "v * 2.0"),  # float32 times an int is float64 in numba: the literal becomes a double
+    ("v * n", "v * double(n)"),  # C would multiply in float
+    ("i // 3", "py_floordiv(i, 3)"),  # Python's floor, not C's truncation
+    ("i % n", "py_mod(i, n)"),
+    ("i / n", "double(i) / n"),  # true division of ints is a double
+    ("max(v, 0.0)", "py_max(double(v), 0.0)"),  # Python's max: NaN in the first place stays
+    ("math.floor(v) + cuda.threadIdx.x", "int64_t(floor(v)) + int64_t(threadIdx.x)"),
+    ("v if v >= 0 else -v", "v >= 0 ? v : -v"),
+])
+def test_numba_typing_rules(python: str, c: str, tmp_path: Path) -> None:
+    folder = tmp_path / "sigmoid"
+    shutil.copytree(STAGES / "sigmoid", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    path = folder / "numba_kernel.py"
+    line = "        y[i] = 1.0 / (1.0 + math.exp(-v))\n"
+    assert line in path.read_text()
+    path.write_text(path.read_text().replace(line, f"        y[i] = {python}\n"))
+    assert f"y[i] = {c};" in translate(load_op(str(folder))).kernel_cu
