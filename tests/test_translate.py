@@ -131,9 +131,9 @@ def cpu_disagreements(folder: Path) -> list[str]:
     Where each disagrees, in words; [] when all agree."""
     import torch
 
+    from brrr_kernels.contract import as_tuple
     from brrr_kernels.cpu_build import build_cpu_extension
     from brrr_kernels.loaders import load_reference
-    from brrr_kernels.spec import as_tuple
 
     op = load_op(str(folder))
     spec, ext, ref = op.spec, build_cpu_extension(op), load_reference(op)
