@@ -232,9 +232,28 @@ def _binding_cpp(op: Op, host: Host, entries: list[list[str]], todos: tuple[str,
     return "\n".join(out) + "\n"
 
 
-def is_template(path: Path) -> bool:
-    """True for a file `brrr new` wrote and nobody has edited since (it still has the template line)."""
-    return TEMPLATE_LINE in path.read_text()
+def template_marks() -> set[str]:
+    """The `brrr: unfinished` lines `brrr new`'s CUDA C templates (every --kind) carry."""
+    marks = set()
+    for template in (Path(__file__).resolve().parent / "templates").rglob("*.tmpl"):
+        if template.name in ("kernel.cu.tmpl", "binding.cpp.tmpl"):
+            marks |= {line.strip() for line in template.read_text().splitlines() if UNFINISHED_MARK in line}
+    return marks
+
+
+def is_template(path: Path, op: Op) -> bool:
+    """True for a file `brrr new` wrote and nobody has finished since: it still has a template's
+    unfinished line, or it is exactly a template that has none (--kind rowwise's binding.cpp)."""
+    text = path.read_text()
+    if any(mark in text for mark in template_marks()):
+        return True
+    for template in (Path(__file__).resolve().parent / "templates").rglob(f"{path.name}.tmpl"):
+        body = template.read_text()
+        if "${" in body.replace("${name}", "") or "${" not in body:
+            continue  # only templates that depend on the op's name alone can be rendered here
+        if text == body.replace("${name}", op.name):
+            return True
+    return False
 
 
 def write(op: Op, result: Translation, out: Path | None) -> list[Path]:
@@ -248,7 +267,7 @@ def write(op: Op, result: Translation, out: Path | None) -> list[Path]:
         if out is not None:
             raise RefusedError(f"{target} exists; brrr translate never overwrites: choose an --out folder without "
                                "kernel.cu and binding.cpp")
-        if not is_template(target):
+        if not is_template(target, op):
             raise RefusedError(f"{target} is not a `brrr new` template any more (someone wrote it); brrr translate "
                                f"never overwrites: write the translation elsewhere with --out DIR and compare")
     folder.mkdir(parents=True, exist_ok=True)

@@ -716,7 +716,7 @@ class HostEmitter:
         assert isinstance(t, Tensor)
         if node.keywords:
             raise fail(self.path, node, f".{name}() with keyword arguments is outside the subset")
-        if name in ("contiguous", "clone", "t") and not args:
+        if name in ("contiguous", "clone", "t", "zero_") and not args:
             return HEx(f"{base.code}.{name}()", t)
         if name in ("view", "reshape") and args:
             if len(args) == 1 and args[0].type in INTS:

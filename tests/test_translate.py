@@ -302,3 +302,12 @@ def test_numba_typing_rules(python: str, c: str, tmp_path: Path) -> None:
     assert line in path.read_text()
     path.write_text(path.read_text().replace(line, f"        y[i] = {python}\n"))
     assert f"y[i] = {c};" in translate(load_op(str(folder))).kernel_cu
+
+
+def test_rowwise_templates_count_as_templates(tmp_path: Path) -> None:
+    """`brrr new --kind rowwise` writes a complete binding.cpp without the unfinished line: still a template."""
+    assert brrr("new", "rms", "--kind", "rowwise", "--dir", str(tmp_path)).returncode == 0
+    result = brrr("translate", str(tmp_path / "rms"))
+    assert result.returncode == 0, result.stderr
+    binding = (tmp_path / "rms" / "binding.cpp").read_text()
+    assert "translated from numba_kernel.py" in binding and "grad_weight.zero_();" in binding
