@@ -10,10 +10,11 @@ the pool's shutdown, and so brrr, waiting.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from .interrupts import kill_descendants, worker_start
+from .interrupts import worker_start
 
 T = TypeVar("T")
 
@@ -35,5 +36,17 @@ def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: 
         finished = True
     finally:
         if not finished:
-            kill_descendants()
+            _kill_workers(pool)
         pool.shutdown(wait=finished, cancel_futures=True)
+
+
+def _kill_workers(pool: Any) -> None:
+    """SIGKILL each worker's process group (the worker and what it started), and nothing else of the caller's."""
+    for pid in list(getattr(pool, "_processes", None) or {}):  # the executor's workers, by pid
+        try:
+            os.killpg(pid, signal.SIGKILL)  # a group of its own since worker_start
+        except (ProcessLookupError, PermissionError):
+            try:
+                os.kill(pid, signal.SIGKILL)  # killed before worker_start made its group
+            except ProcessLookupError:
+                pass

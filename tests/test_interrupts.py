@@ -214,3 +214,47 @@ def test_interrupted_exit_codes() -> None:
 def test_cli_entry_is_the_console_script() -> None:
     """The handlers are installed by `entry`, which both `brrr` and `python -m brrr_kernels` run."""
     assert "entry()" in (REPO / "pipeline" / "__main__.py").read_text()
+
+
+def _sleep_forever(_: int) -> None:
+    time.sleep(1000)
+
+
+def _spawned_workers() -> list[int]:
+    found = []
+    for pid in interrupts.descendants(os.getpid()):
+        try:
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def test_an_exception_in_the_caller_ends_the_workers() -> None:
+    """in_processes kills its workers when the caller's wait ends in an exception (here an alarm's)."""
+    from brrr_kernels.workers import in_processes
+
+    seen: list[int] = []
+
+    def alarm(signum: int, frame: object) -> None:
+        seen.extend(_spawned_workers())
+        if len(seen) < 2:  # both still starting: look again shortly
+            seen.clear()
+            signal.setitimer(signal.ITIMER_REAL, 0.5)
+            return
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(TimeoutError):
+            next(in_processes(_sleep_forever, [1, 2], 2))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert len(seen) == 2
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in seen):
+        assert time.monotonic() < deadline, "a worker survived"
+        time.sleep(0.05)
