@@ -423,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt as e:
         code = e.exit_code if isinstance(e, Interrupted) else 130
-        print("brrr: terminated (SIGTERM)" if code == 143 else "brrr: interrupted", file=sys.stderr)
+        interrupts.announce(code)
         return code
     except OSError as e:  # the machine's doing (a full disk, a file removed meanwhile), not brrr's: say which file
         if debug:

@@ -26,7 +26,7 @@ import time
 from collections import defaultdict
 from types import FrameType
 
-GRACE_S = 3.0  # after the signal, how long the command may take to unwind before it is ended
+GRACE_S = 2.0  # after the signal, how long the command may take to unwind before it is ended (5 s promised)
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 _PR_SET_PDEATHSIG = 1
 
@@ -44,6 +44,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 _received: int | None = None
+_announced = False
 _interactive = False
 
 
@@ -94,8 +95,21 @@ def _watch(read_end: int) -> None:
     exit_now(128 + (_received or signums[0]))
 
 
+def announce(code: int) -> None:
+    """The one line an interrupted command ends with (once, whoever gets there first)."""
+    global _announced
+    if not _announced:
+        _announced = True
+        sys.stderr.write("brrr: terminated (SIGTERM)\n" if code == 143 else "brrr: interrupted\n")
+
+
 def exit_now(code: int) -> None:
     """End this process now: what was printed is flushed, what it started is killed, nothing is awaited."""
+    if code in (130, 143):
+        try:
+            announce(code)
+        except Exception:  # a closed stream must not keep the process alive
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
