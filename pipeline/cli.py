@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="validate only this stage (repeatable; default: all three)")
     v.add_argument("--json", type=Path, metavar="FILE", help="also write the report rows as JSON")
     v.add_argument("--gpu", action="store_true", help="run the numba stage on the GPU instead of the simulator")
+    v.add_argument("--cuda-on-cpu", action="store_true",
+                   help="execute the cuda stage on the CPU even where there is a GPU (without one it always is)")
     v.add_argument("--huge", action="store_true",
                    help="GPU only: also run the cuda stage of elementwise ops on more than 2^31 elements")
     v.add_argument("--seed", type=int, help="seed for the random inputs (default: fresh; printed in the report)")
@@ -327,7 +329,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not names:
         raise BrrrError("no ops to validate: stages/ is empty and none were named")
     options = runner.Options(stages=tuple(args.stage) if args.stage else STAGE_CHOICES,
-                             numba_gpu=args.gpu, arch=args.arch or builder.DEFAULT_ARCH, huge=args.huge)
+                             numba_gpu=args.gpu, arch=args.arch or builder.DEFAULT_ARCH, huge=args.huge,
+                             cuda_on_cpu=args.cuda_on_cpu)
+    if args.huge and args.cuda_on_cpu:
+        raise BrrrError("--huge runs the cuda stage on the GPU; it cannot go with --cuda-on-cpu")
     if args.seed is not None:
         options.seed = args.seed
     if args.gpu or args.huge:

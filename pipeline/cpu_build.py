@@ -59,6 +59,12 @@ CHECKED = Flavour("cpu_checked", checked=True)
 DEBUG = Flavour("cpu_debug", kernel_flags=("-O0", "-g"), checked=True)
 
 
+def available() -> bool:
+    """A host compiler to build the CPU execution with."""
+    cxx = builder.find_cxx()
+    return Path(cxx).is_file() or shutil.which(cxx) is not None
+
+
 def cpu_headers() -> list[Path]:
     return sorted(CPU_INCLUDE.glob("*.h"))
 

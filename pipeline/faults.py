@@ -12,6 +12,12 @@ from typing import Any
 from .files import shown
 
 _SIM_PLACE = re.compile(r"tid=\[(\d+), (\d+), (\d+)\] ctaid=\[(\d+), (\d+), (\d+)\](?::\s*)?")
+# The first line of a fault from the cuda stage executed on the CPU (include/cpu/brrr_cpu_runtime.cpp):
+# "FILE:LINE: KIND in KERNEL, block (x, y, z)[, thread (x, y, z)]: DETAIL".
+_CPU_FAULT = re.compile(r"^(?P<file>/[^:\n]+):(?P<line>\d+): (?P<kind>[^\n]+?) in (?P<kernel>[^\n]+?), "
+                        r"block \((?P<block>\d+, \d+, \d+)\)(?:, thread \((?P<thread>\d+, \d+, \d+)\))?: "
+                        r"(?P<detail>[^\n]*)", re.M)
+_ABSOLUTE = re.compile(r"(/[^\s:,()]+)")
 
 
 @dataclass
@@ -51,8 +57,31 @@ def scalar_locals(frame_locals: dict[str, Any]) -> dict[str, Any]:
     return scalars
 
 
+def cpu_fault(error: BaseException) -> StageFault | None:
+    """The facts of a fault the CPU execution of the cuda stage reported (kernel.cu:line, kernel,
+    block, thread), or None if `error` is not one."""
+    m = _CPU_FAULT.search(str(error))
+    if not m:
+        return None
+    path = Path(m.group("file"))
+    line = int(m.group("line"))
+    detail = _ABSOLUTE.sub(lambda p: shown(Path(p.group(1))) if Path(p.group(1)).is_file() else p.group(1),
+                           m.group("detail"))
+    fault = StageFault(message=f"{m.group('kind')}: {detail}", file=shown(path), line=line, function=m.group("kernel"))
+    fault.block = tuple(int(v) for v in m.group("block").split(", "))  # type: ignore[assignment]
+    if m.group("thread"):
+        fault.thread = tuple(int(v) for v in m.group("thread").split(", "))  # type: ignore[assignment]
+    if path.is_file():
+        lines = path.read_text().splitlines()
+        fault.source_line = lines[line - 1] if 0 < line <= len(lines) else None
+    return fault
+
+
 def fault_from(error: BaseException, stage_file: Path) -> StageFault:
     """Name the stage's own file and line (innermost frame in it) and, in the simulator, the thread."""
+    found = cpu_fault(error)
+    if found is not None:
+        return found
     message = f"{type(error).__name__}: {error}"
     fault = StageFault(message=message)
     m = _SIM_PLACE.search(str(error))

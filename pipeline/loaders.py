@@ -29,15 +29,46 @@ class Where(Enum):
     CPU = "on the CPU"
     SIMULATOR = "in the CUDA simulator"
     GPU = "on the GPU"
+    CPU_EXECUTION = "executed on the CPU (cpu_build: fibers for threads, not a GPU)"
 
     @property
     def device(self) -> str:
         """Where the stage's tensors live."""
         return "cuda" if self is Where.GPU else "cpu"
 
+    @property
+    def place(self) -> str:
+        """The label of rows from a stage run away from its usual place ("cpu": the cuda stage on the CPU)."""
+        return "cpu" if self is Where.CPU_EXECUTION else ""
+
     def sizes(self, spec: OpSpec) -> tuple[Size, ...]:
-        """The random sizes a stage is checked at here: large on a GPU, small where every thread is costly."""
-        return spec.gpu_sizes if self is Where.GPU else spec.sim_sizes
+        """The random sizes a stage is checked at here: large on a GPU, small where every thread is costly.
+        Executed on the CPU, the simulator sizes and the GPU sizes up to CPU_SIZE_BUDGET input elements:
+        several blocks ending in a partial one, widths that leave a scalar tail, at a CPU's pace."""
+        if self is Where.GPU:
+            return spec.gpu_sizes
+        if self is Where.CPU_EXECUTION:
+            affordable = (s for s in spec.gpu_sizes if _input_elements(spec, s) <= CPU_SIZE_BUDGET)
+            return tuple(dict.fromkeys([*spec.sim_sizes, *affordable]))
+        return spec.sim_sizes
+
+
+# Input elements up to which a GPU size is also run by the CPU execution of the cuda stage: at this
+# size each of the seven built-in ops' kernels takes well under a second a call on one core.
+CPU_SIZE_BUDGET = 1 << 18
+
+
+_elements: dict[tuple[int, Size], int] = {}
+
+
+def _input_elements(spec: OpSpec, size: Size) -> int:
+    """How many elements the inputs at `size` have (made once, on the CPU, to count them)."""
+    import torch
+
+    if (id(spec), size) not in _elements:
+        inputs = spec.make_inputs(size, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
+        _elements[(id(spec), size)] = sum(x.numel() for x in inputs)
+    return _elements[(id(spec), size)]
 
 
 @dataclass(frozen=True)
@@ -98,6 +129,7 @@ def load_stage(op: Op, name: StageName, where: Where, build: Any = None) -> Stag
         ("numba", Where.SIMULATOR): lambda: load_numba(op, gpu=False),
         ("numba", Where.GPU): lambda: load_numba(op, gpu=True),
         ("cuda", Where.GPU): lambda: load_cuda(op, build, Where.GPU),
+        ("cuda", Where.CPU_EXECUTION): lambda: load_cuda(op, build, Where.CPU_EXECUTION),
     }
     if (name, where) not in loaders:
         raise OpLoadError(f"the {name} stage cannot run {where.value} (yet)")

@@ -30,6 +30,9 @@ class Row:
     seconds: float = 0.0
     detail: str = ""
     extras: dict[str, Any] = field(default_factory=dict)
+    # Where the stage ran, when not where it usually does: "cpu" for the cuda stage executed on the
+    # CPU (shown as cuda@cpu), so no one takes the row for a GPU result.
+    place: str = ""
 
     @property
     def failed(self) -> bool:
@@ -58,7 +61,8 @@ def _worst_text(w: Worst | None) -> str:
 def format_table(rows: list[Row]) -> str:
     headers = ("stage", "check", "dtype", "verdict", "max abs", "max rel", "time", "worst element")
     cells = [
-        (r.stage, r.check, r.dtype, r.verdict, _num(r.max_abs), _num(r.max_rel), f"{r.seconds:.2f}s", _worst_text(r.worst))
+        (f"{r.stage}@{r.place}" if r.place else r.stage, r.check, r.dtype, r.verdict,  # cuda@cpu: not a GPU's
+         _num(r.max_abs), _num(r.max_rel), f"{r.seconds:.2f}s", _worst_text(r.worst))
         for r in rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]

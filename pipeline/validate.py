@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from . import builder, estimate, progress, scaffold
+from . import builder, cpu_build, estimate, progress, scaffold
 from .compare import compare
 from .contract import as_tuple
 from .errors import BrrrError, BuildError
@@ -52,20 +52,26 @@ class Options:
     numba_gpu: bool = False
     arch: str = builder.DEFAULT_ARCH
     huge: bool = False
+    cuda_on_cpu: bool = False  # execute the cuda stage on the CPU even where there is a GPU
 
     def where(self, stage: StageName) -> Where | None:
-        """Where `stage` runs in this validation; None: nowhere here, so the cuda stage is only compiled."""
+        """Where `stage` runs in this validation; None: nowhere here, so the cuda stage is only compiled.
+        The cuda stage runs on the GPU where there is one (the verdict that counts), otherwise
+        executed on the CPU (cpu_build) where a host compiler is."""
         if stage == "reference":
             return Where.CPU
         if stage == "numba":
             return Where.GPU if self.numba_gpu else Where.SIMULATOR
-        return Where.GPU if torch.cuda.is_available() else None
+        if torch.cuda.is_available() and not self.cuda_on_cpu:
+            return Where.GPU
+        return Where.CPU_EXECUTION if cpu_build.available() else None
 
 
 # How the cuda stage is built for each place it runs. A new place (the CPU, say) is: its Where value
 # (loaders.py), its entry in loaders.load_stage, its build here, and Options.where choosing it.
 CUDA_BUILDS: dict[Where, Callable[[Op, Options], Any]] = {
     Where.GPU: lambda op, options: builder.build_extension(op),
+    Where.CPU_EXECUTION: lambda op, options: cpu_build.build_cpu_extension(op),
 }
 
 
@@ -135,7 +141,15 @@ class Validation:
         if todo:
             self.rows.append(Row(self.op.name, name, "unfinished", "-", FAIL, detail=todo))
             return
-        plan: Plan = PLANS[name]
+        first_row = len(self.rows)
+        try:
+            self._run_plan(name, PLANS[name])
+        finally:
+            where = self.stages[name].where if name in self.stages else self.options.where(name)
+            for row in self.rows[first_row:]:  # the cuda stage on the CPU says so on every row
+                row.place = where.place if where else ""
+
+    def _run_plan(self, name: StageName, plan: Plan) -> None:
         if isinstance(plan[0], Check) and plan[0].against is Against.COMPILER:
             row = build_stage(self, plan[0])
             self.rows.append(row)
@@ -286,16 +300,22 @@ def gradcheck(v: Validation, check: Check, stage: Stage) -> Row:
 def build_stage(v: Validation, check: Check) -> Row:
     """The compile check; where the stage has a place to run, its build is loaded into v.stages."""
     where = v.options.where(check.stage)
-    b = RowBuilder(v.op, check, "native" if where is Where.GPU else v.options.arch)
+    target = {Where.GPU: "native", Where.CPU_EXECUTION: "cpu"}.get(where, v.options.arch) if where else v.options.arch
+    b = RowBuilder(v.op, check, target)
     if where is None:
         return compile_only(v, b)
+    gpu_compile = ""
     try:
+        if where is Where.CPU_EXECUTION and builder.find_nvcc() is not None:
+            # nvcc too: what g++ accepts and nvcc does not, and ptxas' registers and spills.
+            report = builder.compile_check(v.op, v.options.arch)
+            gpu_compile = f"; nvcc {v.options.arch}: " + report.summary()
         ext = CUDA_BUILDS[where](v.op, v.options)
     except BuildError as e:
         b.fail(str(e))
         return b.finish()
     row = b.finish()
-    row.detail = f"{'cached' if ext.cached else 'built'} in {ext.seconds:.1f}s"
+    row.detail = f"{'cached' if ext.cached else 'built'} in {ext.seconds:.1f}s" + gpu_compile
     row.seconds = ext.seconds
     v.stages[check.stage] = load_stage(v.op, check.stage, where, ext)
     return row
