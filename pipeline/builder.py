@@ -396,6 +396,13 @@ def object_path(name: str, key: str) -> Path:
     return cache_root() / "obj" / f"{name}-{key}.o"
 
 
+def kernel_check(op: Op, arch: str = DEFAULT_ARCH) -> CompileReport:
+    """kernel.cu alone through nvcc and ptxas' report: the GPU compile check beside a CPU build,
+    which compiles binding.cpp itself."""
+    kernel = compile_job(kernel_job(op, arch))
+    return CompileReport(arch=arch, kernels=kernel.kernels, seconds=kernel.seconds, cached=kernel.cached)
+
+
 def compile_check(op: Op, arch: str = DEFAULT_ARCH) -> CompileReport:
     """Compile kernel.cu for `arch` and binding.cpp, and read ptxas' register and spill report: no GPU needed."""
     start = time.monotonic()

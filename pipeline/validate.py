@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,18 +305,24 @@ def build_stage(v: Validation, check: Check) -> Row:
     b = RowBuilder(v.op, check, target)
     if where is None:
         return compile_only(v, b)
-    gpu_compile = ""
+    report = None
     try:
         if where is Where.CPU_EXECUTION and builder.find_nvcc() is not None:
-            # nvcc too: what g++ accepts and nvcc does not, and ptxas' registers and spills.
-            report = builder.compile_check(v.op, v.options.arch)
-            gpu_compile = f"; nvcc {v.options.arch}: " + report.summary()
-        ext = CUDA_BUILDS[where](v.op, v.options)
+            # nvcc too, beside the CPU build: what g++ accepts and nvcc does not, and ptxas' report.
+            with ThreadPoolExecutor(1) as pool:
+                nvcc = pool.submit(builder.kernel_check, v.op, v.options.arch)
+                ext = CUDA_BUILDS[where](v.op, v.options)
+                report = nvcc.result()
+        else:
+            ext = CUDA_BUILDS[where](v.op, v.options)
     except BuildError as e:
         b.fail(str(e))
         return b.finish()
     row = b.finish()
-    row.detail = f"{'cached' if ext.cached else 'built'} in {ext.seconds:.1f}s" + gpu_compile
+    row.detail = f"{'cached' if ext.cached else 'built'} in {ext.seconds:.1f}s"
+    if report is not None:
+        row.detail += f"; nvcc {report.arch}: {report.summary()}"
+        row.extras["kernels"] = [k.__dict__ for k in report.kernels]
     row.seconds = ext.seconds
     v.stages[check.stage] = load_stage(v.op, check.stage, where, ext)
     return row

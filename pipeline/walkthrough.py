@@ -150,30 +150,38 @@ def step_compile(t: Tour) -> None:
 
 
 def step_gpu(t: Tour) -> None:
-    from . import builder
+    from . import builder, cpu_build
     from .function import apply
-    from .loaders import load_cuda, load_reference
+    from .loaders import Where, load_cuda, load_reference
 
-    t.say("""Step 6: run it on the GPU and check the gradients again. The compiled forward and backward
-    go into the same autograd.Function; gradcheck runs in float64 on the GPU, and the outputs are
-    compared with the reference on a large odd size.""")
-    if not t.gpu:
-        t.say(f"""No GPU here, so this step stops at the description. On a machine with an NVIDIA GPU and a
-        CUDA build of torch, `brrr validate {t.op.name}` builds the CUDA C stage, runs it against the reference and the
-        numba stage (large odd sizes, non-contiguous inputs, edge inputs) and runs gradcheck on it.""")
-        return
+    t.say("""Step 6: run it and check the gradients again. The compiled forward and backward go into the
+    same autograd.Function; gradcheck runs in float64, and the outputs are compared with the reference
+    on a large odd size.""")
     spec = t.op.spec
-    cuda = load_cuda(t.op, builder.build_extension(t.op))
+    if t.gpu:
+        cuda = load_cuda(t.op, builder.build_extension(t.op))
+        device, size, place = "cuda", spec.gpu_sizes[-1], f"on {torch.cuda.get_device_name()}"
+    elif cpu_build.available():
+        t.say("""No GPU here, so brrr executes the same kernel.cu and binding.cpp on the CPU: compiled with
+        the host compiler against brrr's stand-ins for CUDA's headers, each block's threads run as fibers
+        that take turns at __syncthreads and warp intrinsics. The numbers are the kernel's own (16-bit
+        types rounded as a GPU rounds them, no fused multiply-adds); the speed is not a GPU's.""")
+        cuda = load_cuda(t.op, cpu_build.build_cpu_extension(t.op), Where.CPU_EXECUTION)
+        device, size, place = "cpu", Where.CPU_EXECUTION.sizes(spec)[-1], "executed on the CPU"
+    else:
+        t.say(f"""No GPU and no host compiler here, so this step stops at the description: `brrr validate
+        {t.op.name}` runs the CUDA C stage on a GPU, or executed on the CPU where g++ is installed.""")
+        return
     gen = torch.Generator().manual_seed(0)
-    inputs = spec.make_inputs(spec.gradcheck_size, torch.float64, torch.device("cuda"), gen)
+    inputs = spec.make_inputs(spec.gradcheck_size, torch.float64, torch.device(device), gen)
     ok = torch.autograd.gradcheck(lambda *a: apply(cuda, *a), tuple(x.requires_grad_() for x in inputs))
-    t.out.write(f"  gradcheck(cuda stage, float64, on {torch.cuda.get_device_name()}) -> {ok}\n")
-    big = spec.make_inputs(spec.gpu_sizes[-1], torch.float32, torch.device("cuda"), gen)
+    t.out.write(f"  gradcheck(cuda stage, float64, {place}) -> {ok}\n")
+    big = spec.make_inputs(size, torch.float32, torch.device(device), gen)
     got = apply(cuda, *big)
-    want = load_reference(t.op).forward(*(x.double() for x in big), *spec.param_values)
+    want = load_reference(t.op).forward(*(x.double().cpu() for x in big), *spec.param_values)
     got, want = (got[0], want[0]) if isinstance(got, tuple) else (got, want)
-    t.out.write(f"  cuda float32 vs reference float64 at size {spec.gpu_sizes[-1]}: max abs difference "
-                f"{(got.double() - want).abs().max().item():.2e}\n\n")
+    t.out.write(f"  cuda float32 vs reference float64 at size {size}: max abs difference "
+                f"{(got.double().cpu() - want).abs().max().item():.2e}\n\n")
 
 
 STEPS: tuple[Step, ...] = (step_reference, step_gradcheck, step_numba, step_cuda_source, step_compile, step_gpu)

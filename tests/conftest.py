@@ -95,6 +95,16 @@ def validate(op: str | Path, *stages: str) -> list[Row]:
     return runner.validate(load_op(str(op)), runner.Options(stages=stages or ("reference", "numba")))
 
 
+def compile_only(op: str | Path) -> list[Row]:
+    """The cuda stage as on a machine with neither a GPU nor a host compiler: nvcc's compile check alone."""
+    from unittest import mock
+
+    from brrr_kernels import cpu_build
+
+    with mock.patch.object(cpu_build, "available", lambda: False):
+        return runner.validate(load_op(str(op)), runner.Options(stages=("cuda",)))
+
+
 def failed(rows: list[Row]) -> dict[tuple[str, str, str], Row]:
     """The failing rows, by (stage, check, dtype)."""
     return {(r.stage, r.check, r.dtype): r for r in rows if r.verdict == FAIL}

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, failed, gpu, needs_nvcc, plant, validate
 
-from brrr_kernels import runner
+from brrr_kernels import cpu_build, runner
 from brrr_kernels.loaders import builtin_op_names, load_op
 from brrr_kernels.report import FAIL, NOT_RUN, PASS
 
@@ -104,7 +105,8 @@ def test_forward_of_the_wrong_shape_is_a_clear_failure(mutant) -> None:
 
 @needs_nvcc
 @pytest.mark.skipif(HAS_GPU, reason="the no-GPU verdict is for machines without a GPU")
-def test_cuda_stage_without_gpu_is_compiled_not_run() -> None:
+def test_cuda_stage_without_gpu_or_host_compiler_is_compiled_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu_build, "available", lambda: False)
     rows = validate("sigmoid", "cuda")
     assert [(r.check, r.verdict) for r in rows] == [("compile", NOT_RUN)]
     kernels = {k["kernel"] for k in rows[0].extras["kernels"]}
@@ -112,30 +114,35 @@ def test_cuda_stage_without_gpu_is_compiled_not_run() -> None:
         k["spill_stores"] == 0 for k in rows[0].extras["kernels"])
 
 
-@needs_nvcc
-@pytest.mark.skipif(HAS_GPU, reason="on a GPU the mutant is run, see test_unwritten_last_element_on_gpu")
-def test_cuda_mutant_still_compiles_without_gpu(mutant) -> None:
-    op = mutant("sigmoid", "cuda_last_element")
-    assert [r.verdict for r in validate(op, "cuda")] == [NOT_RUN]
-
-
-@gpu
 @pytest.mark.parametrize("name", builtin_op_names())
-def test_all_stages_pass_on_gpu(name: str) -> None:
-    rows = validate(name, "reference", "numba", "cuda")
+def test_builtin_op_passes_the_cuda_stage(name: str) -> None:
+    """On a GPU the cuda stage runs there; without one it is executed on the CPU (rows cuda@cpu)."""
+    rows = validate(name, "cuda")
     assert not failed(rows), "\n".join(f"{r.stage} {r.check} {r.dtype}: {r.detail}" for r in rows if r.failed)
     checks = {(r.stage, r.check) for r in rows if r.verdict == PASS}
     assert {("cuda", "compile"), ("cuda", "forward"), ("cuda", "backward"), ("cuda", "forward vs numba"),
-            ("cuda", "non-contiguous fwd"), ("cuda", "edge forward"), ("cuda", "gradcheck")} <= checks
+            ("cuda", "non-contiguous fwd"), ("cuda", "edge forward"), ("cuda", "inputs unchanged"),
+            ("cuda", "gradcheck")} <= checks
+    assert {r.place for r in rows} == {"" if HAS_GPU else "cpu"}
 
 
-@gpu
-def test_unwritten_last_element_on_gpu(mutant) -> None:
+def test_unwritten_last_element(mutant) -> None:
     op = mutant("sigmoid", "cuda_last_element")
     bad = failed(validate(op, "cuda"))
     row = bad[("cuda", "forward", "float32")]
     assert "NaN where a number was expected" in row.detail
     assert row.worst.block is not None
+
+
+def test_cuda_on_cpu_is_labelled_in_the_report_and_the_json(tmp_path: Path) -> None:
+    out = tmp_path / "rows.json"
+    proc = brrr("validate", "sigmoid", "--stage", "cuda", "--cuda-on-cpu", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    table = [line for line in proc.stdout.splitlines() if line.startswith("cuda")]
+    assert table and all(line.startswith("cuda@cpu ") for line in table), proc.stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert rows and all(r["stage"] == "cuda" and r["place"] == "cpu" for r in rows)
+    assert brrr("validate", "sigmoid", "--cuda-on-cpu", "--huge").returncode == 2
 
 
 @gpu
@@ -158,10 +165,27 @@ def test_32_bit_index_fails_huge_on_gpu(mutant) -> None:
     assert all("FAIL" not in line for line in proc.stdout.splitlines() if line.startswith("cuda   forward "))
 
 
-@gpu
 def test_first_versions_are_validated_forward_only(tmp_path: Path) -> None:
     folder = plant(copy_op("sigmoid", tmp_path), "binding.cpp", "BRRR_BIND(m) {\n", SIGMOID_VARIANTS)
     rows = validate(folder, "cuda")
     verdicts = {(r.check, r.dtype): r.verdict for r in rows}
     assert verdicts[("forward_v1", "float32")] == FAIL and verdicts[("forward_v2", "float32")] == PASS
     assert not any(r.check.startswith("forward_v2") and r.verdict == FAIL for r in rows)
+
+
+# -- kernel bugs the cuda stage's checks catch on a GPU and, without one, executed on the CPU ------
+
+
+def test_skipped_vector_tail_leaves_the_last_elements_unwritten(mutant) -> None:
+    op = mutant("sigmoid", "cuda_vector_tail_skipped")
+    bad = failed(validate(op, "cuda"))
+    detail = bad[("cuda", "forward", "float32")].detail
+    assert "NaN where a number was expected" in detail
+    assert "[size 4099]" in detail and "[size 1]" in detail  # 4099 = 1024 packs of 4 and 3 more
+    assert ("cuda", "backward", "float32") not in bad
+
+
+def test_a_kernel_that_writes_its_input_fails_inputs_unchanged(mutant) -> None:
+    op = mutant("sigmoid", "cuda_writes_input")
+    bad = failed(validate(op, "cuda"))
+    assert "cuda wrote into its input(s)" in bad[("cuda", "inputs unchanged", "all")].detail

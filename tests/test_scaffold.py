@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import HAS_NVCC, brrr
+from conftest import HAS_GPU, HAS_NVCC, brrr
 
 SWISH_REFERENCE = '''
 import torch
@@ -279,8 +279,43 @@ def test_rowwise_template_is_unfinished_then_validates_as_rmsnorm(tmp_path: Path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert " 0 failed" in proc.stdout and "forward vs oracle" in proc.stdout and "edge forward" in proc.stdout
     assert "(zero rows)" in proc.stdout or "(large values)" in proc.stdout
-    if HAS_NVCC:
-        assert "rn_forward_kernel<float>" in proc.stdout  # the compile check's ptxas report
+    if HAS_NVCC and not HAS_GPU:
+        assert "cuda@cpu  gradcheck" in proc.stdout  # no GPU: the kernels were executed on the CPU
+
+
+# block_sum with a warp shuffle, one shared slot a warp and barriers, in place of the template's tree.
+SHUFFLE_BLOCK_SUM = """__device__ double block_sum(double value, double* partial) {
+    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = value;
+    __syncthreads();
+    double result = 0.0;
+    for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) result += partial[w];
+    __syncthreads();  // nobody may overwrite `partial` before every thread has read it
+    return result;
+}
+"""
+
+
+@pytest.mark.skipif(HAS_GPU, reason="runs the cuda stage executed on the CPU, as on a machine without a GPU")
+def test_a_user_op_with_shared_memory_barriers_and_a_warp_shuffle_validates_on_the_cpu(tmp_path: Path) -> None:
+    assert brrr("new", "rn", "--kind", "rowwise", "--dir", str(tmp_path)).returncode == 0
+    folder = tmp_path / "rn"
+    (folder / "reference.py").write_text(RMSNORM_REFERENCE)
+    fill_in(folder / "numba_kernel.py", dict(RMSNORM_NUMBA))
+    numba = folder / "numba_kernel.py"
+    numba.write_text(re.sub(r'    raise NotImplementedError\("fill in.*?"\)\n', "", numba.read_text(), flags=re.S))
+    fill_in(folder / "kernel.cu", dict(RMSNORM_CUDA))
+    kernel = folder / "kernel.cu"
+    text = re.sub(r"// brrr: unfinished.*\n", "", kernel.read_text())
+    text, swapped = re.subn(r"__device__ double block_sum\(.*?\n}\n", SHUFFLE_BLOCK_SUM, text, count=1, flags=re.S)
+    assert swapped == 1
+    kernel.write_text(text)
+    proc = brrr("validate", str(folder), "--stage", "cuda", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("cuda")]
+    assert rows and all(ln.startswith("cuda@cpu ") and " pass " in ln for ln in rows), proc.stdout
+    for check in ("forward ", "backward ", "forward vs numba", "edge forward", "gradcheck"):
+        assert f"cuda@cpu  {check}" in proc.stdout, proc.stdout
 
 
 def test_rowwise_refuses_other_inputs(tmp_path: Path) -> None:

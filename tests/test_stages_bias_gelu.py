@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
+from conftest import HAS_GPU, compile_only, failed, gpu, needs_nvcc, validate
 
 from brrr_kernels import builder
 from brrr_kernels.loaders import load_op
@@ -77,7 +77,7 @@ def test_only_atol_is_widened_and_only_below_float64() -> None:
 @needs_nvcc
 @pytest.mark.skipif(HAS_GPU, reason="the no-GPU verdict is for machines without a GPU")
 def test_cuda_stage_compiles_without_spills() -> None:
-    (row,) = validate("bias_gelu", "cuda")
+    (row,) = compile_only("bias_gelu")
     assert row.verdict == NOT_RUN
     kernels = {k["kernel"]: k for k in row.extras["kernels"]}
     for t in ("float", "double", "__half", "__nv_bfloat16"):
@@ -143,3 +143,11 @@ def test_more_rows_than_the_grid_reaches_in_y() -> None:
     torch.testing.assert_close(ext.forward(x, bias), ref.forward(x, bias), rtol=1e-10, atol=1e-12)
     for got, want in zip(ext.backward(g, x, bias), ref.backward(g, x, bias)):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-9)
+
+
+def test_cuda_missing_barrier_before_the_column_sum_fails_the_bias_gradient(mutant) -> None:
+    op = mutant("bias_gelu", "cuda_no_barrier_before_column_sum")
+    bad = failed(validate(op, "cuda"))
+    detail = bad[("cuda", "backward", "float64")].detail
+    assert "grad_bias:" in detail and "grad_x:" not in detail, detail
+    assert ("cuda", "forward", "float64") not in bad

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import HAS_GPU, failed, gpu, needs_nvcc, validate
+from conftest import HAS_GPU, compile_only, failed, gpu, needs_nvcc, validate
 
 from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
@@ -145,7 +145,7 @@ def test_cuda_layout_follows_the_kernel_choice_and_v3s_register_blocks() -> None
 @needs_nvcc
 @pytest.mark.skipif(HAS_GPU, reason="the no-GPU verdict is for machines without a GPU")
 def test_cuda_stage_compiles_for_both_dtypes_without_spills() -> None:
-    rows = validate("matmul", "cuda")
+    rows = compile_only("matmul")
     assert [(r.check, r.verdict) for r in rows] == [("compile", NOT_RUN)]
     kernels = {k["kernel"]: k for k in rows[0].extras["kernels"]}
     assert {"naive_matmul_kernel<float>", "naive_matmul_kernel<double>", "tiled_matmul_kernel<float>",
@@ -159,10 +159,9 @@ def test_cuda_stage_compiles_for_both_dtypes_without_spills() -> None:
     assert kernels["naive_matmul_kernel<float>"]["shared_bytes"] == 0
 
 
-@gpu
-def test_cuda_boundary_tile_that_is_not_zero_filled_fails_on_gpu(mutant) -> None:
+def test_cuda_boundary_tile_that_is_not_zero_filled_fails(mutant) -> None:
     """The stale-tile bug of the numba test, in kernel.cu's 16x16 kernel (v2), which runs every float64
-    size and float32's others: deterministic on a GPU too, since each thread's slot keeps its own
+    size and float32's others: deterministic on a GPU and on the CPU, since each thread's slot keeps its own
     previous tile's value (K = 65 leaves 15 stale slots in the last tile)."""
     op = mutant("matmul", "cuda_no_zero_fill_v2")
     bad = failed(validate(op, "cuda"))
@@ -171,8 +170,7 @@ def test_cuda_boundary_tile_that_is_not_zero_filled_fails_on_gpu(mutant) -> None
     assert "size (33, 65, 17)" in bad[("cuda", "forward", "float32")].detail
 
 
-@gpu
-def test_cuda_v3_k_tail_that_is_not_zero_filled_fails_on_gpu(mutant) -> None:
+def test_cuda_v3_k_tail_that_is_not_zero_filled_fails(mutant) -> None:
     """The same bug in the 128x128 kernel (v3), which only float32 outputs of 128-multiple rows and
     columns run: at (128, 131, 256) the last k-tile holds 3 of 8 k, and each thread's other slots keep
     its own values from the tile before, so c picks up those products twice. float64 never runs v3."""
@@ -204,3 +202,12 @@ def test_cuda_earlier_versions_match_torch() -> None:
             want = a.double() @ b.double()
             for version in (ext.forward_v1, ext.forward_v2):
                 torch.testing.assert_close(version(a, b).double(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bug, dtypes", [("cuda_no_barrier_after_loads", ("float32", "float64")),
+                                         ("cuda_v3_no_barrier_after_loads", ("float32",))])
+def test_cuda_missing_barrier_after_the_tile_loads_fails_forward(mutant, bug: str, dtypes: tuple[str, ...]) -> None:
+    """Threads read tile elements other threads have not loaded yet: the poison on the CPU."""
+    bad = failed(validate(mutant("matmul", bug), "cuda"))
+    for dtype in dtypes:
+        assert "c:" in bad[("cuda", "forward", dtype)].detail

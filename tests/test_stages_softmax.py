@@ -6,7 +6,7 @@ import re
 
 import pytest
 import torch
-from conftest import HAS_GPU, failed, gpu, needs_cuda_torch, needs_nvcc, validate
+from conftest import HAS_GPU, compile_only, failed, gpu, needs_cuda_torch, needs_nvcc, validate
 
 from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
@@ -78,7 +78,7 @@ PACKS = {"float": 4, "double": 2, "__half": 8, "__nv_bfloat16": 8}
 @needs_nvcc
 @pytest.mark.skipif(HAS_GPU, reason="the no-GPU verdict is for machines without a GPU")
 def test_cuda_stage_compiles_all_four_dtypes_without_spills() -> None:
-    (row,) = validate("softmax", "cuda")
+    (row,) = compile_only("softmax")
     assert row.verdict == NOT_RUN
     kernels = {k["kernel"]: k for k in row.extras["kernels"]}
     for t, w in PACKS.items():
@@ -97,7 +97,6 @@ def test_cuda_build_registers_forward_v1_beside_forward() -> None:
     assert list(ext.variants()) == ["forward_v1"]
 
 
-@gpu
 def test_cuda_without_the_max_subtraction_gives_nan_on_large_values(mutant) -> None:
     """The planted bug is in the register path, which the edge cases' 6-column rows take."""
     op = mutant("softmax", "cuda_no_max")
@@ -148,3 +147,32 @@ def test_cuda_takes_the_element_path_for_misaligned_rows() -> None:
         yd = y_off.double()
         expected = yd * (g.double() - (g.double() * yd).sum(dim=-1, keepdim=True))
         torch.testing.assert_close(grad.double(), expected, rtol=tol.rtol, atol=tol.atol)
+
+
+def test_cuda_missing_barrier_before_the_sum_fails_rows_of_several_warps(mutant) -> None:
+    """Warps fold the other warps' slots before they are written: shared memory still holds its
+    poison (NaN) on the CPU, or stale sums on a GPU. Rows of one warp need no barrier and pass."""
+    op = mutant("softmax", "cuda_no_barrier_before_sum")
+    bad = failed(validate(op, "cuda"))
+    detail = bad[("cuda", "forward", "float32")].detail
+    assert "y:" in detail and "[size (33, 4099)]" in detail and "[size (5, 70)]" not in detail, detail
+
+
+@pytest.mark.skipif(HAS_GPU, reason="a GPU does not check warp masks: the CPU execution does")
+def test_cuda_shuffle_with_a_mask_that_leaves_out_the_source_lane_is_named(mutant) -> None:
+    op = mutant("softmax", "cuda_shuffle_mask")
+    bad = failed(validate(op, "cuda"))
+    detail = bad[("cuda", "forward_v1", "float32")].detail
+    assert "kernel.cu:223 in softmax_forward_v1_kernel<float>, block (0, 0, 0) thread (0, 0, 0): warp mask:" in detail
+    assert "lane 0 reads lane 16 of __shfl_xor_sync with mask 0xffff, which does not name lane 16" in detail
+
+
+@pytest.mark.skipif(HAS_GPU, reason="a GPU does not check barriers: the CPU execution does")
+def test_cuda_barrier_in_a_branch_of_lane_0_is_named(mutant) -> None:
+    """Lane 0 of each warp waits at __syncthreads while its warp's other lanes go on to the next
+    reduction's shuffle, which names lane 0: reported at the shuffle, naming the barrier's line."""
+    op = mutant("softmax", "cuda_barrier_in_branch")
+    bad = failed(validate(op, "cuda"))
+    detail = bad[("cuda", "forward", "float32")].detail
+    assert "warp mask: lane 1 waits at __shfl_xor_sync with mask 0xffffffff for lane 0" in detail, detail
+    assert re.search(r"which is at __syncthreads at \S*kernel\.cu:65", detail), detail
