@@ -54,6 +54,7 @@ def test_notebook_executes() -> None:
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in outputs)
     assert "gradcheck passed" in text and "wrote y[5]" in text and " 0 failed" in text
+    assert "gradcheck of the cuda stage (" + ("cuda" if HAS_GPU else "cpu") + "): True" in text
 
 
 def test_training_example_loss_goes_down_and_gradients_match() -> None:
