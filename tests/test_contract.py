@@ -33,9 +33,9 @@ def test_forward_backward_gives_one_gradient_per_input(name: str) -> None:
     assert all(g is None or g.shape == x.shape for g, x in zip(grads, inputs))
 
 
-def test_schemas_name_params_with_their_types() -> None:
+def test_schemas_name_params_with_their_types_and_defaults() -> None:
     forward, backward = schemas(load_op("layernorm").spec, "layernorm")
-    assert forward == "layernorm(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)"
-    assert backward.startswith("layernorm_backward(Tensor grad_y, ") and backward.endswith(
-        "float eps) -> (Tensor, Tensor, Tensor)")
+    assert forward == "layernorm(Tensor x, Tensor weight, Tensor bias, float eps=1e-05) -> (Tensor, Tensor, Tensor)"
+    assert backward == ("layernorm_backward(Tensor grad_y, Tensor x, Tensor weight, Tensor mean, Tensor rstd, "
+                        "float eps=1e-05) -> (Tensor, Tensor, Tensor)")
     assert schemas(load_op("sigmoid").spec, "s") == ("s(Tensor x) -> Tensor", "s_backward(Tensor grad_y, Tensor y) -> Tensor")
