@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 from .builder import Job
 from .errors import BuildError
-from .files import locked
+from .files import locked, replacing
 
 CPU_INCLUDE = Path(__file__).resolve().parent / "include" / "cpu"
 MEMCHECK_SOURCE = CPU_INCLUDE / "brrr_cpu_memcheck.cpp"
@@ -72,19 +70,15 @@ def _build_registry(library: Path) -> None:
 
     from .builder import find_cxx
 
-    library.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=library.parent, prefix=f".{library.name}.", suffix=".so")
-    os.close(fd)
     lib_dirs = cpp_extension.library_paths()
-    command = [find_cxx(), "-std=c++20", "-O2", "-fPIC", "-shared",
-               f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
-               *(f"-I{p}" for p in cpp_extension.include_paths()), str(ALLOC_SOURCE), "-o", tmp,
-               *(f"-L{d}" for d in lib_dirs), *(f"-Wl,-rpath,{d}" for d in lib_dirs), "-lc10"]
-    proc = subprocess.run(command, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        Path(tmp).unlink(missing_ok=True)
-        raise BuildError(f"could not build brrr's allocation registry ({ALLOC_SOURCE.name}):\n{proc.stderr[-2000:]}")
-    os.replace(tmp, library)
+    with replacing(library, suffix=".so") as tmp:
+        command = [find_cxx(), "-std=c++20", "-O2", "-fPIC", "-shared",
+                   f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+                   *(f"-I{p}" for p in cpp_extension.include_paths()), str(ALLOC_SOURCE), "-o", str(tmp),
+                   *(f"-L{d}" for d in lib_dirs), *(f"-Wl,-rpath,{d}" for d in lib_dirs), "-lc10"]
+        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(f"could not build brrr's allocation registry ({ALLOC_SOURCE.name}):\n{proc.stderr[-2000:]}")
 
 
 @lru_cache(maxsize=1)
