@@ -320,6 +320,7 @@ class Failure:
     index: int | None = None
     block: tuple[int, ...] | None = None
     thread: tuple[int, ...] | None = None
+    stage: str = "numba"  # cuda: replayed in gdb on the CPU execution (brrr debug --stage cuda)
 
 
 def save_failure(failure: Failure, name: str) -> str:
@@ -341,7 +342,8 @@ def replay_command(failure: Failure, path: Path) -> str:
         thread = f"--index {failure.index}"
     else:
         thread = f"--block {','.join(map(str, failure.block or ()))} --thread {','.join(map(str, failure.thread or ()))}"
-    return f"brrr debug {op_ref(failure.op)} --input {path}{phase} {thread}"
+    stage = " --stage cuda" if failure.stage == "cuda" else ""
+    return f"brrr debug {op_ref(failure.op)} --input {path}{stage}{phase} {thread}"
 
 
 def op_ref(op: Op) -> str:

@@ -39,15 +39,16 @@ class RowBuilder:
         if not comparison.ok:
             self.problems.append(f"[{case.label}] {comparison.reason}")
             if replay is not None and comparison.worst is not None:
-                self._keep(Failure(self.op, *_cast(case, replay), self.phase, index=comparison.worst.flat_index),
-                           comparison.excess)
+                self._keep(Failure(self.op, *_cast(case, replay), self.phase, index=comparison.worst.flat_index,
+                                   stage=self.row.stage), comparison.excess)
         if self.worst is None or comparison.excess > self.worst.excess:
             self.worst = comparison
 
     def fault(self, fault: StageFault, case: Case, replay: Replay | None = None) -> None:
         self.problems.append(f"[{case.label}] {fault.describe()}")
         if replay is not None and fault.block is not None:
-            self._keep(Failure(self.op, *_cast(case, replay), self.phase, block=fault.block, thread=fault.thread))
+            self._keep(Failure(self.op, *_cast(case, replay), self.phase, block=fault.block, thread=fault.thread,
+                               stage=self.row.stage))
 
     def fail(self, text: str) -> None:
         self.problems.append(text)

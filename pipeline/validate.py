@@ -72,7 +72,7 @@ class Options:
 # (loaders.py), its entry in loaders.load_stage, its build here, and Options.where choosing it.
 CUDA_BUILDS: dict[Where, Callable[[Op, Options], Any]] = {
     Where.GPU: lambda op, options: builder.build_extension(op),
-    Where.CPU_EXECUTION: lambda op, options: cpu_build.build_cpu_extension(op),
+    Where.CPU_EXECUTION: lambda op, options: cpu_build.build_cpu_extension(op, cpu_build.CHECKED),
 }
 
 

@@ -145,3 +145,5 @@ def test_replay_command_names_the_thread_by_element_or_by_block_and_thread(tmp_p
     by_place = Failure(copied, (), (), "backward", block=(1, 0, 0), thread=(5, 0, 0))
     assert replay_command(by_place, Path("/c/f.pt")) == (
         f"brrr debug {copied.folder} --input /c/f.pt --phase backward --block 1,0,0 --thread 5,0,0")
+    in_cuda = Failure(sigmoid, (), (), "forward", index=7, stage="cuda")  # gdb on the CPU execution
+    assert replay_command(in_cuda, Path("/c/f.pt")) == "brrr debug sigmoid --input /c/f.pt --stage cuda --index 7"

@@ -149,5 +149,8 @@ def test_cuda_missing_barrier_before_the_column_sum_fails_the_bias_gradient(muta
     op = mutant("bias_gelu", "cuda_no_barrier_before_column_sum")
     bad = failed(validate(op, "cuda"))
     detail = bad[("cuda", "backward", "float64")].detail
-    assert "grad_bias:" in detail and "grad_x:" not in detail, detail
+    if HAS_GPU:
+        assert "grad_bias:" in detail and "grad_x:" not in detail, detail
+    else:  # the CPU execution's checks name the race: a row group's sums read before they are written
+        assert "race on shared memory: writes sums[" in detail and "with no __syncthreads" in detail, detail
     assert ("cuda", "forward", "float64") not in bad

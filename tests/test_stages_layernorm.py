@@ -138,7 +138,11 @@ def test_cuda_missing_barrier_in_block_sum_fails_backward(mutant) -> None:
     """The per-warp sums folded before the other warps wrote them: wrong row sums in grad_x."""
     op = mutant("layernorm", "cuda_no_barrier_before_fold")
     bad = failed(validate(op, "cuda"))
-    assert "grad_x:" in bad[("cuda", "backward", "float64")].detail
+    detail = bad[("cuda", "backward", "float64")].detail
+    if HAS_GPU:
+        assert "grad_x:" in detail, detail
+    else:  # the CPU execution's checks name the race on the per-warp slots
+        assert "race on shared memory:" in detail and "partial[" in detail, detail
 
 
 @pytest.mark.skipif(HAS_GPU, reason="a GPU does not check barriers: the CPU execution does")
