@@ -16,7 +16,7 @@ from .contract import as_tuple, saved_tensors, schemas
 from .loaders import load_op
 from .spec import Op
 
-_libraries: dict[str, torch.library.Library] = {}
+_libraries: dict[tuple[str, str], torch.library.Library] = {}
 
 
 def _fresh(result: Any) -> Any:
@@ -37,16 +37,28 @@ def _with_defaults(fn: Any, n_tensors: int, params: tuple[Any, ...]) -> Any:
     return call
 
 
-def register(name_or_path: str) -> Any:
-    """Register (once per process) and return torch.ops.brrr.NAME."""
+def register(name_or_path: str, namespace: str = "brrr") -> Any:
+    """Register (once per process and namespace) and return torch.ops.NAMESPACE.NAME (torch.ops.brrr.NAME):
+    the reference on CPU tensors, the cuda stage (built here) on CUDA tensors."""
     from . import builder
     from .loaders import load_cuda, load_reference
 
     op: Op = load_op(name_or_path)
+    if (namespace, op.spec.name) in _libraries:
+        return getattr(getattr(torch.ops, namespace), op.spec.name)
+    ref = load_reference(op)
+    impls = {"CPU": (ref.forward, ref.backward)}
+    if torch.cuda.is_available():
+        cuda = load_cuda(op, builder.build_extension(op))
+        impls["CUDA"] = (cuda.forward, cuda.backward)
+    return define(op, namespace, impls, ref)
+
+
+def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) -> Any:
+    """torch.ops.NAMESPACE.NAME with forward and backward per dispatch key ("CPU", "CUDA"), the
+    reference stage `ref` as the fake implementation, and the autograd formula from the spec."""
     spec, name = op.spec, op.spec.name
-    if name in _libraries:
-        return getattr(torch.ops.brrr, name)
-    lib = torch.library.Library("brrr", "FRAGMENT")
+    lib = torch.library.Library(namespace, "FRAGMENT")
     for schema in schemas(spec, name):
         lib.define(schema)
 
@@ -54,15 +66,11 @@ def register(name_or_path: str) -> Any:
     params = spec.param_values
     fwd = lambda f: _with_defaults(f, n_inputs, params)  # noqa: E731
     bwd = lambda f: _with_defaults(f, n_outputs + len(spec.saved), params)  # noqa: E731
-    ref = load_reference(op)
-    lib.impl(name, fwd(lambda *a: _fresh(ref.forward(*a))), "CPU")
-    lib.impl(f"{name}_backward", bwd(lambda *a: _fresh(ref.backward(*a))), "CPU")
-    if torch.cuda.is_available():
-        cuda = load_cuda(op, builder.build_extension(op))
-        lib.impl(name, fwd(cuda.forward), "CUDA")
-        lib.impl(f"{name}_backward", bwd(cuda.backward), "CUDA")
-    torch.library.register_fake(f"brrr::{name}", fwd(lambda *a: _fresh(ref.forward(*a))), lib=lib)
-    torch.library.register_fake(f"brrr::{name}_backward", bwd(lambda *a: _fresh(ref.backward(*a))), lib=lib)
+    for key, (forward, backward) in impls.items():
+        lib.impl(name, fwd(lambda *a, f=forward: _fresh(f(*a))), key)
+        lib.impl(f"{name}_backward", bwd(lambda *a, f=backward: _fresh(f(*a))), key)
+    torch.library.register_fake(f"{namespace}::{name}", fwd(lambda *a: _fresh(ref.forward(*a))), lib=lib)
+    torch.library.register_fake(f"{namespace}::{name}_backward", bwd(lambda *a: _fresh(ref.backward(*a))), lib=lib)
 
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
         ctx.save_for_backward(*saved_tensors(spec, inputs, as_tuple(output)))
@@ -71,10 +79,11 @@ def register(name_or_path: str) -> Any:
 
     def backward(ctx: Any, *grad_results: Any) -> tuple[Any, ...]:
         grad_outputs = [g.contiguous() for g in grad_results[:n_outputs]]  # autograd materializes unused ones as zeros
-        result = as_tuple(getattr(torch.ops.brrr, f"{name}_backward")(*grad_outputs, *ctx.saved_tensors, *ctx.params))
+        result = as_tuple(getattr(getattr(torch.ops, namespace), f"{name}_backward")(*grad_outputs, *ctx.saved_tensors,
+                                                                                    *ctx.params))
         wanted = ctx.needs_input_grad
         return tuple(g if wanted[i] else None for i, g in enumerate(result)) + (None,) * len(ctx.params)
 
-    torch.library.register_autograd(f"brrr::{name}", backward, setup_context=setup_context, lib=lib)
-    _libraries[name] = lib
-    return getattr(torch.ops.brrr, name)
+    torch.library.register_autograd(f"{namespace}::{name}", backward, setup_context=setup_context, lib=lib)
+    _libraries[(namespace, name)] = lib
+    return getattr(getattr(torch.ops, namespace), name)

@@ -27,6 +27,8 @@ class Against(Enum):
     INPUTS = "the inputs as they were before each call of the stage's comparisons, bit for bit"
     NUMERIC = "finite differences: torch.autograd.gradcheck in float64"
     COMPILER = "the compilers: the stage builds (without a place to run it, only compiles)"
+    LIBRARY = ("torch.library: the op registered as a PyTorch op passes opcheck, and torch.compile(fullgraph=True) "
+               "gives eager's outputs and gradients; on the cuda stage where it runs, else on the reference")
 
 
 class Cases(Enum):
@@ -64,6 +66,8 @@ Plan = tuple[Step, ...]
 _ref = partial(Check, "reference")
 REFERENCE_PLAN: Plan = (
     _ref("gradcheck", Against.NUMERIC, Cases.GRADCHECK),
+    _ref("opcheck", Against.LIBRARY, Cases.GRADCHECK),  # before the oracle checks: a spec without an oracle ends there
+    _ref("compile fullgraph", Against.LIBRARY, Cases.GRADCHECK, "backward"),
     EachDtype((_ref("forward vs oracle", Against.ORACLE, Cases.RANDOM),
                _ref("backward vs oracle", Against.ORACLE, Cases.RANDOM, "backward"))),
     EachDtype((_ref("edge inputs", Against.ORACLE, Cases.EDGE),)),
@@ -93,6 +97,8 @@ CUDA_PLAN: Plan = (
                _cuda("first versions", Against.REFERENCE, Cases.RANDOM, first_versions=True))),
     _cuda("inputs unchanged", Against.INPUTS),
     _cuda("gradcheck", Against.NUMERIC, Cases.GRADCHECK),
+    _cuda("opcheck", Against.LIBRARY, Cases.GRADCHECK),
+    _cuda("compile fullgraph", Against.LIBRARY, Cases.GRADCHECK, "backward"),
 )
 
 HUGE = _cuda("huge (> 2^31 elements)", Against.REFERENCE, Cases.HUGE)  # only with --huge, after the plans

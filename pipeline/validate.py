@@ -27,7 +27,7 @@ from .faults import fault_from
 from .huge import huge_row
 from .loaders import Stage, Where, load_numba, load_reference, load_stage
 from .plan import HUGE, PLANS, Against, Cases, Check, EachDtype, Plan
-from .progress import ticking
+from .progress import note, ticking
 from .report import FAIL, NOT_RUN, SKIP, Row
 from .rows import RowBuilder
 from .spec import STAGES, Op, StageName
@@ -160,6 +160,12 @@ class Validation:
         self.intact = next((RowBuilder(self.op, c, "all") for c in plan
                             if isinstance(c, Check) and c.against is Against.INPUTS), None)
         stage = self.stages[name]
+        if stage.where is Where.SIMULATOR and torch.float32 in self.dtypes(stage):
+            from .files import shown
+            from .sim_floats import mixed_lines
+
+            for mixed in mixed_lines(stage.source):
+                note("note: " + mixed.describe(shown(stage.source)))
         with ticking(f"{self.op.name}: {name} stage {stage.where.value}"):
             for step in plan:
                 if not self.run_step(step, stage):
@@ -176,6 +182,10 @@ class Validation:
                 self.rows.append(self.intact.finish())
             elif step.against is Against.NUMERIC and (stage.name == "reference" or torch.float64 in self.dtypes(stage)):
                 self.rows.append(gradcheck(self, step, stage))  # a reference always has a float64 to check
+            elif step.against is Against.LIBRARY and stage.name == self.library_stage():
+                from .library_checks import library_row
+
+                self.rows.append(library_row(step, stage, self.stages["reference"], self.gen))
             return True
         for dtype in self.dtypes(stage):
             made: dict[Cases, list[Case]] = {}  # each kind of cases made once a dtype, in the order first asked
@@ -185,6 +195,12 @@ class Validation:
                 paired = checks[i + 1] if i + 1 < len(checks) and checks[i + 1].phase == "backward" else None
                 self.rows += run_comparisons(self, (check, paired), dtype, made)
         return True
+
+    def library_stage(self) -> StageName | None:
+        """Where the torch.library rows run: the cuda stage where it runs, else the reference."""
+        if "cuda" in self.options.stages and self.options.where("cuda") is not None:
+            return "cuda"
+        return "reference" if "reference" in self.options.stages else None
 
     def dtypes(self, stage: Stage) -> tuple[torch.dtype, ...]:
         return self.spec.stage_dtypes(stage.name)

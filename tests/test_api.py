@@ -30,7 +30,7 @@ def test_to_json_and_repr_carry_the_rows(sigmoid_report: Report) -> None:
     assert data["passed"] is True and data["seed"] == 7 and len(data["rows"]) == len(sigmoid_report.rows)
     assert data["rows"][0]["check"] == "gradcheck"
     text = repr(sigmoid_report)
-    assert text.startswith("<brrr Report sigmoid passed: 17 passed, 0 failed; seed 7>")
+    assert text.startswith("<brrr Report sigmoid passed: 19 passed, 0 failed; seed 7>")
     assert "numba      gradcheck" in text  # the table, as `brrr validate` prints it
 
 
