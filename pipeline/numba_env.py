@@ -41,7 +41,11 @@ def import_cuda() -> ModuleType:
         _tolerate_missing_cuda_runtime()
     from numba import cuda
 
-    if not simulating():
+    if simulating():
+        from . import simulator
+
+        simulator.install()
+    else:
         # Validation launches tiny grids on purpose (sizes 1, block-1, ...); the warning is noise.
         import warnings
 
@@ -84,7 +88,15 @@ def _as_kernel_arg(value: Any) -> Any:
     if simulating():
         if value.device.type != "cpu":
             raise UsageError(f"the numba simulator runs on CPU tensors, got one on {value.device}")
-        return value.detach().numpy()
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        from . import writers
+
+        # Wrapped here, the kernel works in the tensor's own memory (numba would copy a numpy
+        # array in and back out), and each element it writes is attributed to its thread.
+        view = value.detach().numpy()
+        writers.track(value, view)
+        return FakeCUDAArray(view)
     if value.device.type != "cuda":
         raise UsageError(f"numba on a GPU needs CUDA tensors, got one on {value.device}")
     return import_cuda().as_cuda_array(value.detach(), sync=False)
@@ -94,6 +106,8 @@ def launch(kernel: Any, grid: Any, block: Any, *args: Any, shared_bytes: int = 0
     """kernel[grid, block](*args) with torch tensors converted for the current mode."""
     converted = [_as_kernel_arg(a) for a in args]
     if simulating():
+        from . import writers
+
         # The simulator's block manager polls its threads in a busy loop; a shorter GIL switch
         # interval hands the simulated threads the interpreter sooner (measured: 15-25% faster).
         interval = sys.getswitchinterval()
@@ -102,6 +116,7 @@ def launch(kernel: Any, grid: Any, block: Any, *args: Any, shared_bytes: int = 0
             kernel[grid, block, 0, shared_bytes](*converted)
         finally:
             sys.setswitchinterval(interval)
+            writers.forget_arrays()
         return
     cuda = import_cuda()
     stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
