@@ -1,10 +1,19 @@
-"""Layer norm over the last dim, numba stage: one block per row for y and grad_x, one thread per
-column for grad_weight and grad_bias. Runs in the CUDA simulator or on a GPU.
+"""Layer norm over the last dim, numba stage: kernel.cu's kernels, with its names and its paths.
 
-Statistics and sums are float64 for float32 and float64 inputs alike (see reference.py for why).
-Elements are read through float(): in the simulator a Python float meeting a numpy float32 gives
-a float32 (NumPy 2's promotion rules), so a float32 row would otherwise be summed in float32 there,
-though numba types the same code as float64 on a GPU.
+Forward, as kernel.cu's launcher picks (rows measured in 16-byte packs: 4 floats, 2 doubles):
+- rows of up to WARP_PACKS x 32 whole packs: a warp per row, WARP_ROWS rows a block, each lane
+  holding packs lane, lane + 32, ... (layernorm_forward_warp_kernel; no shared memory, no barrier);
+- longer rows of whole packs: a block per row (layernorm_forward_block_kernel), the warps' sums
+  meeting in shared memory;
+- any other width: v1, a block of THREADS per row striding over it (layernorm_forward_kernel).
+Backward is kernel.cu's: a block per row for grad_x, and (COLUMNS x ROW_GROUPS) blocks whose
+threads split the rows of COLUMNS columns for grad_weight and grad_bias, then fold the groups.
+
+Two constants are smaller than kernel.cu's, because the simulator pays for every thread: THREADS
+is 64 (kThreads 256) and ROW_GROUPS 4 (kRowGroups 16). The structure, the reductions and the
+mapping for those sizes are the same. Statistics and sums are float64 for float32 and float64
+inputs alike (see reference.py for why); elements are read through float() for the reason
+softmax's numba_kernel.py gives.
 """
 
 import math
@@ -16,18 +25,42 @@ from brrr_kernels import cdiv, import_cuda, launch
 cuda = import_cuda()
 from numba import float64  # noqa: E402  (after import_cuda, which readies numpy for numba)
 
-BLOCK = 16
+FULL = 0xFFFFFFFF
+THREADS = 64  # kernel.cu's kThreads is 256 (see the module doc)
+WARPS = THREADS // 32
+COLUMNS = 32  # kColumns: a warp reads 32 neighbouring columns of a row
+ROW_GROUPS = 4  # kernel.cu's kRowGroups is 16 (see the module doc)
+MAX_PACKS = 8  # kMaxPacks<float>, kMaxPacks<double>
+MAX_THREADS = 1024  # kMaxThreads
+TARGET_THREADS = 256  # kTargetThreads
+WARP_PACKS = 4  # kWarpPacks
+WARP_ROWS = 8  # kWarpRows
+MAX_VALUES = MAX_PACKS * 4  # a thread's packs, in elements (4 floats a pack)
 
 
 @cuda.jit(device=True)
-def block_sum(value, partial, t):
-    partial[t] = value
+def warp_sum(v):
+    offset = 16
+    while offset > 0:
+        v += cuda.shfl_xor_sync(FULL, v, offset)
+        offset //= 2
+    return v
+
+
+# ---- v1: one block per row, threads striding over it (any width, any alignment) --------------
+
+
+@cuda.jit(device=True)
+def block_sum(value, partial):
+    # After the xor butterfly all lanes of a warp hold the same value, and every thread then adds
+    # the per-warp sums in one fixed order, so all threads agree bit for bit.
+    value = warp_sum(value)
+    if cuda.threadIdx.x % 32 == 0:
+        partial[cuda.threadIdx.x // 32] = value
     cuda.syncthreads()
-    # Every thread folds all the partials in the same order, so each gets the same result
-    # without a second round through shared memory (kernel.cu folds one partial per warp).
     result = partial[0]
-    for i in range(1, BLOCK):
-        result += partial[i]
+    for w in range(1, WARPS):
+        result += partial[w]
     # No thread may write `partial` for the next reduction until every thread has read this one.
     cuda.syncthreads()
     return result
@@ -35,61 +68,156 @@ def block_sum(value, partial, t):
 
 @cuda.jit
 def layernorm_forward_kernel(x, weight, bias, y, mean, rstd, cols, eps):
+    partial = cuda.shared.array(WARPS, dtype=float64)
     row = cuda.blockIdx.x
-    t = cuda.threadIdx.x
-    partial = cuda.shared.array(BLOCK, dtype=float64)
     total = 0.0
-    for c in range(t, cols, BLOCK):
+    for c in range(cuda.threadIdx.x, cols, THREADS):
         total += float(x[row, c])
-    mu = block_sum(total, partial, t) / cols
+    mu = block_sum(total, partial) / cols
     # Second pass over the row for the centred sum of squares: E[x^2] - E[x]^2 would cancel.
     squares = 0.0
-    for c in range(t, cols, BLOCK):
+    for c in range(cuda.threadIdx.x, cols, THREADS):
         d = float(x[row, c]) - mu
         squares += d * d
-    r = 1.0 / math.sqrt(block_sum(squares, partial, t) / cols + eps)
-    for c in range(t, cols, BLOCK):
+    r = 1.0 / math.sqrt(block_sum(squares, partial) / cols + eps)
+    for c in range(cuda.threadIdx.x, cols, THREADS):
         y[row, c] = (float(x[row, c]) - mu) * r * float(weight[c]) + float(bias[c])
+    if cuda.threadIdx.x == 0:
+        mean[row] = mu
+        rstd[row] = r
+
+
+# ---- v2: the row held by its threads, as packs --------------------------------------------------
+
+
+@cuda.jit(device=True)
+def row_sum(value, partial, whole_block):
+    # The sum over the threads that share a row: a warp, or a whole block with one slot per warp
+    # in `partial` (each call site has its own array, so one barrier a sum suffices).
+    value = warp_sum(value)
+    if whole_block:
+        if cuda.threadIdx.x % 32 == 0:
+            partial[cuda.threadIdx.x // 32] = value
+        cuda.syncthreads()
+        value = partial[0]
+        for w in range(1, cuda.blockDim.x // 32):
+            value += partial[w]
+    return value
+
+
+@cuda.jit(device=True)
+def normalise_row(x, weight, bias, y, mean, rstd, row, packs, width, cols, eps, t, stride, k_packs,
+                  partial_sum, partial_squares, whole_block):
+    # Thread t holds packs t, t + stride, ..., up to k_packs of them; those at or past `packs` are
+    # not loaded and never used. Every thread of a block reaches both row_sum calls.
+    v = cuda.local.array(MAX_VALUES, dtype=float64)  # pack k, element j at k * width + j
+    for k in range(k_packs):
+        p = k * stride + t
+        if p < packs:
+            for j in range(width):
+                v[k * width + j] = float(x[row, p * width + j])
+    # Each pack summed apart, then the packs.
+    total = 0.0
+    for k in range(k_packs):
+        if k * stride + t < packs:
+            s = v[k * width]
+            for j in range(1, width):
+                s += v[k * width + j]
+            total += s
+    mu = row_sum(total, partial_sum, whole_block) / cols
+    # Centred squares from the same values: two passes, never E[x^2] - E[x]^2, which cancels.
+    squares = 0.0
+    for k in range(k_packs):
+        if k * stride + t < packs:
+            s = 0.0
+            for j in range(width):
+                d = v[k * width + j] - mu
+                s += d * d
+            squares += s
+    r = 1.0 / math.sqrt(row_sum(squares, partial_squares, whole_block) / cols + eps)
+    for k in range(k_packs):
+        p = k * stride + t
+        if p < packs:
+            for j in range(width):
+                c = p * width + j
+                y[row, c] = (v[k * width + j] - mu) * r * float(weight[c]) + float(bias[c])
     if t == 0:
         mean[row] = mu
         rstd[row] = r
 
 
 @cuda.jit
+def layernorm_forward_warp_kernel(x, weight, bias, y, mean, rstd, rows, cols, eps, width, k_packs):
+    # Warp threadIdx.y of block b owns row b * WARP_ROWS + y.
+    row = cuda.blockIdx.x * WARP_ROWS + cuda.threadIdx.y
+    # A whole warp leaves together, and the warp path has no block barrier to miss.
+    if row >= rows:
+        return
+    packs = cols // width
+    # No shared memory on this path: `mean` stands in for the partial arrays (same type, never touched).
+    normalise_row(x, weight, bias, y, mean, rstd, row, packs, width, cols, eps, cuda.threadIdx.x, 32, k_packs,
+                  mean, mean, False)
+
+
+@cuda.jit
+def layernorm_forward_block_kernel(x, weight, bias, y, mean, rstd, cols, eps, width, k_packs):
+    partial_sum = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
+    partial_squares = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
+    packs = cols // width
+    normalise_row(x, weight, bias, y, mean, rstd, cuda.blockIdx.x, packs, width, cols, eps, cuda.threadIdx.x,
+                  cuda.blockDim.x, k_packs, partial_sum, partial_squares, True)
+
+
+# ---- backward ---------------------------------------------------------------------------------
+
+
+@cuda.jit
 def layernorm_backward_x_kernel(grad_y, x, weight, mean, rstd, grad_x, cols):
+    partial = cuda.shared.array(WARPS, dtype=float64)
     row = cuda.blockIdx.x
-    t = cuda.threadIdx.x
-    partial = cuda.shared.array(BLOCK, dtype=float64)
     mu = mean[row]
     r = rstd[row]
     sum_g = 0.0
     sum_gx = 0.0
-    for c in range(t, cols, BLOCK):
+    for c in range(cuda.threadIdx.x, cols, THREADS):
         gxhat = float(grad_y[row, c]) * float(weight[c])
         sum_g += gxhat
         sum_gx += gxhat * (float(x[row, c]) - mu) * r
-    mean_g = block_sum(sum_g, partial, t) / cols
-    mean_gx = block_sum(sum_gx, partial, t) / cols
-    for c in range(t, cols, BLOCK):
+    mean_g = block_sum(sum_g, partial) / cols
+    mean_gx = block_sum(sum_gx, partial) / cols
+    for c in range(cuda.threadIdx.x, cols, THREADS):
         xhat = (float(x[row, c]) - mu) * r
         grad_x[row, c] = r * (float(grad_y[row, c]) * float(weight[c]) - mean_g - xhat * mean_gx)
 
 
 @cuda.jit
 def layernorm_backward_weight_kernel(grad_y, x, mean, rstd, grad_weight, grad_bias, rows, cols):
-    # One thread owns a column and walks down the rows: a sum in a fixed order, no atomics, so the
-    # result is the same bits on every run.
-    c = cuda.grid(1)
-    if c >= cols:
-        return
+    # Block (COLUMNS, ROW_GROUPS): thread (tx, ty) sums rows ty, ty + ROW_GROUPS, ... of column
+    # blockIdx.x * COLUMNS + tx, then the ty == 0 thread adds the groups' partials in order. No
+    # atomics: the same bits on every run.
+    partial_w = cuda.shared.array((ROW_GROUPS, COLUMNS), dtype=float64)
+    partial_b = cuda.shared.array((ROW_GROUPS, COLUMNS), dtype=float64)
+    c = cuda.blockIdx.x * COLUMNS + cuda.threadIdx.x
     gw = 0.0
     gb = 0.0
-    for row in range(rows):
-        g = float(grad_y[row, c])
-        gw += g * (float(x[row, c]) - mean[row]) * rstd[row]
-        gb += g
-    grad_weight[c] = gw
-    grad_bias[c] = gb
+    if c < cols:
+        for row in range(cuda.threadIdx.y, rows, ROW_GROUPS):
+            g = float(grad_y[row, c])
+            gw += g * (float(x[row, c]) - mean[row]) * rstd[row]
+            gb += g
+    # Every thread stores, in range or not, so the barrier below is reached by the whole block.
+    partial_w[cuda.threadIdx.y, cuda.threadIdx.x] = gw
+    partial_b[cuda.threadIdx.y, cuda.threadIdx.x] = gb
+    cuda.syncthreads()
+    if cuda.threadIdx.y == 0 and c < cols:
+        for k in range(1, ROW_GROUPS):
+            gw += partial_w[k, cuda.threadIdx.x]
+            gb += partial_b[k, cuda.threadIdx.x]
+        grad_weight[c] = gw
+        grad_bias[c] = gb
+
+
+# ---- launchers --------------------------------------------------------------------------------
 
 
 def _check_shapes(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> None:
@@ -99,15 +227,39 @@ def _check_shapes(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> 
                          f"{tuple(weight.shape)}, {tuple(bias.shape)}")
 
 
+def forward_v1(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> tuple[torch.Tensor, ...]:
+    return _forward(x, weight, bias, eps, v1=True)
+
+
 def forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> tuple[torch.Tensor, ...]:
+    return _forward(x, weight, bias, eps, v1=False)
+
+
+def _forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float,
+             v1: bool) -> tuple[torch.Tensor, ...]:
     _check_shapes(x, weight, bias)
     x, weight, bias = x.contiguous(), weight.contiguous(), bias.contiguous()
     rows, cols = x.shape
     y = torch.empty_like(x)
     mean = torch.empty(rows, dtype=torch.float64, device=x.device)
     rstd = torch.empty(rows, dtype=torch.float64, device=x.device)
-    if x.numel():
-        launch(layernorm_forward_kernel, rows, BLOCK, x, weight, bias, y, mean, rstd, cols, eps)
+    if not x.numel():
+        return y, mean, rstd
+    width = 16 // x.element_size()
+    packs = cols // width
+    # cols a whole number of packs and 16-byte aligned tensors put every row on a 16-byte boundary.
+    packed = not v1 and cols % width == 0 and all(t.data_ptr() % 16 == 0 for t in (x, weight, bias, y))
+    if packed and packs <= 32 * WARP_PACKS:
+        k_packs = 1 if packs <= 32 else 2 if packs <= 64 else 4
+        launch(layernorm_forward_warp_kernel, cdiv(rows, WARP_ROWS), (32, WARP_ROWS), x, weight, bias, y, mean, rstd,
+               rows, cols, eps, width, k_packs)
+    elif packed and packs <= MAX_THREADS * MAX_PACKS:
+        k_packs = 2 if packs <= 2 * TARGET_THREADS else 4 if packs <= 4 * TARGET_THREADS else 8
+        threads = cdiv(cdiv(packs, k_packs), 32) * 32
+        launch(layernorm_forward_block_kernel, rows, threads, x, weight, bias, y, mean, rstd, cols, eps, width,
+               k_packs)
+    else:
+        launch(layernorm_forward_kernel, rows, THREADS, x, weight, bias, y, mean, rstd, cols, eps)
     return y, mean, rstd
 
 
@@ -124,9 +276,9 @@ def backward(grad_y: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: 
     grad_weight = torch.empty_like(weight)
     grad_bias = torch.empty_like(weight)
     if x.numel():
-        launch(layernorm_backward_x_kernel, rows, BLOCK, grad_y, x, weight, mean, rstd, grad_x, cols)
+        launch(layernorm_backward_x_kernel, rows, THREADS, grad_y, x, weight, mean, rstd, grad_x, cols)
     if cols:
         # With no rows the column sums are empty sums: the kernel writes their zeros.
-        launch(layernorm_backward_weight_kernel, cdiv(cols, BLOCK), BLOCK, grad_y, x, mean, rstd, grad_weight, grad_bias,
-               rows, cols)
+        launch(layernorm_backward_weight_kernel, cdiv(cols, COLUMNS), (COLUMNS, ROW_GROUPS), grad_y, x, mean, rstd,
+               grad_weight, grad_bias, rows, cols)
     return grad_x, grad_weight, grad_bias

@@ -4,7 +4,6 @@ import torch
 
 from brrr_kernels import DEFAULT, Inputs, Layout, OpSpec, Place, Size, Tolerance
 
-BLOCK = 16  # numba_kernel.py's threads per row and per column block: every simulated barrier costs every thread
 CUDA_BLOCK = 256  # kernel.cu's kThreads (v1 forward and the backward; see layouts below)
 CUDA_COLUMNS = 32  # kernel.cu's kColumns: columns per block in the weight-gradient kernel
 
@@ -96,7 +95,9 @@ SPEC = OpSpec(
     saved=("x", "weight", "mean", "rstd"),
     params={"eps": 1e-5},
     make_inputs=make_inputs,
-    # cols 1, 37 and 70: rows shorter and longer than BLOCK, with a partial last stride.
+    # As numba_kernel.py's launcher (kernel.cu's) maps them: cols 1, 37 and 70 (float32) take v1, a
+    # block per row, shorter and longer than its 64 threads; 70 doubles are 35 packs, a warp per row
+    # (and the edge cases' 40 columns a warp per row in both dtypes).
     sim_sizes=((1, 1), (3, 37), (5, 70)),
     gpu_sizes=GPU_SIZES,
     gradcheck_size=(2, 3),
@@ -113,8 +114,9 @@ SPEC = OpSpec(
     # same rounded upstream; with that patched in they pass the default on an H100 (worst relative
     # error 3.9e-3: the output's own rounding).
     tolerances={torch.float32: column_sum_tolerance(torch.float32)},
-    # The cuda layout is that of grad_x and of y on v1's widths; y on the register paths (whole 16-byte
-    # packs) is laid out as kernel.cu's normalise_row says, which a layout cannot tell apart from grad_x.
-    layouts={"numba": rows_then_columns(BLOCK, BLOCK), "cuda": rows_then_columns(CUDA_BLOCK, CUDA_COLUMNS)},
+    # The numba stage's writers are observed in the simulator. The cuda layout is that of grad_x and of
+    # y on v1's widths; y on the register paths (whole 16-byte packs) is laid out as kernel.cu's
+    # normalise_row says, which a layout cannot tell apart from grad_x.
+    layouts={"cuda": rows_then_columns(CUDA_BLOCK, CUDA_COLUMNS)},
     bench_sizes=((4096, 8192),),
 )

@@ -6,20 +6,9 @@ import torch
 
 from brrr_kernels import Inputs, Layout, OpSpec, Place, Size
 
-BLOCK = 16  # numba_kernel.py's threads per row: small, since every simulated barrier costs every thread
 CUDA_V1_BLOCK = 256  # kernel.cu's kV1Threads
 CUDA_MAX_ROW_THREADS = 1024  # kernel.cu's kMaxRowThreads
 CUDA_MIN_BLOCK_THREADS = 128  # kernel.cu's kMinBlockThreads
-
-
-def one_block_per_row(block: int) -> Layout:
-    """Row r is block r; its `block` threads stride over the columns, so column c is thread c % block."""
-
-    def locate(index: int, shape: tuple[int, ...]) -> Place:
-        cols = shape[-1]
-        return (index // cols, 0, 0), (index % cols % block, 0, 0)
-
-    return Layout(locate, f"one block per row, {block} threads striding over it")
 
 
 def cuda_place(index: int, shape: tuple[int, ...], itemsize: int) -> Place:
@@ -86,8 +75,10 @@ SPEC = OpSpec(
     outputs=("y",),
     saved=("y",),
     make_inputs=make_inputs,
-    # cols 1 (most threads idle), 37 and 70: rows longer than BLOCK, with a partial last stride.
-    sim_sizes=((1, 1), (3, 37), (5, 70)),
+    # As kernel.cu's launcher maps them (numba_kernel.py mirrors it): cols 1 (most lanes idle), 37
+    # and 70 a warp per row, four rows a block (the second block of (5, 70) mostly past the last
+    # row); 1030 two warps a row (float64: five), reduced through shared memory and a barrier.
+    sim_sizes=((1, 1), (3, 37), (5, 70), (2, 1030)),
     # Every path of kernel.cu's launchers (see cuda_place): 1, 4099 and 2051 columns take the
     # register path one element at a time (widths that are not whole packs); 1000 a warp per row,
     # four rows a block (doubles: 128 threads a row); 2048 two rows a block, with barriers; 8192,
@@ -103,8 +94,8 @@ SPEC = OpSpec(
         "numba": (torch.float32, torch.float64),
         "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),
     },
+    # The numba stage's writers are observed in the simulator; the cuda stage's are declared.
     layouts={
-        "numba": one_block_per_row(BLOCK),
         "cuda": CudaRows(lambda index, shape: cuda_place(index, shape, 4),
                          "rows in registers, tpr threads a row (see cuda_place); v1 beyond 1024 x kSlots columns"),
     },
