@@ -11,12 +11,16 @@ from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
 
 
-def test_missing_barrier_between_write_and_fold_fails_forward(mutant) -> None:
-    """Threads fold the partials before the others wrote them: wrong means, wrong y."""
+def test_missing_barrier_between_write_and_fold_is_reported_as_a_race(mutant) -> None:
+    """v1's block sum: warp 0 folds the per-warp partials before warp 1 has written its own."""
     op = mutant("layernorm", "no_barrier_before_fold")
     bad = failed(validate(op, "numba"))
-    detail = bad[("numba", "forward", "float64")].detail
-    assert "y:" in detail, detail
+    detail = bad[("numba", "forward", "float32")].detail
+    assert "SharedMemoryRace: shared-memory race on partial[" in detail, detail
+    source = (op / "numba_kernel.py").read_text().splitlines()
+    write = next(i for i, ln in enumerate(source, 1) if "partial[cuda.threadIdx.x // 32] = value" in ln)
+    read = next(i for i, ln in enumerate(source, 1) if "result = partial[0]" in ln)
+    assert f"numba_kernel.py:{write} in block_sum" in detail and f"numba_kernel.py:{read} in block_sum" in detail
 
 
 def test_weight_gradient_from_one_row_fails_backward_only(mutant) -> None:

@@ -17,59 +17,53 @@ def failed_checks(bad: dict) -> set[tuple[str, str]]:
     return {(check, dtype) for stage, check, dtype in bad if stage == "numba"}
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # garbage times garbage
-def test_missing_barrier_after_tile_loads_fails(mutant) -> None:
-    """Without the barrier after the loads, threads read tile elements no thread has written yet.
+FORWARD_ROWS = {(check, dtype) for check in ("forward", "edge forward") for dtype in ("float32", "float64")}
+LOAD_LINE = "a_tile[ty, tx] = a[row * a_rs + ka * a_cs]"
+DOT_LINE = "acc += a_tile[ty, kk] * b_tile[kk, tx]"
 
-    The simulator runs a block's threads as Python threads started one after another, each running
-    until it blocks: with no barrier to block on, thread (0, 0) finishes its whole dot product
-    before thread (1, 0) has loaded anything, reading whatever the shared arrays held before (an
-    earlier block's or launch's tile, or uninitialised memory) in place of a[0, 1..] and b[1.., 0].
-    Any sum over two or more valid k columns of a tile goes wrong that way, whatever the seed:
-    forward and backward, random and edge inputs, fail on the comparison, not on a crash.
-    """
+
+def lines_of(op, *texts: str) -> list[int]:
+    source = (op / "numba_kernel.py").read_text().splitlines()
+    return [next(i for i, ln in enumerate(source, 1) if text in ln) for text in texts]
+
+
+def test_missing_barrier_after_tile_loads_is_reported_as_a_race(mutant) -> None:
+    """Without the barrier after the loads, thread (0, 0) reads a[0, 1] from the tile before thread
+    (1, 0) has loaded it: a race between the load and the product, named with both lines, on every
+    forward row (a faulting forward leaves backward unrun)."""
     op = mutant("matmul", "no_barrier_after_loads")
     bad = failed(validate(op, "numba"))
-    assert ALL_ROWS <= failed_checks(bad)
+    assert FORWARD_ROWS <= failed_checks(bad)
+    load, dot = lines_of(op, LOAD_LINE, DOT_LINE)
     row = bad[("numba", "forward", "float64")]
-    assert "[size (5, 7, 3)] c:" in row.detail and "[size (6, 5, 7)] c:" in row.detail
-    assert "IndexError" not in row.detail
+    assert "SharedMemoryRace: shared-memory race on a_tile[0, 1]" in row.detail, row.detail
+    assert f"numba_kernel.py:{load} in kernel" in row.detail and f"numba_kernel.py:{dot} in kernel" in row.detail
 
 
-def test_missing_barrier_before_tile_overwrite_fails(mutant) -> None:
-    """Without the barrier after the dot products, a fast thread loads tile k0 + 4 over tile k0.
-
-    Once the simulator releases the barrier after the loads, the first thread to run finishes its
-    products over this tile and at once writes its element of the next one, which threads that have
-    not run yet still read as part of this tile. Only sums over two or more k-tiles can show it:
-    (5, 7, 3) and (6, 5, 7), and every backward launch of theirs, fail on the comparison.
-    """
+def test_missing_barrier_before_tile_overwrite_is_reported_as_a_race(mutant) -> None:
+    """Without the barrier after the products, a thread loads tile k0 + 4 over tile k0 while others
+    still read it: only sums over two or more k-tiles have a next tile, (5, 7, 3) and (6, 5, 7)."""
     op = mutant("matmul", "no_barrier_before_overwrite")
     bad = failed(validate(op, "numba"))
-    assert ALL_ROWS <= failed_checks(bad)
+    assert {("forward", "float32"), ("forward", "float64")} <= failed_checks(bad)
     detail = bad[("numba", "forward", "float32")].detail
     assert "[size (5, 7, 3)]" in detail and "[size (6, 5, 7)]" in detail and "[size (1, 1, 1)]" not in detail
+    load, dot = lines_of(op, LOAD_LINE, DOT_LINE)
+    assert "SharedMemoryRace" in detail and f":{load} in kernel" in detail and f":{dot} in kernel" in detail
 
 
-def test_boundary_tile_that_is_not_zero_filled_fails(mutant) -> None:
-    """With no zeros past the edges, the last, partial k-tile still holds the previous tile's values.
-
-    Each thread left its own element of tile k0 - 4 in the shared arrays, and c picks up the products
-    a[i, p - 4] * b[p - 4, j] a second time for each p >= K in the last tile: at (5, 7, 3) and
-    (6, 5, 7) the comparison fails, whatever the seed (on the exact huge-magnitude edge case by ~1e31).
-    """
+def test_boundary_tile_that_is_not_zero_filled_reads_unwritten_shared_memory(mutant) -> None:
+    """With no zeros past the edges, a partial k-tile's last columns are never written in the first
+    tile of a block: the products read shared memory no thread has written, and it is named."""
     # Both zero fills must go: either one alone still zeroes every product past K (see the NaN test).
     op = mutant("matmul", "no_zero_fill")
     bad = failed(validate(op, "numba"))
-    assert ALL_ROWS <= failed_checks(bad)
+    assert FORWARD_ROWS <= failed_checks(bad)
+    (dot,) = lines_of(op, DOT_LINE)
     row = bad[("numba", "forward", "float32")]
-    assert "[size (5, 7, 3)] c:" in row.detail and "[size (6, 5, 7)] c:" in row.detail
-    edge = bad[("numba", "edge forward", "float64")]
-    assert "huge mixed-sign, exact" in edge.detail
-    # The worst element is named with the thread that computed it: x along columns, y along rows.
-    w = row.worst
-    r, c = w.index
-    assert w.block == (c // 4, r // 4, 0) and w.thread == (c % 4, r % 4, 0)
+    assert "[size (5, 7, 3)]" in row.detail and "[size (6, 5, 7)]" in row.detail
+    assert "UnwrittenSharedRead: read of unwritten shared memory: thread (0, 0, 0) reads a_tile[0, " in row.detail
+    assert f"numba_kernel.py:{dot} in kernel" in row.detail
 
 
 def test_nan_past_k_is_not_cancelled_by_the_other_operands_zeros(mutant) -> None:
