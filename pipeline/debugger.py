@@ -8,6 +8,7 @@ threadIdx were asked for, so the other threads run as usual and any block size w
 
 from __future__ import annotations
 
+import contextlib
 import pdb
 import sys
 import threading
@@ -27,6 +28,11 @@ from .files import replacing, shown
 from .spec import Op, Phase
 
 Dim3 = tuple[int, int, int]
+
+# pdb's `s` does not stop in these: at a call of a device function it goes through numba's
+# dispatch and lands on the function's first line; at cuda.syncthreads() it steps over.
+SIMULATOR_MODULES = ["numba.*", "numba_cuda.*", "contextlib", "threading", "importlib.*", "_frozen_importlib*",
+                     "brrr_kernels.simulator", "brrr_kernels.sanitizer", "brrr_kernels.writers"]
 
 
 @dataclass
@@ -131,12 +137,15 @@ def debug(session: Session, module: Any, stdin: TextIO | None = None, stdout: Te
         out.write(f"brrr: stopped in {name}, block {session.block} thread {session.thread}"
                   + (f" (computes element {session.index})" if session.index is not None else "") + "\n")
         out.flush()
-        debugger = pdb.Pdb(stdin=stdin, stdout=stdout)
+        debugger = pdb.Pdb(stdin=stdin, stdout=stdout, skip=SIMULATOR_MODULES)
         debugger.use_rawinput = stdin is None
         debugger.set_trace(frame)
         return debugger.trace_dispatch  # the kernel frame's own tracer: pdb, from its first line
 
-    results = run_op(session, module, lambda: trapped(codes, session, on_hit))
+    from .simulator import time_limit
+
+    with time_limit(None):  # a person at the pdb prompt is not a kernel spinning
+        results = run_op(session, module, lambda: trapped(codes, session, on_hit))
     if not session.hits:
         raise _not_reached(session)
     return results
@@ -266,14 +275,14 @@ def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
     spec = op.spec
     stage = load_numba(op, gpu=False)
     if index is not None:
-        layout = spec.layouts.get("numba")
-        if layout is None:
-            raise UsageError(f"op {spec.name!r} declares no numba layout, so --index cannot be mapped; use --block/--thread")
         shape = tuple(upstream[0].shape) if phase == "forward" else tuple(inputs[0].shape)
         total = int(torch.Size(shape).numel())
         if not 0 <= index < total:
             raise UsageError(f"--index {index} is outside the {phase} result of shape {shape} ({total} elements)")
-        b, t = layout.locate(index, shape)
+        probe = Session(op=op, inputs=tuple(inputs), upstream=tuple(upstream), phase=phase, block=(0, 0, 0),
+                        thread=(0, 0, 0))
+        b, t, written_by = _writer(probe, stage.module, index)
+        kernel = kernel or written_by
     elif block is not None and thread is not None:
         b, t = dim3(block), dim3(thread)
     else:
@@ -302,6 +311,19 @@ def load_failure(path: Path) -> dict[str, Any]:
     return saved
 
 
+def _writer(probe: Session, module: Any, index: int) -> tuple[Dim3, Dim3, str]:
+    """The block, thread and kernel that wrote element `index` of the phase's first result, as the
+    simulator saw it in one run of the op (the simulator is deterministic: the debug run is the same)."""
+    from .writers import writer_of
+
+    result = run_op(probe, module, contextlib.nullcontext)[0]
+    writer = writer_of(result, index)
+    if writer is None:
+        raise UsageError(f"no simulated thread wrote element {index} of the {probe.phase} result: it stays unwritten",
+                         hint="pick a thread with --block/--thread")
+    return writer.block, writer.thread, writer.kernel
+
+
 # --- failures kept for replay ----------------------------------------------------------------
 
 
@@ -309,7 +331,7 @@ def load_failure(path: Path) -> dict[str, Any]:
 class Failure:
     """A failed check's case, kept so `brrr debug --input` replays it in the thread that went wrong.
 
-    The thread is named by the element it computes (`index`, mapped through the op's layout) or,
+    The thread is named by the element it computes (`index`: the thread the simulator saw write it) or,
     for an exception raised in the simulator, by its `block` and `thread`.
     """
 
