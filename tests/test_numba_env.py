@@ -20,11 +20,13 @@ def test_the_mode_cannot_change_once_numba_cuda_is_imported() -> None:
         use_simulator(False)
 
 
-def test_simulator_arguments_are_numpy_views_of_the_tensor() -> None:
+def test_simulator_arguments_wrap_numpy_views_of_the_tensor() -> None:
+    """Wrapped for the simulator (which would copy a bare numpy array in and out): the kernel works in
+    the tensor's memory."""
     t = torch.zeros(4)
-    view = _as_kernel_arg(t)
-    assert isinstance(view, np.ndarray)
-    view[2] = 5.0
+    arg = _as_kernel_arg(t)
+    assert isinstance(arg._ary, np.ndarray)
+    arg[2] = 5.0
     assert t[2] == 5.0  # writes land in the tensor
 
 
