@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from .tolerances import Tolerance
+from .writers import writer_of
 
 
 @dataclass
@@ -26,6 +27,7 @@ class Worst:
     case: str = ""
     block: tuple[int, ...] | None = None
     thread: tuple[int, ...] | None = None
+    kernel: str | None = None  # the kernel whose thread wrote it, where the simulator saw the write
 
 
 @dataclass
@@ -85,6 +87,9 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor, tol: Tolerance
         shape=shape,
         input=_value_at(probe, worst_flat, shape),
     )
+    writer = writer_of(got, worst_flat)  # a simulated kernel's output: the thread seen writing it
+    if writer is not None:
+        worst.block, worst.thread, worst.kernel = writer.block, writer.thread, writer.kernel
     n_bad = int(bad.sum().item())
     reason = ""
     if n_bad:

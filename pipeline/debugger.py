@@ -343,6 +343,7 @@ class Failure:
     block: tuple[int, ...] | None = None
     thread: tuple[int, ...] | None = None
     stage: str = "numba"  # cuda: replayed in gdb on the CPU execution (brrr debug --stage cuda)
+    kernel: str | None = None  # where the simulator saw the writer
 
 
 def save_failure(failure: Failure, name: str) -> str:
@@ -364,6 +365,7 @@ def replay_command(failure: Failure, path: Path) -> str:
         thread = f"--index {failure.index}"
     else:
         thread = f"--block {','.join(map(str, failure.block or ()))} --thread {','.join(map(str, failure.thread or ()))}"
+        thread += f" --kernel {failure.kernel}" if failure.kernel else ""
     stage = " --stage cuda" if failure.stage == "cuda" else ""
     return f"brrr debug {op_ref(failure.op)} --input {path}{stage}{phase} {thread}"
 

@@ -38,9 +38,17 @@ class RowBuilder:
             comparison.worst.case = case.label
         if not comparison.ok:
             self.problems.append(f"[{case.label}] {comparison.reason}")
-            if replay is not None and comparison.worst is not None:
-                self._keep(Failure(self.op, *_cast(case, replay), self.phase, index=comparison.worst.flat_index,
-                                   stage=self.row.stage), comparison.excess)
+            worst = comparison.worst
+            if replay is not None and worst is not None:
+                # `brrr debug --index` names an element of the phase's first result; any other tensor's
+                # element is replayed by its writer, where the simulator saw one.
+                first = worst.tensor in (self.op.spec.outputs[0], f"grad_{self.op.spec.inputs[0]}")
+                if first or worst.block is None:
+                    failure = Failure(self.op, *_cast(case, replay), self.phase, index=worst.flat_index, stage=self.row.stage)
+                else:
+                    failure = Failure(self.op, *_cast(case, replay), self.phase, block=worst.block, thread=worst.thread,
+                                      stage=self.row.stage, kernel=worst.kernel)
+                self._keep(failure, comparison.excess)
         if self.worst is None or comparison.excess > self.worst.excess:
             self.worst = comparison
 
@@ -64,7 +72,8 @@ class RowBuilder:
         if self.worst is not None:
             row.max_abs, row.max_rel, row.worst = self.worst.max_abs, self.worst.max_rel, self.worst.worst
             layout = self.op.spec.layouts.get(row.stage)
-            if row.worst is not None and layout is not None and row.stage != "reference":
+            # A layout declares what was not observed (a GPU's threads); the simulator's writers come first.
+            if row.worst is not None and row.worst.block is None and layout is not None and row.stage != "reference":
                 itemsize = getattr(torch, row.dtype).itemsize if hasattr(torch, row.dtype) else 1
                 row.worst.block, row.worst.thread = layout.place(row.worst.flat_index, row.worst.shape, itemsize)
         if self.problems:

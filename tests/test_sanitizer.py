@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import STAGES, copy_op, plant
+from conftest import STAGES
 
 from brrr_kernels import import_cuda, launch
-from brrr_kernels.checks import fault_from
-from brrr_kernels.loaders import load_numba
+from brrr_kernels.faults import fault_from
+from brrr_kernels.loaders import load_numba, load_op
 from brrr_kernels.sanitizer import SharedArray
 from brrr_kernels.simulator import SharedMemoryRace, UnwrittenSharedRead
-from brrr_kernels.spec import load_op
 
 cuda = import_cuda()
 HERE = Path(__file__)
@@ -24,22 +24,19 @@ def line_in(path: Path, text: str) -> int:
     return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if text in ln)
 
 
-# Each op's barriers, removed one at a time: (op, text of the barrier's line, the lines of the two
-# accesses it orders, the phase whose kernel has it, the size that reaches it).
+# Each op's barriers, removed one at a time (its bugs/ file): the lines of the two accesses the
+# barrier orders, the phase whose kernel has it, and a size that reaches it.
 BARRIERS = [
-    ("softmax", "    cuda.syncthreads()\n    r = part[first]\n    for w in range(1, tpr // 32):\n        r = max(",
-     "    r = part[first]\n    for w in range(1, tpr // 32):\n        r = max(",
-     ("part[cuda.threadIdx.x // 32] = v", "r = part[first]"), "forward", (2, 1030)),
-    ("matmul", "                cuda.syncthreads()  # tiles loaded: every thread reads elements others wrote\n", "",
-     ("a_tile[ty, tx] = a[row * a_rs + ka * a_cs]", "acc += a_tile[ty, kk] * b_tile[kk, tx]"), "forward", (5, 7, 3)),
-    ("matmul", "                cuda.syncthreads()  # tiles used: only now may the next k0 overwrite them\n", "",
-     ("a_tile[ty, tx] = a[row * a_rs + ka * a_cs]", "acc += a_tile[ty, kk] * b_tile[kk, tx]"), "forward", (6, 5, 7)),
-    ("layernorm", "    cuda.syncthreads()\n    result = partial[0]\n    for w in range(1, WARPS):",
-     "    result = partial[0]\n    for w in range(1, WARPS):",
-     ("partial[cuda.threadIdx.x // 32] = value", "result = partial[0]"), "forward", (1, 1)),
-    ("layernorm", "    partial_b[cuda.threadIdx.y, cuda.threadIdx.x] = gb\n    cuda.syncthreads()\n",
-     "    partial_b[cuda.threadIdx.y, cuda.threadIdx.x] = gb\n",
-     ("partial_w[cuda.threadIdx.y, cuda.threadIdx.x] = gw", "gw += partial_w[k, cuda.threadIdx.x]"), "backward", (2, 3)),
+    ("softmax", "no_barrier_before_fold", ("part[cuda.threadIdx.x // 32] = v", "r = part[first]"), "forward",
+     (2, 1030)),
+    ("matmul", "no_barrier_after_loads", ("a_tile[ty, tx] = a[row * a_rs + ka * a_cs]",
+                                          "acc += a_tile[ty, kk] * b_tile[kk, tx]"), "forward", (5, 7, 3)),
+    ("matmul", "no_barrier_before_overwrite", ("a_tile[ty, tx] = a[row * a_rs + ka * a_cs]",
+                                               "acc += a_tile[ty, kk] * b_tile[kk, tx]"), "forward", (6, 5, 7)),
+    ("layernorm", "no_barrier_before_fold", ("partial[cuda.threadIdx.x // 32] = value", "result = partial[0]"),
+     "forward", (1, 1)),
+    ("layernorm", "no_barrier_before_group_fold", ("partial_w[cuda.threadIdx.y, cuda.threadIdx.x] = gw",
+                                                   "gw += partial_w[k, cuda.threadIdx.x]"), "backward", (2, 3)),
 ]
 
 
@@ -59,11 +56,9 @@ def run_phase(op_dir: Path, phase: str, size: tuple[int, ...], seed: int) -> Non
     stage.backward(*upstream, *(named[n] for n in spec.saved), *spec.param_values)
 
 
-@pytest.mark.parametrize("op, barrier, without, lines, phase, size", BARRIERS,
-                         ids=[f"{b[0]}-{b[3]}-{i}" for i, b in enumerate(BARRIERS)])
-def test_a_missing_barrier_is_a_race_naming_both_lines_for_any_seed(tmp_path, op, barrier, without, lines, phase,
-                                                                     size) -> None:
-    folder = plant(copy_op(op, tmp_path), "numba_kernel.py", barrier, without)
+@pytest.mark.parametrize("op, bug, lines, phase, size", BARRIERS, ids=[f"{b[0]}-{b[1]}" for b in BARRIERS])
+def test_a_missing_barrier_is_a_race_naming_both_lines_for_any_seed(mutant, op, bug, lines, phase, size) -> None:
+    folder = mutant(op, bug)
     source = folder / "numba_kernel.py"
     wanted = {line_in(source, text) for text in lines}
     for seed in range(10):
@@ -71,7 +66,7 @@ def test_a_missing_barrier_is_a_race_naming_both_lines_for_any_seed(tmp_path, op
             run_phase(folder, phase, size, seed)
         message = str(info.value)
         assert "shared-memory race on " in message
-        named = {int(n) for n in __import__("re").findall(r"numba_kernel\.py:(\d+)", message)}
+        named = {int(n) for n in re.findall(r"numba_kernel\.py:(\d+)", message)}
         assert named == wanted, message
         fault = fault_from(info.value, source)
         assert fault.line in wanted and fault.block is not None and fault.thread is not None

@@ -11,7 +11,7 @@ import torch
 from conftest import REPO
 
 from brrr_kernels import import_cuda, launch
-from brrr_kernels.checks import fault_from
+from brrr_kernels.faults import fault_from
 from brrr_kernels.simulator import BarrierDivergence, KernelTimeLimit, WarpMaskError, time_limit
 
 cuda = import_cuda()

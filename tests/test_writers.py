@@ -6,10 +6,10 @@ import io
 import re
 
 import torch
-from conftest import copy_op, plant
+from conftest import copy_op, failed, plant, validate
 
 from brrr_kernels import debugger, import_cuda, launch
-from brrr_kernels.spec import load_op
+from brrr_kernels.loaders import load_op
 from brrr_kernels.writers import Writer, writer_of
 
 cuda = import_cuda()
@@ -76,3 +76,14 @@ def test_s_at_a_device_function_call_stops_in_its_first_line() -> None:
     after = frames[frames.index((str(call), "softmax_forward_kernel")) + 1:]
     assert after and all(fn == "row_max" for _, fn in after[:2]), text
     assert "simulator" not in text and "contextlib" not in text
+
+
+def test_a_failing_element_is_reported_with_the_thread_seen_writing_it(tmp_path) -> None:
+    folder = plant(scrambled_sigmoid(tmp_path), "numba_kernel.py", "y[i] = e / (1.0 + e)", "y[i] = e / (2.0 + e)")
+    bad = failed(validate(folder, "numba"))
+    row = bad[("numba", "forward", "float32")]
+    w = row.worst
+    n = w.shape[0]
+    owner = next(t for t in range(n) if (7 * t + 3) % n == w.flat_index)
+    assert (w.block, w.thread) == ((owner // 128, 0, 0), (owner % 128, 0, 0)), w
+    assert f"--index {w.flat_index}" in row.detail  # which `brrr debug` maps through the same writers
