@@ -32,7 +32,7 @@ Dim3 = tuple[int, int, int]
 # pdb's `s` does not stop in these: at a call of a device function it goes through numba's
 # dispatch and lands on the function's first line; at cuda.syncthreads() it steps over.
 SIMULATOR_MODULES = ["numba.*", "numba_cuda.*", "contextlib", "threading", "importlib.*", "_frozen_importlib*",
-                     "brrr_kernels.simulator", "brrr_kernels.sanitizer", "brrr_kernels.writers"]
+                     "brrr_kernels.simulator", "brrr_kernels.shared_memory", "brrr_kernels.writers"]
 
 
 @dataclass

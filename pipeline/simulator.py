@@ -11,7 +11,7 @@ the same interleaving, so each finding is the same, named the same way, on every
 What is reported, as an exception from the kernel (the runner shows the file, line, block, thread):
 
 - SharedMemoryRace: two threads touched one shared element between the same two barriers (and,
-  in one warp, the same two syncwarps), at least one of them writing (sanitizer.py);
+  in one warp, the same two syncwarps), at least one of them writing (shared_memory.py);
 - UnwrittenSharedRead: a thread read a shared element no thread of its block had written;
 - BarrierDivergence: threads wait at barriers on different lines, or some wait while another
   has returned from the kernel;
@@ -77,7 +77,7 @@ class _Abort(BaseException):
 
 Stack = list[tuple[FrameType, int]]  # kernel-code frames with the line each was at, innermost first
 
-_INTERNAL_PREFIXES = ("numba.", "numba_cuda.", "threading", "contextlib", __name__, "brrr_kernels.sanitizer",
+_INTERNAL_PREFIXES = ("numba.", "numba_cuda.", "threading", "contextlib", __name__, "brrr_kernels.shared_memory",
                       "brrr_kernels.writers")
 
 
@@ -199,7 +199,7 @@ class SimThread(threading.Thread):
         self.state = NEW
         self.wait: Wait | None = None
         self.result: Any = None
-        self.warp_epoch = 0  # changes at each syncwarp this thread completes (see sanitizer.ordered)
+        self.warp_epoch = 0  # changes at each syncwarp this thread completes (see shared_memory._unordered)
 
     def place(self) -> str:
         """numba's own prefix, which compare/checks read back as the block and thread."""
@@ -562,13 +562,13 @@ def _module_class() -> type:
     """numba's kernel-side cuda module, with warp functions, tracked shared memory and a deadline."""
     from numba.cuda.simulator.kernelapi import FakeCUDAModule
 
-    from . import sanitizer
+    from . import shared_memory
 
     class SimModule(FakeCUDAModule):  # type: ignore[misc,valid-type]
         def __init__(self, grid_dim: Any, block_dim: Any, dynshared_size: int) -> None:
             super().__init__(grid_dim, block_dim, dynshared_size)
-            self._shared = sanitizer.TrackedShared(dynshared_size)
-            self._atomic = sanitizer.TrackedAtomic()
+            self._shared = shared_memory.TrackedShared(dynshared_size)
+            self._atomic = shared_memory.TrackedAtomic()
             self._started = time.monotonic()
 
         def deadline(self, limit: float) -> float:

@@ -12,7 +12,7 @@ from conftest import STAGES
 from brrr_kernels import import_cuda, launch
 from brrr_kernels.faults import fault_from
 from brrr_kernels.loaders import load_numba, load_op
-from brrr_kernels.sanitizer import SharedArray
+from brrr_kernels.shared_memory import SharedArray
 from brrr_kernels.simulator import SharedMemoryRace, UnwrittenSharedRead
 
 cuda = import_cuda()
@@ -114,7 +114,7 @@ def test_a_read_of_unwritten_shared_memory_is_reported(seed: int) -> None:
         _launch(reads_before_anyone_writes, seed)
     message = str(info.value)
     read = line_in(HERE, "the read of buf[4]")
-    assert f"thread (3, 0, 0) reads buf[4] at test_sanitizer.py:{read}" in message, message
+    assert f"thread (3, 0, 0) reads buf[4] at test_shared_memory.py:{read}" in message, message
     assert "which no thread of block (0, 0, 0) has written" in message
     fault = fault_from(info.value, HERE)
     assert (fault.line, fault.thread) == (read, (3, 0, 0))
@@ -125,8 +125,8 @@ def test_a_race_names_both_threads_both_lines_and_the_element() -> None:
         _launch(neighbours_without_a_barrier)
     write, read = line_in(HERE, "buf[i] = x[i]  # the write"), line_in(HERE, "the read, with no barrier")
     assert str(info.value).endswith(
-        f"shared-memory race on buf[1]: thread (0, 0, 0) read it at test_sanitizer.py:{read} in "
-        f"neighbours_without_a_barrier, then thread (1, 0, 0) writes it at test_sanitizer.py:{write} in "
+        f"shared-memory race on buf[1]: thread (0, 0, 0) read it at test_shared_memory.py:{read} in "
+        f"neighbours_without_a_barrier, then thread (1, 0, 0) writes it at test_shared_memory.py:{write} in "
         f"neighbours_without_a_barrier, with no cuda.syncthreads() or cuda.syncwarp() between them"), str(info.value)
 
 
