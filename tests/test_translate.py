@@ -166,7 +166,7 @@ def test_translation_mirrors_the_numba_stage(tmp_path: Path) -> None:
     assert "y[i] = 1.0 / (1.0 + exp(-v));" in kernel  # a float literal is a double, as numba types it
     layernorm = translate(load_op("layernorm")).kernel_cu
     assert "// Second pass over the row for the centred sum of squares" in layernorm
-    assert "__shared__ double partial[BLOCK];" in layernorm
+    assert "__shared__ double partial[WARPS];" in layernorm
     assert "brrr::to_acc(" in layernorm  # bfloat16 is dispatched: elements are computed in float
     assert "template void layernorm_forward<__nv_bfloat16>" in layernorm
     binding = translate(load_op("softmax")).binding_cpp

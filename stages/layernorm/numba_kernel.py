@@ -35,7 +35,9 @@ MAX_THREADS = 1024  # kMaxThreads
 TARGET_THREADS = 256  # kTargetThreads
 WARP_PACKS = 4  # kWarpPacks
 WARP_ROWS = 8  # kWarpRows
-MAX_VALUES = MAX_PACKS * 4  # a thread's packs, in elements (4 floats a pack)
+PACK_FLOAT = 4  # elements of a 16-byte pack
+PACK_DOUBLE = 2
+MAX_VALUES = MAX_PACKS * PACK_FLOAT  # a thread's packs, in elements
 
 
 @cuda.jit(device=True)
@@ -228,11 +230,11 @@ def _check_shapes(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> 
 
 
 def forward_v1(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> tuple[torch.Tensor, ...]:
-    return _forward(x, weight, bias, eps, v1=True)
+    return _forward(x, weight, bias, eps, True)
 
 
 def forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> tuple[torch.Tensor, ...]:
-    return _forward(x, weight, bias, eps, v1=False)
+    return _forward(x, weight, bias, eps, False)
 
 
 def _forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float,
@@ -245,10 +247,11 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: flo
     rstd = torch.empty(rows, dtype=torch.float64, device=x.device)
     if not x.numel():
         return y, mean, rstd
-    width = 16 // x.element_size()
+    width = PACK_DOUBLE if x.dtype == torch.float64 else PACK_FLOAT
     packs = cols // width
-    # cols a whole number of packs and 16-byte aligned tensors put every row on a 16-byte boundary.
-    packed = not v1 and cols % width == 0 and all(t.data_ptr() % 16 == 0 for t in (x, weight, bias, y))
+    # cols a whole number of packs puts every row on a 16-byte boundary (kernel.cu also checks the
+    # pointers, which torch's allocations align; numba reads element by element).
+    packed = not v1 and cols % width == 0
     if packed and packs <= 32 * WARP_PACKS:
         k_packs = 1 if packs <= 32 else 2 if packs <= 64 else 4
         launch(layernorm_forward_warp_kernel, cdiv(rows, WARP_ROWS), (32, WARP_ROWS), x, weight, bias, y, mean, rstd,

@@ -22,7 +22,13 @@ cuda = import_cuda()
 from numba import float64  # noqa: E402  (after import_cuda, which readies numpy for numba)
 
 FULL = 0xFFFFFFFF
-SLOTS = {4: 32, 8: 8}  # kernel.cu's kSlots: elements of a row one thread holds, by element size
+# kernel.cu's kSlots: elements of a row one thread holds (floats, doubles)
+SLOTS_FLOAT = 32
+SLOTS_DOUBLE = 8
+# kernel.cu's 16-byte packs: a unit of `width` elements when a row is a whole number of them (kernel.cu
+# also needs the pointers 16-byte aligned, as torch's allocations are; numba reads element by element)
+PACK_FLOAT = 4
+PACK_DOUBLE = 2
 MAX_SLOTS = 32
 MAX_ROW_THREADS = 1024  # kMaxRowThreads
 MAX_ROW_THREADS_BACKWARD = 512  # kMaxRowThreadsBackward: backward holds two rows
@@ -217,13 +223,6 @@ def row_shape(cols: int, slots: int) -> tuple[int, int]:
     return tpr, (MIN_BLOCK_THREADS // tpr if tpr < MIN_BLOCK_THREADS else 1)
 
 
-def unit_width(cols: int, *tensors: torch.Tensor) -> int:
-    """16-byte packs when every row starts 16-byte aligned (as kernel.cu's launcher checks), else 1."""
-    pack = 16 // tensors[0].element_size()
-    aligned = all(t.data_ptr() % 16 == 0 for t in tensors)
-    return pack if cols % pack == 0 and aligned else 1
-
-
 def _check_rows(t: torch.Tensor, name: str) -> None:
     # The kernels index [row, col]: any other rank would be misread, not broadcast.
     if t.dim() != 2:
@@ -243,14 +242,16 @@ def forward(x: torch.Tensor) -> torch.Tensor:
     _check_rows(x, "x")
     x = x.contiguous()
     rows, cols = x.shape
-    slots = SLOTS[x.element_size()]
+    slots = SLOTS_DOUBLE if x.dtype == torch.float64 else SLOTS_FLOAT
     if cols > MAX_ROW_THREADS * slots:
         return forward_v1(x)
     y = torch.empty_like(x)
     if x.numel():
         tpr, rows_per_block = row_shape(cols, slots)
-        launch(softmax_forward_kernel, cdiv(rows, rows_per_block), tpr * rows_per_block, x, y, rows, cols, tpr,
-               unit_width(cols, x, y), slots)
+        pack = PACK_DOUBLE if x.dtype == torch.float64 else PACK_FLOAT
+        width = pack if cols % pack == 0 else 1
+        launch(softmax_forward_kernel, cdiv(rows, rows_per_block), tpr * rows_per_block, x, y, rows, cols, tpr, width,
+               slots)
     return y
 
 
@@ -263,11 +264,13 @@ def backward(grad_y: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     rows, cols = y.shape
     if not y.numel():
         return grad_x
-    slots = SLOTS[y.element_size()]
+    slots = SLOTS_DOUBLE if y.dtype == torch.float64 else SLOTS_FLOAT
     if cols > MAX_ROW_THREADS_BACKWARD * slots:
         launch(softmax_backward_v1_kernel, rows, V1_THREADS, grad_y, y, grad_x, cols)
         return grad_x
     tpr, rows_per_block = row_shape(cols, slots)
+    pack = PACK_DOUBLE if y.dtype == torch.float64 else PACK_FLOAT
+    width = pack if cols % pack == 0 else 1
     launch(softmax_backward_kernel, cdiv(rows, rows_per_block), tpr * rows_per_block, grad_y, y, grad_x, rows, cols,
-           tpr, unit_width(cols, grad_y, y, grad_x), slots)
+           tpr, width, slots)
     return grad_x
