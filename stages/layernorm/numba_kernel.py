@@ -156,9 +156,15 @@ def layernorm_forward_warp_kernel(x, weight, bias, y, mean, rstd, rows, cols, ep
     if row >= rows:
         return
     packs = cols // width
-    # No shared memory on this path: `mean` stands in for the partial arrays (same type, never touched).
-    normalise_row(x, weight, bias, y, mean, rstd, row, packs, width, cols, eps, cuda.threadIdx.x, 32, k_packs,
-                  mean, mean, False)
+    # Never touched (a warp sums without shared memory; kernel.cu passes nullptr): arrays of the block
+    # kernel's type, so normalise_row has one signature.
+    unused_sum = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
+    unused_squares = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
+    t = cuda.threadIdx.x
+    stride = cuda.blockDim.x  # 32: a warp per row
+    whole_block = 0  # an int, as in the block kernel: one signature for normalise_row
+    normalise_row(x, weight, bias, y, mean, rstd, row, packs, width, cols, eps, t, stride, k_packs,
+                  unused_sum, unused_squares, whole_block)
 
 
 @cuda.jit
@@ -166,8 +172,12 @@ def layernorm_forward_block_kernel(x, weight, bias, y, mean, rstd, cols, eps, wi
     partial_sum = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
     partial_squares = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
     packs = cols // width
-    normalise_row(x, weight, bias, y, mean, rstd, cuda.blockIdx.x, packs, width, cols, eps, cuda.threadIdx.x,
-                  cuda.blockDim.x, k_packs, partial_sum, partial_squares, True)
+    row = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    stride = cuda.blockDim.x
+    whole_block = 1
+    normalise_row(x, weight, bias, y, mean, rstd, row, packs, width, cols, eps, t, stride, k_packs,
+                  partial_sum, partial_squares, whole_block)
 
 
 # ---- backward ---------------------------------------------------------------------------------

@@ -129,7 +129,9 @@ def softmax_forward_kernel(x, y, rows, cols, tpr, width, slots):
 @cuda.jit
 def softmax_backward_kernel(grad_y, y, grad_x, rows, cols, tpr, width, slots):
     # grad_x = y * (grad_y - sum(grad_y * y)): the forward's layout, one reduction.
-    part_sum = cuda.shared.array(MAX_ROW_THREADS_BACKWARD // 32, dtype=float64)
+    # kernel.cu sizes this kMaxRowThreadsBackward / 32; the forward's size keeps row_sum one signature
+    # for `brrr translate` (the backward uses at most 16 of the 32 slots).
+    part_sum = cuda.shared.array(MAX_ROW_THREADS // 32, dtype=float64)
     lane = cuda.threadIdx.x % tpr
     row = cuda.blockIdx.x * (cuda.blockDim.x // tpr) + cuda.threadIdx.x // tpr
     units = cols // width if row < rows else 0
