@@ -272,7 +272,6 @@ def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
     block, thread, index, kernel = chosen.block, chosen.thread, chosen.index, chosen.kernel
     use_simulator(True)
     op, phase, inputs, upstream = chosen_inputs(op_ref, chosen)
-    spec = op.spec
     stage = load_numba(op, gpu=False)
     if index is not None:
         shape = tuple(upstream[0].shape) if phase == "forward" else tuple(inputs[0].shape)
