@@ -15,6 +15,8 @@ from pathlib import Path
 import torch
 
 from brrr_kernels import bench, builder
+from brrr_kernels.compare import outputs_agree
+from brrr_kernels.contract import as_tuple
 from brrr_kernels.function import apply
 from brrr_kernels.loaders import load_cuda, load_op, load_reference
 
@@ -58,8 +60,7 @@ def main() -> None:
             sets = [op.spec.make_inputs(SIZE, dtype, torch.device("cuda"), gen) for _ in range(4)]
             got = apply(cuda, *sets[0])
             want = ref.forward(*(x.double() for x in sets[0]), *op.spec.param_values)
-            tol = op.spec.tolerance(dtype)
-            ok = torch.allclose(got.double(), want, rtol=tol.rtol, atol=tol.atol)
+            ok = outputs_agree(op.spec, "cuda", tuple(x.double() for x in sets[0]), as_tuple(got), as_tuple(want))
             ms = bench.time_ms(lambda j, c=cuda, s=sets: apply(c, *s[j]), len(sets), runs=100)
             moved = 2 * sets[0][0].nbytes
             print(f"{label:28s} {str(dtype)[6:]:9s} {ms:8.4f} {100 * moved / ms / 1e6 / copy_gbps:6.1f}%  "

@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "OpSpec": "spec", "Inputs": "spec", "Size": "spec", "Layout": "spec", "Place": "spec",
     "one_per_thread": "spec",
-    "Tolerance": "tolerances", "DEFAULT": "tolerances",
+    "Tolerance": "tolerances", "DEFAULT": "tolerances", "Widen": "tolerances", "Terms": "tolerances",
     "import_cuda": "numba_env", "launch": "numba_env", "cdiv": "numba_env",
     "Report": "api",
 }

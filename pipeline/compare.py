@@ -1,17 +1,19 @@
 """Element-wise comparison of a stage's tensors against expected ones (faults.py: its exceptions).
 
-Every comparison yields the numbers a report row needs: max abs and max rel error, and the
-worst element (its index, the input value there, expected, got), where "worst" means the
-element that most exceeds the tolerance, or the largest error when all are within it.
+Every comparison applies the rule of tolerances.py to each element and yields the numbers a
+report row needs: the worst element's error over its bound ("of bound"), the largest relative
+and absolute errors, and the worst element (its index, the input value there, expected, got):
+the one with the largest error over its bound.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from .tolerances import Tolerance
+from .tolerances import Rule, Terms
 from .writers import writer_of
 
 
@@ -40,6 +42,7 @@ class Comparison:
     reason: str = ""
     bad_count: int = 0
     shape_ok: bool = True
+    widened: tuple[str, ...] = ()  # "grad_x: why", for each of the spec's widenings the rule applied
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -50,11 +53,12 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(index))
 
 
-def compare(name: str, got: torch.Tensor, expected: torch.Tensor, tol: Tolerance,
-            probe: torch.Tensor | None = None) -> Comparison:
-    """Compare `got` with `expected` (same shape; expected may be a wider dtype).
+def compare(name: str, got: torch.Tensor, expected: torch.Tensor, rule: Rule,
+            terms: Terms | None = None, probe: torch.Tensor | None = None) -> Comparison:
+    """Compare `got` with `expected` (same shape; expected may be a wider dtype) by `rule` (see tolerances.py).
 
-    `probe` is an input of the same shape whose value at the worst index is reported.
+    `terms` are the case's tensors by name, for an output whose bound the spec widens; `probe` is
+    an input of the same shape whose value at the worst index is reported.
     """
     if tuple(got.shape) != tuple(expected.shape):
         return Comparison(False, float("inf"), float("inf"), float("inf"), None,
@@ -63,19 +67,15 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor, tol: Tolerance
         return Comparison(True, 0.0, 0.0, 0.0, None)
     g = got.detach().to("cpu", torch.float64).reshape(-1)
     e = expected.detach().to("cpu", torch.float64).reshape(-1)
-    both_nan = torch.isnan(g) & torch.isnan(e)
-    same_inf = torch.isinf(g) & torch.isinf(e) & (torch.sign(g) == torch.sign(e))
-    agree = both_nan | same_inf
-    err = torch.where(agree, torch.zeros_like(g), (g - e).abs())
-    err = torch.where(torch.isnan(err), torch.full_like(err, float("inf")), err)
-    allowed = tol.atol + tol.rtol * e.abs().nan_to_num(nan=0.0, posinf=0.0)
-    excess = torch.where(agree, torch.zeros_like(err), err / allowed)
+    cpu_terms = {k: v.detach().to("cpu", torch.float64) for k, v in terms.items()} if terms else None
+    excess = rule.excess(g, expected.detach().to("cpu", torch.float64), cpu_terms)
+    agree = excess == 0
+    err = torch.where(agree, torch.zeros_like(g), (g - e).abs().nan_to_num(nan=float("inf")))
     bad = excess > 1
-    worst_flat = int(torch.argmax(excess).item()) if bool(bad.any()) else int(torch.argmax(err).item())
+    worst_flat = int(torch.argmax(excess).item())
     max_abs = float(err.max().item())
-    # Relative error only where it means something: expected values above the absolute floor.
-    rel = err / e.abs().clamp_min(torch.finfo(torch.float64).tiny)
-    rel = torch.where(agree | (e.abs() <= tol.atol), torch.zeros_like(rel), rel)
+    # Relative error, |got - expected| / max(|expected|, tiny): the rule's measure before any widening.
+    rel = err / e.abs().nan_to_num(nan=0.0, posinf=0.0).clamp_min(rule.tiny)
     max_rel = float(rel.max().item())
     shape = tuple(got.shape)
     worst = Worst(
@@ -94,10 +94,30 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor, tol: Tolerance
     reason = ""
     if n_bad:
         unwritten = int((torch.isnan(g) & ~torch.isnan(e)).sum().item())
-        reason = f"{name}: {n_bad} of {g.numel()} elements out of tolerance"
+        reason = (f"{name}: {n_bad} of {g.numel()} elements out of tolerance (worst: {float(excess.max()):.3g} "
+                  f"times its bound, relative error {float(rel[worst_flat]):.3g})")
         if unwritten:
             reason += f" ({unwritten} NaN where a number was expected: unwritten, or computed as NaN)"
-    return Comparison(n_bad == 0, max_abs, max_rel, float(excess.max().item()), worst, reason, n_bad)
+    widened = tuple(f"{w.output}: {w.why}" for w in rule.widened)
+    return Comparison(n_bad == 0, max_abs, max_rel, float(excess.max().item()), worst, reason, n_bad, widened=widened)
+
+
+def case_terms(spec: Any, inputs: Any, outputs: Any, upstream: Any = ()) -> dict[str, torch.Tensor]:
+    """The tensors a widened bound is computed from, by name: inputs, params, outputs, upstream gradients."""
+    terms = {n: x.detach() for n, x in zip(spec.inputs, inputs)}
+    terms |= {k: torch.tensor(v, dtype=torch.float64) for k, v in spec.params.items() if isinstance(v, (int, float))}
+    terms |= {n: o.detach() for n, o in zip(spec.outputs, outputs)}
+    terms |= {f"grad_{n}": u for n, u in zip(spec.outputs, upstream)}
+    return terms
+
+
+def outputs_agree(spec: Any, stage: str, inputs: Any, got: Any, expected: Any) -> bool:
+    """Every visible output of a forward call within the rule (for bench and tests that check one call)."""
+    terms = case_terms(spec, inputs, expected)
+    for name, g, e in zip(spec.outputs, got, expected):
+        if not compare(name, g, e, spec.rule(name, g.dtype, stage), terms).ok:
+            return False
+    return True
 
 
 def _value_at(probe: torch.Tensor | None, flat: int, shape: tuple[int, ...]) -> float | None:

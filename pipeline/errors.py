@@ -39,3 +39,9 @@ class RefusedError(BrrrError):
     """brrr would have to overwrite something that exists (exit 1)."""
 
     exit_code = EXIT_CHECK_FAILED
+
+
+class CheckFailed(BrrrError):
+    """Something brrr checked is wrong and the command cannot go on (exit 1)."""
+
+    exit_code = EXIT_CHECK_FAILED

@@ -6,6 +6,9 @@ stage's backward, so gradcheck, the runner and users call every stage the same w
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -14,12 +17,48 @@ from .contract import as_tuple, call_backward, call_forward, result_names, saved
 from .errors import OpLoadError
 from .loaders import Stage
 
+# While validation watches (see `watching_writes`), every tensor a stage call receives is compared
+# bit for bit before and after the call, and each one written is recorded by name. Otherwise
+# nothing is copied: an op used from PyTorch pays nothing for it.
+_writes: ContextVar[list[str] | None] = ContextVar("brrr_writes", default=None)
+
+
+@contextmanager
+def watching_writes() -> Iterator[list[str]]:
+    """Within this block, stage calls record "forward wrote into x", "backward wrote into grad_y", ..."""
+    writes: list[str] = []
+    token = _writes.set(writes)
+    try:
+        yield writes
+    finally:
+        _writes.reset(token)
+
+
+def _snapshot(received: dict[str, Any]) -> dict[str, torch.Tensor] | None:
+    if _writes.get() is None:
+        return None
+    return {name: t.detach().clone() for name, t in received.items() if isinstance(t, torch.Tensor)}
+
+
+def _record_writes(phase: str, before: dict[str, torch.Tensor] | None, received: dict[str, Any]) -> None:
+    from .compare import same_bits
+
+    writes = _writes.get()
+    if writes is None or before is None:
+        return
+    for name, old in before.items():
+        if not same_bits(received[name], old):
+            writes.append(f"{phase} wrote into {name}")
+
 
 class StageFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, stage: Stage, *inputs: torch.Tensor) -> Any:
         spec = stage.op.spec
+        received = dict(zip(spec.inputs, inputs))
+        before = _snapshot(received)
         results = call_forward(spec, stage, inputs)
+        _record_writes("forward", before, received)
         expected = len(result_names(spec))
         if len(results) != expected or not all(isinstance(r, torch.Tensor) for r in results):
             raise OpLoadError(
@@ -36,7 +75,11 @@ class StageFunction(torch.autograd.Function):
         stage: Stage = ctx.stage
         spec = stage.op.spec
         grads_in = [g.contiguous() for g in grad_outputs]
+        received = dict(zip((f"grad_{n}" for n in spec.outputs), grads_in))
+        received |= {f"{n} (saved for backward)": t for n, t in zip(spec.saved, ctx.saved_tensors)}
+        before = _snapshot(received)
         grads = call_backward(spec, stage, grads_in, ctx.saved_tensors)
+        _record_writes("backward", before, received)
         if len(grads) != len(spec.inputs):
             raise OpLoadError(
                 f"{stage.source}: backward returned {_describe(grads)}, expected one gradient per input {spec.inputs}"

@@ -10,11 +10,12 @@ from typing import Any, Literal
 from .compare import Worst
 from .spec import StageName
 
-Verdict = Literal["pass", "FAIL", "compiled, not run: no GPU", "skip"]
+Verdict = Literal["pass", "FAIL", "compiled, not run: no GPU", "skip", "not run"]
 PASS: Verdict = "pass"
 FAIL: Verdict = "FAIL"
 NOT_RUN: Verdict = "compiled, not run: no GPU"  # the cuda stage without a GPU: compiled only, not a failure
 SKIP: Verdict = "skip"
+UNRUN: Verdict = "not run"  # no case reached the check: an earlier call or stage failed (the reason is under the row)
 
 
 @dataclass
@@ -24,8 +25,9 @@ class Row:
     check: str  # as plan.py names it
     dtype: str  # a torch dtype's name, "all", or for the compile check the target architecture
     verdict: Verdict
-    max_abs: float | None = None
-    max_rel: float | None = None
+    of_bound: float | None = None  # the worst element's |got - expected| over its bound: above 1 fails
+    max_rel: float | None = None  # the largest |got - expected| / max(|expected|, tiny) of any element
+    max_abs: float | None = None  # the largest |got - expected| of any element
     worst: Worst | None = None
     seconds: float = 0.0
     detail: str = ""
@@ -33,6 +35,7 @@ class Row:
     # Where the stage ran, when not where it usually does: "cpu" for the cuda stage executed on the
     # CPU (shown as cuda@cpu), so no one takes the row for a GPU result.
     place: str = ""
+    cases: list[str] = field(default_factory=list)  # the cases the check ran on: sizes, edge cases, variants
 
     @property
     def failed(self) -> bool:
@@ -58,11 +61,22 @@ def _worst_text(w: Worst | None) -> str:
     return text
 
 
+def covered(cases: list[str]) -> str:
+    """The cases of a row, short: "1, 127" for sizes, "3x37" for shapes, edge cases by name, "nc" for strided."""
+    short = []
+    for label in cases:
+        text = label.replace("non-contiguous, ", "nc ").replace("size ", "")
+        if "(" in text:
+            text = text.replace("(", "").replace(")", "").replace(", ", "x").replace(",", "")
+        short.append(text)
+    return ", ".join(short) or "-"
+
+
 def format_table(rows: list[Row]) -> str:
-    headers = ("stage", "check", "dtype", "verdict", "max abs", "max rel", "time", "worst element")
+    headers = ("stage", "check", "dtype", "verdict", "of bound", "max rel", "time", "cases", "worst element")
     cells = [
         (f"{r.stage}@{r.place}" if r.place else r.stage, r.check, r.dtype, r.verdict,  # cuda@cpu: not a GPU's
-         _num(r.max_abs), _num(r.max_rel), f"{r.seconds:.2f}s", _worst_text(r.worst))
+         _num(r.of_bound), _num(r.max_rel), f"{r.seconds:.2f}s", covered(r.cases), _worst_text(r.worst))
         for r in rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
@@ -71,15 +85,21 @@ def format_table(rows: list[Row]) -> str:
     out = [line(headers), line(["-" * w for w in widths])]
     for r, c in zip(rows, cells):
         out.append(line(c))
-        if r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP)):
+        if r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP, UNRUN) or "not run:" in r.detail):
             for d in r.detail.splitlines():
                 out.append(f"    {d}")
+    widened = list(dict.fromkeys(why for r in rows for why in r.extras.get("widened", [])))
+    if widened:
+        out.append("bounds the spec widens, and why:")
+        out += [f"    {why}" for why in widened]
     return "\n".join(out)
 
 
 def summary(rows: list[Row]) -> str:
-    counts = {v: sum(r.verdict == v for r in rows) for v in (PASS, FAIL, NOT_RUN, SKIP)}
+    counts = {v: sum(r.verdict == v for r in rows) for v in (PASS, FAIL, NOT_RUN, SKIP, UNRUN)}
     parts = [f"{counts[PASS]} passed", f"{counts[FAIL]} failed"]
+    if counts[UNRUN]:
+        parts.append(f"{counts[UNRUN]} not run")
     if counts[NOT_RUN]:
         parts.append(f"{counts[NOT_RUN]} compiled, not run (no GPU)")
     if counts[SKIP]:

@@ -10,7 +10,7 @@ import torch
 from .compare import Comparison
 from .debugger import Failure, save_failure
 from .faults import StageFault
-from .report import FAIL, PASS, Row
+from .report import FAIL, PASS, UNRUN, Row
 from .spec import Op
 from .trial import Case
 
@@ -31,9 +31,27 @@ class RowBuilder:
         self.problems: list[str] = []
         self.failure: Failure | None = None
         self.failure_excess = 0.0
+        self.max_abs = self.max_rel = 0.0  # over every element of every case, not only the worst case's
+        self.needs_cases = False  # a row that compares cases: with none run, it measured nothing
+        self.covered: list[str] = []  # the cases this check ran on, by label
+        self.unrun: list[str] = []  # the cases it could not run on, each with why
         self.start = time.monotonic()
 
+    def ran(self, case: Case) -> None:
+        if case.label not in self.covered:
+            self.covered.append(case.label)
+
+    def not_run(self, case: Case, why: str) -> None:
+        self.unrun.append(f"[{case.label}] not run: {why}")
+
     def add(self, comparison: Comparison, case: Case, replay: Replay | None = None) -> None:
+        self.ran(case)
+        for why in comparison.widened:
+            widened = self.row.extras.setdefault("widened", [])
+            if why not in widened:
+                widened.append(why)
+        self.max_abs = max(self.max_abs, comparison.max_abs)
+        self.max_rel = max(self.max_rel, comparison.max_rel)
         if comparison.worst is not None:
             comparison.worst.case = case.label
         if not comparison.ok:
@@ -53,6 +71,7 @@ class RowBuilder:
             self.worst = comparison
 
     def fault(self, fault: StageFault, case: Case, replay: Replay | None = None) -> None:
+        self.ran(case)
         self.problems.append(f"[{case.label}] {fault.describe()}")
         if replay is not None and fault.block is not None:
             self._keep(Failure(self.op, *_cast(case, replay), self.phase, block=fault.block, thread=fault.thread,
@@ -70,15 +89,16 @@ class RowBuilder:
         row = self.row
         row.seconds = time.monotonic() - self.start
         if self.worst is not None:
-            row.max_abs, row.max_rel, row.worst = self.worst.max_abs, self.worst.max_rel, self.worst.worst
+            row.of_bound, row.max_abs, row.max_rel, row.worst = self.worst.excess, self.max_abs, self.max_rel, self.worst.worst
             layout = self.op.spec.layouts.get(row.stage)
             # A layout declares what was not observed (a GPU's threads); the simulator's writers come first.
             if row.worst is not None and row.worst.block is None and layout is not None and row.stage != "reference":
                 itemsize = getattr(torch, row.dtype).itemsize if hasattr(torch, row.dtype) else 1
                 row.worst.block, row.worst.thread = layout.place(row.worst.flat_index, row.worst.shape, itemsize)
+        row.cases = list(self.covered)
         if self.problems:
             row.verdict = FAIL
-            row.detail = "\n".join(self.problems[:6]) + (f"\n... {len(self.problems) - 6} more" if len(self.problems) > 6 else "")
+            row.detail = _lines(self.problems + self.unrun)
             if self.failure is not None:
                 slug = "".join(c if c.isalnum() else "-" for c in f"{row.stage}-{row.check}-{row.dtype}")
                 try:
@@ -86,7 +106,16 @@ class RowBuilder:
                 except OSError as e:  # the report matters more than the replay: say so in one more line
                     row.detail += (f"\nthe failing inputs could not be saved for brrr debug: "
                                    f"{e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}")
+        elif self.unrun or (self.needs_cases and not self.covered):
+            # Nothing failed, but not every case ran: the cases not run are named under the row, and
+            # with none run at all the row measured nothing, so it is not a pass.
+            row.verdict = UNRUN if not self.covered else PASS
+            row.detail = _lines(self.unrun or ["not run: no case reached this check"])
         return row
+
+
+def _lines(lines: list[str], keep: int = 6) -> str:
+    return "\n".join(lines[:keep]) + (f"\n... {len(lines) - keep} more" if len(lines) > keep else "")
 
 
 def _cast(case: Case, replay: Replay) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import torch
 
 from .errors import OpLoadError
-from .tolerances import Tolerance, tolerance_for
+from .tolerances import Rule, Widen, rule_for
 
 Size = int | tuple[int, ...]
 Inputs = tuple[torch.Tensor, ...]
@@ -90,7 +90,8 @@ class OpSpec:
     dtypes: dict[str, tuple[torch.dtype, ...]] = field(
         default_factory=lambda: {s: (torch.float32, torch.float64) for s in STAGES}
     )
-    tolerances: dict[torch.dtype, Tolerance] = field(default_factory=dict)
+    # Wider bounds for outputs whose computation cancels, each with its reason (see tolerances.py).
+    tolerances: tuple[Widen, ...] = ()
     layouts: dict[str, Layout] = field(default_factory=dict)
     # Elementwise ops only: inputs with more than 2**31 elements, made on `device` with a
     # generator there (for `brrr validate --huge`, which catches 32-bit index arithmetic).
@@ -98,6 +99,8 @@ class OpSpec:
     # Sizes for `brrr bench` (default: the largest GPU validation size).
     bench_sizes: tuple[Size, ...] = ()
     doc: str = ""
+    # Why a mutant `brrr mutate` plants survives validation, by its key ("numba_kernel.py:19:8: v >= 0 -> v > 0").
+    mutants: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         known = set(self.inputs) | set(self.outputs) | set(self.stats)
@@ -108,8 +111,9 @@ class OpSpec:
             if stage not in STAGES:
                 raise OpLoadError(f"op {self.name!r}: dtypes names unknown stage {stage!r} (stages: {STAGES})")
 
-    def tolerance(self, dtype: torch.dtype) -> Tolerance:
-        return tolerance_for(dtype, self.tolerances)
+    def rule(self, output: str, dtype: torch.dtype, stage: str) -> Rule:
+        """The comparison rule for one output ("y", "grad_x", ...) of `stage` in `dtype`."""
+        return rule_for(output, dtype, stage, self.tolerances)
 
     def stage_dtypes(self, stage: StageName) -> tuple[torch.dtype, ...]:
         return self.dtypes.get(stage, ())

@@ -20,7 +20,7 @@ import torch
 from .errors import OpLoadError
 from .loaders import _innermost_line_in
 from .spec import STAGES, Layout, OpSpec
-from .tolerances import Tolerance
+from .tolerances import Widen
 
 
 class _Checker:
@@ -110,12 +110,27 @@ class _Checker:
         self.mapping("dtypes", s.dtypes, lambda k: k in STAGES,
                      lambda v: isinstance(v, (tuple, list)) and all(_is_float_dtype(d) for d in v),
                      f"stage ({', '.join(STAGES)}) to a tuple of floating-point torch dtypes")
-        self.mapping("tolerances", s.tolerances, _is_float_dtype, lambda v: isinstance(v, Tolerance),
-                     "torch dtypes to Tolerance(...)")
+        self.widenings(s)
+        self.mapping("mutants", s.mutants, lambda k: isinstance(k, str), lambda v: isinstance(v, str) and bool(v.strip()),
+                     "mutant keys (as `brrr mutate` prints them) to why each survives")
         self.mapping("layouts", s.layouts, lambda k: k in STAGES, lambda v: isinstance(v, Layout),
                      f"stage ({', '.join(STAGES)}) to a Layout")
         if not isinstance(s.doc, str):
             raise self.fail("doc", f"must be a string, got {s.doc!r}")
+
+    def widenings(self, s: Any) -> None:
+        """`tolerances` is a tuple of Widen(...), each naming an output or gradient of the op and saying why."""
+        if not isinstance(s.tolerances, (tuple, list)) or not all(isinstance(w, Widen) for w in s.tolerances):
+            raise self.fail("tolerances", f"must be a tuple of Widen(output, why, ...), got {s.tolerances!r}")
+        names = set(s.outputs) | {f"grad_{n}" for n in s.inputs}
+        for w in s.tolerances:
+            if w.output not in names:
+                raise self.fail("tolerances", f"widens {w.output!r}, which is not an output or gradient "
+                                              f"({', '.join(sorted(names))})")
+            if not w.why.strip():
+                raise self.fail("tolerances", f"the widening of {w.output!r} must say why")
+            if w.scale is not None and not callable(w.scale):
+                raise self.fail("tolerances", f"the widening of {w.output!r} has a scale that is not callable")
 
     # -- what the functions return ------------------------------------------------------------
 

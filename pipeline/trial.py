@@ -16,7 +16,7 @@ import torch
 from .compare import same_bits
 from .contract import Tensors, as_tuple
 from .errors import OpLoadError
-from .function import call
+from .function import call, watching_writes
 from .loaders import Stage
 from .spec import Inputs, Op, Size
 
@@ -56,8 +56,9 @@ def noncontiguous(t: torch.Tensor) -> torch.Tensor:
 class Trial:
     """Forward, then (if asked) backward, through `fn` on copies of the inputs on `device`.
 
-    Outputs are poisoned (see `poisoned`), and the inputs are compared bit for bit before and
-    after every call so a stage that writes into them is caught.
+    Outputs are poisoned (see `poisoned`), and every tensor a stage call receives is compared bit
+    for bit before and after the call (function.watching_writes), so a stage that writes into any
+    of them is caught and the tensor named.
     """
 
     def __init__(self, fn: Fn, inputs: Inputs, device: str, dtype: torch.dtype | None) -> None:
@@ -66,19 +67,32 @@ class Trial:
             moved = x.to(device=device, dtype=dtype if (dtype and x.is_floating_point()) else x.dtype)
             self.xs.append(moved.detach().requires_grad_(moved.is_floating_point()))
         self.before = [x.detach().clone() for x in self.xs]
-        with poisoned():
-            self.outputs = fn(*self.xs)
+        self.writes: list[str] = []  # "forward wrote into x", "backward wrote into grad_y", ...
+        with poisoned(), watching_writes() as writes:
+            try:
+                self.outputs = fn(*self.xs)
+            finally:
+                self.writes += writes
         self.grads: tuple[torch.Tensor | None, ...] = ()
 
     def backward(self, upstream: Tensors) -> None:
         wrt = [x for x in self.xs if x.requires_grad]
         ups = [u.to(device=o.device, dtype=o.dtype) for u, o in zip(upstream, self.outputs)]
-        with poisoned():
-            grads = iter(torch.autograd.grad(self.outputs, wrt, ups, allow_unused=True))
+        with poisoned(), watching_writes() as writes:
+            try:
+                grads = iter(torch.autograd.grad(self.outputs, wrt, ups, allow_unused=True))
+            finally:
+                self.writes += writes
         self.grads = tuple(next(grads) if x.requires_grad else None for x in self.xs)
 
-    def changed_inputs(self) -> bool:
-        return any(not same_bits(x, b) for x, b in zip(self.xs, self.before))
+    def written(self, names: tuple[str, ...]) -> list[str]:
+        """Every tensor a call of this trial wrote into, by name: each call's own record (forward's
+        inputs, backward's upstream gradients and saved tensors), and the inputs compared after all."""
+        found = list(dict.fromkeys(self.writes))
+        for name, x, b in zip(names, self.xs, self.before):
+            if not same_bits(x, b) and not any(w.endswith(f"into {name}") for w in found):
+                found.append(f"a call wrote into {name}")
+        return found
 
 
 # --- cases -------------------------------------------------------------------------------------
@@ -116,7 +130,11 @@ def upstream_for(outputs: Tensors, gen: torch.Generator) -> Tensors:
 
 
 def stage_fn(stage: Stage) -> Fn:
-    return lambda *xs: call(stage, *xs)
+    def fn(*xs: torch.Tensor) -> Tensors:
+        return call(stage, *xs)
+
+    fn.stage = stage  # type: ignore[attr-defined]  # so a failure of this side is charged to its stage
+    return fn
 
 
 def oracle_fn(op: Op) -> Fn:

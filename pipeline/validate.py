@@ -20,10 +20,11 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from . import builder, cpu_build, estimate, progress, scaffold
-from .compare import compare
+from .compare import case_terms, compare
 from .contract import as_tuple
 from .errors import BrrrError, BuildError
 from .faults import fault_from
+from .function import watching_writes
 from .huge import huge_row
 from .loaders import Stage, Where, load_numba, load_reference, load_stage
 from .plan import HUGE, PLANS, Against, Cases, Check, EachDtype, Plan
@@ -251,52 +252,106 @@ def run_comparisons(v: Validation, checks: tuple[Check, Check | None], dtype: to
 
 def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Sides, cases: list[Case],
                   dtype: torch.dtype) -> list[Row]:
-    """Forward (and backward) of sides.got against sides.want on each case; one row per check."""
+    """Forward (and backward) of sides.got against sides.want on each case; one row per check.
+
+    A case the expected side cannot compute is `not run` here, and is charged to the stage that
+    raised, in a row of its own ("backward for numba", say), not to the stage under test.
+    """
     spec, dtype_name = v.spec, _dtype_name(dtype)
     fwd = RowBuilder(v.op, checks[0], dtype_name)
     bwd = RowBuilder(v.op, checks[1], dtype_name) if checks[1] else None
-    tol = spec.tolerance(dtype)
-    source = v.stages[checks[0].stage].source
+    for b in (fwd, bwd, v.intact):
+        if b is not None:
+            b.needs_cases = True
+    stage = checks[0].stage
+    source = v.stages[stage].source
+    charged: dict[str, RowBuilder] = {}
     for case in cases:
         try:
             want = Trial(sides.want, case.inputs, sides.want_device, sides.want_dtype)
-            # Both sides get the same upstream gradient: rounded to the stage's dtype first, or the
-            # float64 reference would see digits the stage never could (bf16 column sums differ by O(1)).
-            upstream = tuple(u.to(dtype).double() for u in upstream_for(want.outputs, v.gen))
-            if bwd:
-                want.backward(upstream)
-        except Exception as e:  # the expected side failing is a fault of that stage
-            fwd.fail(f"[{case.label}] the expected values could not be computed: {type(e).__name__}: {e}")
+        except Exception as e:
+            why = _charge(v, charged, (sides.want, "forward", stage, dtype), case, e)
+            for b in (fwd, bwd):
+                if b is not None:
+                    b.not_run(case, why)
             continue
+        # Both sides get the same upstream gradient: rounded to the stage's dtype first, or the
+        # float64 reference would see digits the stage never could (bf16 column sums differ by O(1)).
+        upstream = tuple(u.to(dtype).double() for u in upstream_for(want.outputs, v.gen))
+        want_bwd = bwd is not None
+        if bwd is not None:
+            try:
+                want.backward(upstream)
+            except Exception as e:
+                bwd.not_run(case, _charge(v, charged, (sides.want, "backward", stage, dtype), case, e))
+                want_bwd = False
         try:
             got = Trial(sides.got, case.inputs, sides.got_device, dtype)
-        except BrrrError as e:
-            fwd.fail(f"[{case.label}] {e}")
-            continue
         except Exception as e:
-            fwd.fault(fault_from(e, source), case, (upstream, dtype))
+            if isinstance(e, BrrrError):
+                fwd.ran(case)
+                fwd.fail(f"[{case.label}] {e}")
+            else:
+                fwd.fault(fault_from(e, source), case, (upstream, dtype))
+            if bwd is not None:
+                bwd.not_run(case, "its forward failed")
             continue
         shapes_ok = True
+        terms = case_terms(spec, want.xs, want.outputs, upstream)
         for name, g, w in zip(spec.outputs, got.outputs, want.outputs):
-            c = compare(name, g, w, tol, _probe(case.inputs, g))
+            c = compare(name, g, w, spec.rule(name, dtype, stage), terms, _probe(case.inputs, g))
             shapes_ok &= c.shape_ok
             fwd.add(c, case, (upstream, dtype))
-        if bwd is not None and shapes_ok:
-            try:
-                got.backward(upstream)
-            except Exception as e:
-                bwd.fault(fault_from(e, source), case, (upstream, dtype))
-                continue
-            for name, g, w in zip(spec.inputs, got.grads, want.grads):
-                if g is None or w is None:
-                    if (g is None) != (w is None):
-                        bwd.fail(f"[{case.label}] grad {name}: got {'none' if g is None else 'a tensor'}, "
-                                 f"expected {'none' if w is None else 'a tensor'}")
-                    continue
-                bwd.add(compare(f"grad_{name}", g, w, tol, _probe(case.inputs, g)), case, (upstream, dtype))
-        if v.intact is not None and got.changed_inputs():
-            v.intact.fail(f"[{case.label}] {checks[0].stage} wrote into its input(s) during a {dtype_name} call")
-    return [fwd.finish()] + ([bwd.finish()] if bwd else [])
+        if bwd is not None and want_bwd and not shapes_ok:
+            bwd.not_run(case, "its forward's outputs have the wrong shape")
+        elif bwd is not None and want_bwd:
+            _compare_backward(v, bwd, (got, want), case, (upstream, dtype, terms))
+        if v.intact is not None:
+            v.intact.ran(case)
+            for write in got.written(spec.inputs):
+                v.intact.fail(f"[{case.label}] {stage} {write} ({dtype_name})")
+    return [fwd.finish()] + ([bwd.finish()] if bwd else []) + [b.finish() for b in charged.values()]
+
+
+def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial], case: Case,
+                      context: tuple[Any, ...]) -> None:
+    got, want = trials
+    upstream, dtype, terms = context
+    stage = bwd.row.stage
+    try:
+        got.backward(upstream)
+    except Exception as e:
+        bwd.fault(fault_from(e, v.stages[stage].source), case, (upstream, dtype))
+        return
+    for name, g, w in zip(v.spec.inputs, got.grads, want.grads):
+        if g is None or w is None:
+            if (g is None) != (w is None):
+                bwd.ran(case)
+                bwd.fail(f"[{case.label}] grad {name}: got {'none' if g is None else 'a tensor'}, "
+                         f"expected {'none' if w is None else 'a tensor'}")
+            continue
+        rule = v.spec.rule(f"grad_{name}", dtype, stage)
+        bwd.add(compare(f"grad_{name}", g, w, rule, terms, _probe(case.inputs, g)), case, (upstream, dtype))
+
+
+def _charge(v: Validation, charged: dict[str, RowBuilder], what: tuple[Any, str, str, torch.dtype], case: Case,
+            error: Exception) -> str:
+    """The expected side raised: a failing row for the stage that did, and why the checked stage's case did not run."""
+    want_fn, phase, stage, dtype = what
+    side = getattr(want_fn, "stage", None)  # None: the spec's oracle
+    name = side.name if side is not None else "oracle"
+    check = f"{phase} for {stage}"
+    if check not in charged:
+        owner = side.name if side is not None else "reference"
+        charged[check] = RowBuilder(v.op, Check(owner, check if side is not None else f"oracle's {check}",
+                                                Against.REFERENCE, phase=phase), _dtype_name(dtype))
+    if side is not None:
+        charged[check].fault(fault_from(error, side.source), case)
+    else:
+        charged[check].ran(case)
+        charged[check].fail(f"[{case.label}] the oracle raised {type(error).__name__}: {error}")
+    return f"the {name} stage's {phase} raised (see its row '{check}')" if side is not None else \
+        f"the oracle's {phase} raised"
 
 
 def gradcheck(v: Validation, check: Check, stage: Stage) -> Row:
@@ -304,13 +359,19 @@ def gradcheck(v: Validation, check: Check, stage: Stage) -> Row:
     size = v.spec.gradcheck_size
     inputs = random_inputs(v.op, size, torch.float64, stage.device, v.gen)
     xs = tuple(x.detach().requires_grad_(x.is_floating_point()) for x in inputs)
-    try:
-        with poisoned():
-            torch.autograd.gradcheck(stage_fn(stage), xs, raise_exception=True)
-    except GradcheckError as e:
-        b.fail(f"gradcheck in float64, size {size}: " + _trim(str(e)))
-    except Exception as e:
-        b.fault(fault_from(e, stage.source), Case(f"size {size}", inputs))
+    case = Case(f"size {size}", inputs)
+    b.ran(case)
+    with watching_writes() as writes:
+        try:
+            with poisoned():
+                torch.autograd.gradcheck(stage_fn(stage), xs, raise_exception=True)
+        except GradcheckError as e:
+            b.fail(f"gradcheck in float64, size {size}: " + _trim(str(e)))
+        except Exception as e:
+            b.fault(fault_from(e, stage.source), case)
+    # A call writing into what it receives makes gradcheck's numbers meaningless ("not reentrant"):
+    # the cause is named first.
+    b.problems[:0] = [f"[{case.label}] {w}" for w in dict.fromkeys(writes)]
     return b.finish()
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import copy_op, plant
+from conftest import copy_op, failed, plant, validate
 
 from brrr_kernels.errors import OpLoadError
 from brrr_kernels.function import apply, call
@@ -36,3 +36,32 @@ def test_a_forward_with_the_wrong_number_of_results_is_named(tmp_path: Path) -> 
     stage = load_reference(load_op(str(folder)))
     with pytest.raises(OpLoadError, match=r"reference.py: forward returned 2 value\(s\).*declares 1 tensor"):
         call(stage, torch.randn(3))
+
+
+# --- every tensor a call receives is watched for writes --------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["sigmoid", "softmax"])
+def test_a_backward_that_zeroes_grad_y_is_an_input_write(mutant, op: str) -> None:
+    """It used grad_y, then zeroed it: every value right, but the caller's upstream gradient is gone."""
+    bad = failed(validate(mutant(op, "grad_y_zeroed"), "numba"))
+    detail = bad[("numba", "inputs unchanged", "all")].detail
+    assert "numba backward wrote into grad_y" in detail, detail
+    assert ("numba", "backward", "float32") not in bad  # the gradients themselves are right
+
+
+def test_a_backward_that_zeroes_the_saved_y_is_named_an_input_write(mutant) -> None:
+    """gradcheck alone said 'not reentrant ... non-deterministic', pointing away from the cause."""
+    bad = failed(validate(mutant("sigmoid", "saved_y_zeroed"), "numba"))
+    assert "numba backward wrote into y (saved for backward)" in bad[("numba", "inputs unchanged", "all")].detail
+    gradcheck = bad[("numba", "gradcheck", "float64")].detail
+    assert gradcheck.startswith("[size 9] backward wrote into y (saved for backward)"), gradcheck
+
+
+def test_writes_are_watched_only_while_validation_asks() -> None:
+    from brrr_kernels.function import _snapshot, watching_writes
+
+    x = torch.ones(3)
+    assert _snapshot({"x": x}) is None  # an op used from PyTorch copies nothing
+    with watching_writes():
+        assert torch.equal(_snapshot({"x": x})["x"], x)

@@ -11,7 +11,7 @@ from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, failed, gpu, need
 
 from brrr_kernels import cpu_build, runner
 from brrr_kernels.loaders import builtin_op_names, load_op
-from brrr_kernels.report import FAIL, NOT_RUN, PASS
+from brrr_kernels.report import FAIL, NOT_RUN, PASS, UNRUN
 
 
 @pytest.mark.parametrize("name", builtin_op_names())
@@ -84,7 +84,7 @@ def test_plain_sigmoid_in_numba_overflows_at_minus_1e5(mutant) -> None:
 def test_stage_that_writes_into_its_input_fails(mutant) -> None:
     op = mutant("sigmoid", "writes_input")
     bad = failed(validate(op, "numba"))
-    assert "wrote into its input" in bad[("numba", "inputs unchanged", "all")].detail
+    assert "numba forward wrote into x" in bad[("numba", "inputs unchanged", "all")].detail
 
 
 def test_unwritten_element_fails_as_nan(mutant) -> None:
@@ -187,4 +187,40 @@ def test_skipped_vector_tail_leaves_the_last_elements_unwritten(mutant) -> None:
 def test_a_kernel_that_writes_its_input_fails_inputs_unchanged(mutant) -> None:
     op = mutant("sigmoid", "cuda_writes_input")
     bad = failed(validate(op, "cuda"))
-    assert "cuda wrote into its input(s)" in bad[("cuda", "inputs unchanged", "all")].detail
+    assert "cuda forward wrote into x" in bad[("cuda", "inputs unchanged", "all")].detail
+
+
+# --- honest rows: what could not run says so, and a failure is charged to the stage that made it --------
+
+
+def _rows(rows):
+    return {(r.stage, r.check, r.dtype): r for r in rows}
+
+
+def test_a_failing_reference_backward_is_charged_to_the_reference(tmp_path: Path) -> None:
+    op = plant(copy_op("sigmoid", tmp_path), "reference.py", "    return grad_y * y * (1 - y)",
+               "    raise RuntimeError('planted')")
+    rows = _rows(validate(op, "numba"))
+    charged = rows[("reference", "backward for numba", "float32")]
+    assert charged.verdict == FAIL and "reference.py" in charged.detail and "planted" in charged.detail
+    assert rows[("numba", "forward", "float32")].verdict == PASS  # numba's forward is not to blame
+    backward = rows[("numba", "backward", "float32")]
+    assert backward.verdict == UNRUN and "reference stage's backward raised" in backward.detail
+
+
+def test_rows_after_a_crashing_forward_are_not_run_not_pass(tmp_path: Path) -> None:
+    op = plant(copy_op("sigmoid", tmp_path), "numba_kernel.py", "    x = x.contiguous()\n",
+               "    raise RuntimeError('planted')\n")
+    rows = _rows(validate(op, "numba"))
+    assert rows[("numba", "forward", "float32")].verdict == FAIL
+    for check in ("backward", "edge backward"):
+        row = rows[("numba", check, "float32")]
+        assert row.verdict == UNRUN and "its forward failed" in row.detail and row.of_bound is None
+    assert rows[("numba", "inputs unchanged", "all")].verdict == UNRUN
+
+
+def test_each_row_lists_the_cases_it_covered() -> None:
+    rows = _rows(validate("sigmoid", "numba"))
+    assert rows[("numba", "forward", "float32")].cases == ["size 1", "size 127", "size 129", "size 401"]
+    assert rows[("numba", "edge backward", "float64")].cases == ["extremes"]
+    assert "extremes" in rows[("numba", "inputs unchanged", "all")].cases

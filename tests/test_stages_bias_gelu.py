@@ -63,15 +63,26 @@ def test_cuda_layout_for_tiles_and_for_bias_gradient() -> None:
     assert spec.layouts["cuda"].locate((rows - 1) * 3, (rows, 3))[0][1] <= 65534
 
 
-def test_only_atol_is_widened_and_only_below_float64() -> None:
-    """The bias-gradient override widens atol by a bounded factor; rtol and float64 stay the defaults."""
-    from brrr_kernels.tolerances import DEFAULT
+def test_the_widened_y_bound_allows_u_rounding_but_not_the_naive_tanh_form() -> None:
+    """In gelu's left tail the bound grows with u's rounding (u^2 of it), but the naive
+    0.5 u (1 + tanh z) in float32, which cancels, still fails it."""
+    from brrr_kernels.compare import case_terms, compare
+    from brrr_kernels.stages.bias_gelu.reference import forward
 
     spec = load_op("bias_gelu").spec
-    assert spec.tolerance(torch.float64) == DEFAULT[torch.float64]
-    for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        tol = spec.tolerance(dtype)
-        assert tol.rtol == DEFAULT[dtype].rtol and DEFAULT[dtype].atol < tol.atol < 30 * DEFAULT[dtype].atol
+    x = torch.linspace(-6.0, -3.0, 301, dtype=torch.float64).reshape(1, -1).float()
+    bias = torch.zeros(301, dtype=torch.float32)
+    xd, bd = x.double(), bias.double()
+    want = forward(xd, bd)
+    terms = case_terms(spec, (xd, bd), (want,))
+    rule = spec.rule("y", torch.float32, "numba")
+    u32 = (x + bias).double()  # u rounded to float32, then computed exactly: the error the bound is for
+    assert compare("y", forward(u32, torch.zeros_like(bd)).float(), want, rule, terms).ok
+    assert not compare("y", torch.zeros_like(x), want, rule, terms).ok
+    z = (2 / torch.pi) ** 0.5 * (x + 0.044715 * x**3)
+    naive = 0.5 * x * (1 + torch.tanh(z))  # float32 throughout
+    c = compare("y", naive, want, rule, terms)
+    assert not c.ok, "the naive form cancels in float32 and must fail"
 
 
 @needs_nvcc

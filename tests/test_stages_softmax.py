@@ -8,6 +8,7 @@ import pytest
 import torch
 from conftest import HAS_GPU, compile_only, failed, gpu, needs_cuda_torch, needs_nvcc, validate
 
+from brrr_kernels.compare import case_terms, compare
 from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
 
@@ -122,10 +123,13 @@ def test_cuda_forward_v1_agrees_with_forward() -> None:
     v1 = ext.variants()["forward_v1"]
     gen = torch.Generator().manual_seed(0)
     for dtype in DTYPES:
-        tol = op.spec.tolerance(dtype)
+        rule = op.spec.rule("y", dtype, "cuda")
         for size in ((7, 1000), (65, 8192), (33, 4099), (3, 70001)):
             (x,) = op.spec.make_inputs(size, dtype, torch.device("cuda"), gen)
-            torch.testing.assert_close(ext.forward(x), v1(x), rtol=tol.rtol, atol=tol.atol)
+            want = torch.softmax(x.double(), dim=-1)
+            terms = case_terms(op.spec, (x.double(),), (want,))
+            for got in (ext.forward(x), v1(x)):
+                assert compare("y", got, want, rule, terms).ok, (dtype, size)
 
 
 @gpu
@@ -138,18 +142,19 @@ def test_cuda_takes_the_element_path_for_misaligned_rows() -> None:
     ext = builder.build_extension(op)
     rows, cols = 9, 2048
     for dtype in DTYPES:
-        tol = op.spec.tolerance(dtype)
         x = (3 * torch.randn(rows * cols + 1, device="cuda", dtype=torch.float64)).to(dtype)[1:].view(rows, cols)
         g = torch.randn(rows * cols + 1, device="cuda", dtype=torch.float64).to(dtype)[1:].view(rows, cols)
         assert x.data_ptr() % 16 != 0 and x.is_contiguous()
         y = ext.forward(x)
         expected = torch.softmax(x.double(), dim=-1)
-        torch.testing.assert_close(y.double(), expected, rtol=tol.rtol, atol=tol.atol)
+        terms = case_terms(op.spec, (x.double(),), (expected,))
+        assert compare("y", y, expected, op.spec.rule("y", dtype, "cuda"), terms).ok, dtype
         y_off = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols).copy_(y)
         grad = ext.backward(g, y_off)
         yd = y_off.double()
         expected = yd * (g.double() - (g.double() * yd).sum(dim=-1, keepdim=True))
-        torch.testing.assert_close(grad.double(), expected, rtol=tol.rtol, atol=tol.atol)
+        terms = case_terms(op.spec, (x.double(),), (yd,), (g.double(),))
+        assert compare("grad_x", grad, expected, op.spec.rule("grad_x", dtype, "cuda"), terms).ok, dtype
 
 
 def test_cuda_missing_barrier_before_the_sum_fails_rows_of_several_warps(mutant) -> None:

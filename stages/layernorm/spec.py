@@ -2,7 +2,7 @@
 
 import torch
 
-from brrr_kernels import DEFAULT, Inputs, Layout, OpSpec, Place, Size, Tolerance
+from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 
 CUDA_BLOCK = 256  # kernel.cu's kThreads (v1 forward and the backward; see layouts below)
 CUDA_COLUMNS = 32  # kernel.cu's kColumns: columns per block in the weight-gradient kernel
@@ -20,20 +20,56 @@ GPU_SIZES = ((1, 1), (37, 64), (19, 120), (37, 200), (19, 480), (7, 1000), (17, 
 MAX_GPU_ROWS = max(rows for rows, _ in GPU_SIZES)
 
 
-def column_sum_tolerance(dtype: torch.dtype) -> Tolerance:
-    default = DEFAULT[dtype]
-    eps = torch.finfo(dtype).eps
-    # grad_weight[c] and grad_bias[c] sum MAX_GPU_ROWS terms g * xhat and g. The runner rounds the
-    # upstream g to the stage's dtype but gives the float64 expectation g unrounded, so each term
-    # is off by up to eps/2 relative, uniformly: a column's sum drifts by eps / (2 sqrt 3) *
-    # sqrt(rows) * rms(term), rms(term) ~ 1 here (unit upstream, unit-variance xhat; measured:
-    # 0.73 of that), while the sum itself can cancel to near zero, where rtol gives nothing. atol
-    # covers six such deviations: 6.6e-6 for float32 at 1025 rows, where the default 1e-6 failed 7
-    # of 10 emulated runs. The kernels' own sums (double) add nothing measurable.
-    drift = eps / (2 * 3**0.5) * MAX_GPU_ROWS**0.5
-    return Tolerance(rtol=default.rtol, atol=max(default.atol, 6 * drift),
-                     why=f"grad_weight and grad_bias sum {MAX_GPU_ROWS} terms whose upstream the runner rounds "
-                         f"to the dtype: 6 x eps/(2 sqrt 3) x sqrt(rows)")
+def _stats(t: Terms) -> tuple[torch.Tensor, ...]:
+    """xhat, rstd (a column) and the centring's loss, (|x| + |mean|) rstd: what the rounding of x - mean grows by."""
+    x = t["x"]
+    mean = x.mean(dim=-1, keepdim=True)
+    rstd = torch.rsqrt(((x - mean) ** 2).mean(dim=-1, keepdim=True) + t["eps"])
+    return (x - mean) * rstd, rstd, (x.abs() + mean.abs()) * rstd
+
+
+# y = xhat w + b cancels where b is near -xhat w, and grad_x = rstd (w g - mean(w g) - xhat mean(w g xhat))
+# where its three terms meet: each is measured against the sum of its terms' sizes. grad_weight
+# and grad_bias are column sums of g xhat and g, both signs. The centring x - mean is rounded
+# relative to |x| in float64, which the statistics are in every dtype (and the expected side
+# too): at the large-offset rows (1e4, std 10) a float64 y is 1e4 ulps of itself off, and where
+# xhat is 0 (one-column rows) the oracle's float64 grad_weight is 4e-15 where the truth is 0.
+# Those ulps are float64's in every dtype, so a float32 stage gets no more than float64 rounding.
+def y_terms(t: Terms, centring: bool = False) -> torch.Tensor:
+    xhat, _, loss = _stats(t)
+    return (xhat.abs() + loss * centring) * t["weight"].abs() + t["bias"].abs()
+
+
+def grad_x_terms(t: Terms, centring: bool = False) -> torch.Tensor:
+    xhat, rstd, loss = _stats(t)
+    wg = t["weight"] * t["grad_y"]
+    # The row means are sums whose rounding is relative to the sum of their terms' sizes.
+    terms = wg.abs() + wg.abs().mean(dim=-1, keepdim=True) + xhat.abs() * (wg * xhat).abs().mean(dim=-1, keepdim=True)
+    return rstd * terms * (1 + loss.amax(dim=-1, keepdim=True) * centring)
+
+
+def grad_weight_terms(t: Terms, centring: bool = False) -> torch.Tensor:
+    xhat, _, loss = _stats(t)
+    return (t["grad_y"] * (xhat.abs() + loss * centring)).abs().sum(dim=0)
+
+
+def grad_bias_terms(t: Terms, centring: bool = False) -> torch.Tensor:
+    return t["grad_y"].abs().sum(dim=0)
+
+
+def widenings() -> tuple[Widen, ...]:
+    why = {"y": "xhat * weight + bias cancels where bias is near -xhat * weight",
+           "grad_x": "its three terms cancel",
+           "grad_weight": "a column sum of grad_y * xhat, both signs",
+           "grad_bias": "a column sum of grad_y, both signs"}
+    scales = {"y": y_terms, "grad_x": grad_x_terms, "grad_weight": grad_weight_terms, "grad_bias": grad_bias_terms}
+    found = []
+    for name, scale in scales.items():
+        found.append(Widen(name, why[name], scale=scale))
+        if name != "grad_bias":
+            found.append(Widen(name, why[name] + "; x - mean is rounded in float64 relative to |x|",
+                               scale=lambda t, f=scale: f(t, centring=True), ulps_of=torch.float64))
+    return tuple(found)
 
 
 def rows_then_columns(row_block: int, column_block: int) -> Layout:
@@ -108,12 +144,7 @@ SPEC = OpSpec(
         "numba": (torch.float32, torch.float64),
         "cuda": (torch.float32, torch.float64, torch.bfloat16),
     },
-    # bfloat16 keeps the default: by the same sum it would need atol 0.43, and in grad_x of the constant
-    # rows rstd = 1/sqrt(eps) = 316 multiplies the upstream's rounding into errors of ~3. No tolerance
-    # that size means anything, so its backward rows fail until the runner gives the reference the
-    # same rounded upstream; with that patched in they pass the default on an H100 (worst relative
-    # error 3.9e-3: the output's own rounding).
-    tolerances={torch.float32: column_sum_tolerance(torch.float32)},
+    tolerances=widenings(),
     # The numba stage's writers are observed in the simulator. The cuda layout is that of grad_x and of
     # y on v1's widths; y on the register paths (whole 16-byte packs) is laid out as kernel.cu's
     # normalise_row says, which a layout cannot tell apart from grad_x.

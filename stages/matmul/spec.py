@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Tolerance
+from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 
 NUMBA_TILE = 4  # numba_kernel.py's TILE: sim_sizes leave a partial tile in every dimension
 CUDA_TILE = 16  # kernel.cu's kTile (v2, the 16x16 kernel)
@@ -84,6 +84,21 @@ def huge_mixed_sign(dtype: torch.dtype, device: torch.device) -> Inputs:
     return a.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
 
 
+# Each element is a sum of products of both signs: its error is measured against the sum of
+# their absolute values (the classic bound for a dot product, n eps sum|a_k b_k|, of which a
+# sequential or tree sum of random roundings uses a few ulps).
+def c_terms(t: Terms) -> torch.Tensor:
+    return t["a"].abs() @ t["b"].abs()
+
+
+def grad_a_terms(t: Terms) -> torch.Tensor:
+    return t["grad_c"].abs() @ t["b"].abs().T
+
+
+def grad_b_terms(t: Terms) -> torch.Tensor:
+    return t["a"].abs().T @ t["grad_c"].abs()
+
+
 SPEC = OpSpec(
     name="matmul",
     doc="shared-memory tiled matrix product; both gradients reuse the kernels on strided transposes",
@@ -104,17 +119,9 @@ SPEC = OpSpec(
     edge_cases={"K=1, outer product": outer_product, "K=0, empty sum": empty_sum,
                 "huge mixed-sign, exact": huge_mixed_sign},
     oracle=torch.matmul,
-    tolerances={
-        # One thread sums K products in float32, rounding at each add by up to eps/2 of the partial
-        # sum (eps 1.2e-7): a random walk of ~0.15 eps sqrt(K) |s| = 6e-7 for O(1) sums of K ~ 1000
-        # terms (gpu_sizes' largest inner dimension, for c and both gradients), several times that
-        # at the worst of their 3e6 elements. Emulating the kernel's sequential sums at
-        # (1000, 1027, 999), with and without FMA, gave errors up to 7.5e-6, near-zero elements
-        # 2.8x past the default tolerance (atol 1e-6); this one they fill to 0.33 at most.
-        torch.float32: Tolerance(rtol=1e-5, atol=1e-5,
-                                 why="eps 1.2e-7; float32 sums of K~1000 O(1) terms err ~0.15 eps sqrt(K) = 6e-7 "
-                                     "each, 7.5e-6 at worst in an emulation of the kernel (0.33x this tolerance)"),
-    },
+    tolerances=tuple(Widen(name, "a sum of products of both signs: measured against the sum of their sizes",
+                           scale=scale) for name, scale in (("c", c_terms), ("grad_a", grad_a_terms),
+                                                            ("grad_b", grad_b_terms))),
     layouts={"numba": tiled(NUMBA_TILE),
              "cuda": CudaLayout(tiled(CUDA_TILE).locate, f"float32 outputs of {CUDA_BLOCK}-multiple rows and "
                                 f"columns: an 8x8 block per thread, {CUDA_BLOCK}x{CUDA_BLOCK} tiles; otherwise "

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from brrr_kernels import Inputs, Layout, OpSpec, Place, Size
+from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 
 CUDA_V1_BLOCK = 256  # kernel.cu's kV1Threads
 CUDA_MAX_ROW_THREADS = 1024  # kernel.cu's kMaxRowThreads
@@ -68,6 +68,30 @@ def minus_infinity(dtype: torch.dtype, device: torch.device) -> Inputs:
     return (torch.tensor(rows, dtype=dtype, device=device),)
 
 
+def _exponents(t: Terms) -> tuple[torch.Tensor, torch.Tensor]:
+    """|x - max| per element, and the row's y-weighted mean of it (0 where x is -inf)."""
+    x = t["x"]
+    gap = (x - x.amax(dim=-1, keepdim=True)).abs().nan_to_num(nan=0.0, posinf=0.0)
+    return gap, (t["y"] * gap).sum(dim=-1, keepdim=True)
+
+
+def exp_terms(t: Terms) -> torch.Tensor:
+    # exp(x - max) inherits the rounding of x - max (eps/2 of |x - max| when x and max are not
+    # within a factor 2) as a relative error of |x - max| * eps/2, and the row sum a weighted mean
+    # of those: a float32 exp(-18.6) is 9 ulps off though every step rounds correctly.
+    gap, mean_gap = _exponents(t)
+    return t["y"] * (1 + gap + mean_gap)
+
+
+def backward_terms(t: Terms) -> torch.Tensor:
+    # grad_x = y * (grad_y - dot), dot = sum(grad_y * y): grad_y - dot has terms of both signs and
+    # cancels where grad_y is near the row's dot; its error is measured against |grad_y| + sum|grad_y y|,
+    # and the stage's y carries its forward error (exp_terms) into both.
+    gap, mean_gap = _exponents(t)
+    g, y = t["grad_y"], t["y"]
+    return y * (g.abs() + (g * y).abs().sum(dim=-1, keepdim=True)) * (1 + gap + mean_gap)
+
+
 SPEC = OpSpec(
     name="softmax",
     doc="row-wise; each row read once into registers (a warp or a block a row), warp-shuffle reductions",
@@ -89,6 +113,12 @@ SPEC = OpSpec(
     gradcheck_size=(2, 3),
     edge_cases={"large values": large_values, "minus infinity": minus_infinity},
     oracle=lambda x: torch.softmax(x, dim=-1),
+    tolerances=(
+        Widen("y", "exp(x - max) turns the rounding of x - max into a relative error of |x - max| ulps",
+              scale=exp_terms),
+        Widen("grad_x", "grad_y - sum(grad_y * y) cancels: measured against the size of its terms",
+              scale=backward_terms),
+    ),
     dtypes={
         "reference": (torch.float32, torch.float64),
         "numba": (torch.float32, torch.float64),
