@@ -58,6 +58,15 @@ def large_values(dtype: torch.dtype, device: torch.device) -> Inputs:
     return (torch.tensor(rows, dtype=dtype, device=device),)
 
 
+def max_in_the_last_lane(dtype: torch.dtype, device: torch.device) -> Inputs:
+    # The row's max in the column numba_kernel.py's last thread reads (BLOCK - 1), all else 2e4 below:
+    # a max fold that skips that thread's partial subtracts -1e4 and exp overflows. Found by
+    # `brrr mutate softmax` (range(1, BLOCK) -> range(1, BLOCK - 1) survived the other cases).
+    row = [-1e4] * (2 * BLOCK)
+    row[BLOCK - 1] = 1e4
+    return (torch.tensor([row], dtype=dtype, device=device),)
+
+
 def minus_infinity(dtype: torch.dtype, device: torch.device) -> Inputs:
     # -inf is a valid logit (a masked position): its probability is exactly 0, and so is its gradient.
     inf = float("inf")
@@ -111,7 +120,7 @@ SPEC = OpSpec(
     # also run non-contiguous.
     gpu_sizes=((1, 1), (7, 1000), (33, 4099), (9, 2048), (65, 8192), (5, 32768), (1025, 2051), (3, 70001)),
     gradcheck_size=(2, 3),
-    edge_cases={"large values": large_values, "minus infinity": minus_infinity},
+    edge_cases={"large values": large_values, "minus infinity": minus_infinity, "max in the last lane": max_in_the_last_lane},
     oracle=lambda x: torch.softmax(x, dim=-1),
     tolerances=(
         Widen("y", "exp(x - max) turns the rounding of x - max into a relative error of |x - max| ulps",
