@@ -25,9 +25,8 @@ class Row:
     check: str  # as plan.py names it
     dtype: str  # a torch dtype's name, "all", or for the compile check the target architecture
     verdict: Verdict
-    of_bound: float | None = None  # the worst element's |got - expected| over its bound: above 1 fails
-    max_rel: float | None = None  # the largest |got - expected| / max(|expected|, tiny) of any element
     max_abs: float | None = None  # the largest |got - expected| of any element
+    max_rel: float | None = None  # the largest |got - expected| / max(|expected|, tiny) of any element
     worst: Worst | None = None
     seconds: float = 0.0
     detail: str = ""
@@ -36,6 +35,7 @@ class Row:
     # CPU (shown as cuda@cpu), so no one takes the row for a GPU result.
     place: str = ""
     cases: list[str] = field(default_factory=list)  # the cases the check ran on: sizes, edge cases, variants
+    of_bound: float | None = None  # the worst element's |got - expected| over its bound: above 1 fails
 
     @property
     def failed(self) -> bool:
