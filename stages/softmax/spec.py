@@ -59,12 +59,12 @@ def large_values(dtype: torch.dtype, device: torch.device) -> Inputs:
 
 
 def max_in_the_last_lane(dtype: torch.dtype, device: torch.device) -> Inputs:
-    # The row's max in the column numba_kernel.py's last thread reads (BLOCK - 1), all else 2e4 below:
-    # a max fold that skips that thread's partial subtracts -1e4 and exp overflows. Found by
+    # The row's max in column 15 or 31 (the last lane of a 16- or 32-thread fold), all else 2e4 below:
+    # a max fold that skips the last lane's partial subtracts -1e4 and exp overflows. Found by
     # `brrr mutate softmax` (range(1, BLOCK) -> range(1, BLOCK - 1) survived the other cases).
-    row = [-1e4] * (2 * BLOCK)
-    row[BLOCK - 1] = 1e4
-    return (torch.tensor([row], dtype=dtype, device=device),)
+    rows = [[-1e4] * 64, [-1e4] * 64]
+    rows[0][15] = rows[1][31] = 1e4
+    return (torch.tensor(rows, dtype=dtype, device=device),)
 
 
 def minus_infinity(dtype: torch.dtype, device: torch.device) -> Inputs:
