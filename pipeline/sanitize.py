@@ -22,7 +22,9 @@ from .errors import UsageError
 
 Tool = Literal["memcheck", "racecheck", "synccheck", "initcheck"]
 TOOLS: tuple[Tool, ...] = ("memcheck", "racecheck", "synccheck", "initcheck")
-_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+# memcheck, synccheck and initcheck end with "ERROR SUMMARY: N errors", racecheck with
+# "RACECHECK SUMMARY: M hazards displayed (N errors, W warnings)".
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: .*?\((\d+) error")
 _FINDING = re.compile(r"^=+ +(?:Invalid|Race|Barrier|Uninitialized|Error|Warning|Hazard|.*(?:hazard|error) detected).*",
                       re.IGNORECASE)
 
@@ -70,7 +72,7 @@ def run_tool(op_ref: str, name: str, tool: Tool, sizes: tuple[str, ...]) -> Find
     proc = subprocess.run(command, capture_output=True, text=True, check=False)
     output = proc.stdout + proc.stderr
     match = _SUMMARY.search(output)
-    errors = int(match.group(1)) if match else -1
+    errors = int(match.group(1) or match.group(2)) if match else -1
     if errors == 0 and proc.returncode not in (0,):
         errors = -1  # the child failed for another reason: never a clean verdict
     first = tuple(line.strip() for line in output.splitlines() if _FINDING.match(line))[:6]

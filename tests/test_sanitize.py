@@ -21,6 +21,8 @@ def fake_sanitizer(folder: Path, summary: str, code: int) -> None:
 @pytest.mark.parametrize(("summary", "code", "errors"), [
     ("========= ERROR SUMMARY: 3 errors", 99, 3),
     ("========= ERROR SUMMARY: 0 errors", 0, 0),
+    ("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)", 0, 0),
+    ("========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)", 99, 2),
     ("Traceback (most recent call last): boom", 1, -1),  # no summary: never a clean verdict
     ("========= ERROR SUMMARY: 0 errors", 1, -1),  # the child failed for another reason
 ])
