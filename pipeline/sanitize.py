@@ -87,12 +87,12 @@ def sanitize(op_refs: list[str], tools: tuple[Tool, ...]) -> list[Finding]:
     from .builder import build_extension
     from .loaders import load_op
 
+    ops = [load_op(ref) for ref in op_refs]  # a wrong name or folder is named before anything else
     if not torch.cuda.is_available():
         raise UsageError("brrr sanitize needs a CUDA GPU: compute-sanitizer watches kernels as they run on one")
     find_sanitizer()
     findings = []
-    for ref in op_refs:
-        op = load_op(ref)
+    for op in ops:
         build_extension(op)  # cached for the children
         sizes = sizes_for(op.spec.sim_sizes, op.spec.gpu_sizes)
         for tool in tools:
