@@ -104,7 +104,7 @@ class SharedArray:
         if w is None:
             self.owner.unwritten(self, key, t, frame)
         elif _unordered(w, t, epoch) and not (atomic and w[6]):
-            self.owner.race(self, key, w, "wrote", t, frame, "reads")
+            self.owner.race(self, key, w, ("wrote", "reads"), t, frame)
         access = (epoch, t.warp, t.warp_epoch, t, frame, frame.f_lineno, atomic)
         seen = self.reads.get(key)
         if seen is None or seen[0][0] != epoch:
@@ -116,10 +116,10 @@ class SharedArray:
         epoch = t.block.epoch
         w = self.writes.get(key)
         if w is not None and _unordered(w, t, epoch) and not (atomic and w[6]):
-            self.owner.race(self, key, w, "wrote", t, frame, "writes")
+            self.owner.race(self, key, w, ("wrote", "writes"), t, frame)
         for r in self.reads.get(key, ()):
             if _unordered(r, t, epoch) and not (atomic and r[6]):
-                self.owner.race(self, key, r, "read", t, frame, "writes")
+                self.owner.race(self, key, r, ("read", "writes"), t, frame)
         self.writes[key] = (epoch, t.warp, t.warp_epoch, t, frame, frame.f_lineno, atomic)
 
     def element(self, key: Any) -> str:
@@ -171,8 +171,10 @@ class TrackedShared(FakeCUDAShared):  # type: ignore[misc]
                 f"read of unwritten shared memory: {t.label()} reads {array.element(key)} at {where(stack)}, "
                 f"which no thread of block {t.blockIdx} has written"), t, stack)
 
-    def race(self, array: SharedArray, key: Any, first: Access, did: str, t: SimThread, frame: FrameType,
-             does: str) -> None:
+    def race(self, array: SharedArray, key: Any, first: Access, verbs: tuple[str, str], t: SimThread,
+             frame: FrameType) -> None:
+        """`first` and thread t touched one element between two barriers; `verbs`: what each did to it."""
+        did, does = verbs
         stack = kernel_stack(frame)
         other = first[3]
         between = "cuda.syncthreads()" if other.warp != t.warp else "cuda.syncthreads() or cuda.syncwarp()"
