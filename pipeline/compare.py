@@ -54,11 +54,13 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def compare(name: str, got: torch.Tensor, expected: torch.Tensor, rule: Rule,
-            terms: Terms | None = None, probe: torch.Tensor | None = None) -> Comparison:
+            terms: Terms | None = None, probe: torch.Tensor | None = None,
+            spread: torch.Tensor | None = None) -> Comparison:
     """Compare `got` with `expected` (same shape; expected may be a wider dtype) by `rule` (see tolerances.py).
 
     `terms` are the case's tensors by name, for an output whose bound the spec widens; `probe` is
-    an input of the same shape whose value at the worst index is reported.
+    an input of the same shape whose value at the worst index is reported; `spread` is the
+    reference's own spread under rounding at each element (rounding.py), where it was measured.
     """
     if tuple(got.shape) != tuple(expected.shape):
         return Comparison(False, float("inf"), float("inf"), float("inf"), None,
@@ -68,7 +70,9 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor, rule: Rule,
     g = got.detach().to("cpu", torch.float64).reshape(-1)
     e = expected.detach().to("cpu", torch.float64).reshape(-1)
     cpu_terms = {k: v.detach().to("cpu", torch.float64) for k, v in terms.items()} if terms else None
-    excess = rule.excess(g, expected.detach().to("cpu", torch.float64), cpu_terms)
+    fits = spread is not None and spread.numel() == expected.numel()
+    excess = rule.excess(g, expected.detach().to("cpu", torch.float64), cpu_terms,
+                         spread.reshape(expected.shape) if fits else None)
     agree = excess == 0
     err = torch.where(agree, torch.zeros_like(g), (g - e).abs().nan_to_num(nan=float("inf")))
     bad = excess > 1

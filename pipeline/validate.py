@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from . import builder, cpu_build, estimate, progress, scaffold
+from . import builder, cpu_build, estimate, progress, rounding, scaffold
 from .compare import case_terms, compare
 from .contract import as_tuple
 from .errors import BrrrError, BuildError
@@ -32,6 +33,7 @@ from .progress import note, ticking
 from .report import FAIL, NOT_RUN, SKIP, Row
 from .rows import RowBuilder
 from .spec import STAGES, Op, StageName
+from .tolerances import NUDGED_IN
 from .trial import (
     Case,
     Fn,
@@ -285,6 +287,7 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
             except Exception as e:
                 bwd.not_run(case, _charge(v, charged, (sides.want, "backward", stage, dtype), case, e))
                 want_bwd = False
+        spread = _spread(v, (sides, want), case, upstream if want_bwd else None, dtype)
         try:
             got = Trial(sides.got, case.inputs, sides.got_device, dtype)
         except Exception as e:
@@ -298,14 +301,14 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
             continue
         shapes_ok = True
         terms = case_terms(spec, want.xs, want.outputs, upstream)
-        for name, g, w in zip(spec.outputs, got.outputs, want.outputs):
-            c = compare(name, g, w, spec.rule(name, dtype, stage), terms, _probe(case.inputs, g))
+        for name, g, w, s in zip(spec.outputs, got.outputs, want.outputs, spread[0]):
+            c = compare(name, g, w, spec.rule(name, dtype, stage), terms, _probe(case.inputs, g), s)
             shapes_ok &= c.shape_ok
             fwd.add(c, case, (upstream, dtype))
         if bwd is not None and want_bwd and not shapes_ok:
             bwd.not_run(case, "its forward's outputs have the wrong shape")
         elif bwd is not None and want_bwd:
-            _compare_backward(v, bwd, (got, want), case, (upstream, dtype, terms))
+            _compare_backward(v, bwd, (got, want), case, (upstream, dtype, terms, spread[1]))
         if v.intact is not None:
             v.intact.ran(case)
             for write in got.written(spec.inputs):
@@ -316,14 +319,14 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
 def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial], case: Case,
                       context: tuple[Any, ...]) -> None:
     got, want = trials
-    upstream, dtype, terms = context
+    upstream, dtype, terms, spreads = context
     stage = bwd.row.stage
     try:
         got.backward(upstream)
     except Exception as e:
         bwd.fault(fault_from(e, v.stages[stage].source), case, (upstream, dtype))
         return
-    for name, g, w in zip(v.spec.inputs, got.grads, want.grads):
+    for name, g, w, s in zip(v.spec.inputs, got.grads, want.grads, spreads):
         if g is None or w is None:
             if (g is None) != (w is None):
                 bwd.ran(case)
@@ -331,7 +334,34 @@ def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial
                          f"expected {'none' if w is None else 'a tensor'}")
             continue
         rule = v.spec.rule(f"grad_{name}", dtype, stage)
-        bwd.add(compare(f"grad_{name}", g, w, rule, terms, _probe(case.inputs, g)), case, (upstream, dtype))
+        bwd.add(compare(f"grad_{name}", g, w, rule, terms, _probe(case.inputs, g), s), case, (upstream, dtype))
+
+
+def _spread(v: Validation, sides: tuple[Sides, Trial], case: Case, upstream: Any, dtype: torch.dtype) -> tuple[
+        list[torch.Tensor | None], list[torch.Tensor | None]]:
+    """The reference's spread under rounding (rounding.py) at each output and gradient of this case."""
+    ref, (want_sides, want) = v.stages["reference"], sides
+    nudged_in = NUDGED_IN.get(dtype)
+    n_out, n_in = len(v.spec.outputs), len(v.spec.inputs)
+    if nudged_in is None:
+        return [None] * n_out, [None] * n_in
+
+    def run(in_dtype: torch.dtype) -> tuple[Any, Any]:
+        t = Trial(stage_fn(ref), case.inputs, "cpu", in_dtype)
+        if upstream is not None:
+            t.backward(upstream)
+        return t.outputs, t.grads
+
+    if getattr(want_sides.want, "stage", None) is ref and want_sides.want_dtype == torch.float64:
+        exact = (want.outputs, want.grads)
+    else:
+        try:
+            exact = run(torch.float64)
+        except Exception:  # the reference's own failure is its row's to report
+            return [None] * n_out, [None] * n_in
+    seed = (v.options.seed + zlib.crc32(f"{case.label} {dtype}".encode())) % 2**63
+    outs, grads = rounding.spread(lambda: run(nudged_in), exact, seed)
+    return outs, grads or [None] * n_in
 
 
 def _charge(v: Validation, charged: dict[str, RowBuilder], what: tuple[Any, str, str, torch.dtype], case: Case,
