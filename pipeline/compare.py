@@ -53,15 +53,20 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(index))
 
 
-def compare(name: str, got: torch.Tensor, expected: torch.Tensor, rule: Rule,
-            terms: Terms | None = None, probe: torch.Tensor | None = None,
-            spread: torch.Tensor | None = None) -> Comparison:
-    """Compare `got` with `expected` (same shape; expected may be a wider dtype) by `rule` (see tolerances.py).
+@dataclass(frozen=True)
+class Around:
+    """What the case adds to a comparison. `terms`: its tensors by name, for an output whose bound
+    the spec widens; `probe`: an input of the output's shape, whose value at the worst index is
+    reported; `spread`: the reference's own spread under rounding at each element (rounding.py)."""
 
-    `terms` are the case's tensors by name, for an output whose bound the spec widens; `probe` is
-    an input of the same shape whose value at the worst index is reported; `spread` is the
-    reference's own spread under rounding at each element (rounding.py), where it was measured.
-    """
+    terms: Terms | None = None
+    probe: torch.Tensor | None = None
+    spread: torch.Tensor | None = None
+
+
+def compare(name: str, got: torch.Tensor, expected: torch.Tensor, rule: Rule, around: Around = Around()) -> Comparison:
+    """Compare `got` with `expected` (same shape; expected may be a wider dtype) by `rule` (see tolerances.py)."""
+    terms, probe, spread = around.terms, around.probe, around.spread
     if tuple(got.shape) != tuple(expected.shape):
         return Comparison(False, float("inf"), float("inf"), float("inf"), None,
                           reason=f"{name}: shape {tuple(got.shape)}, expected {tuple(expected.shape)}", shape_ok=False)
@@ -119,7 +124,7 @@ def outputs_agree(spec: Any, stage: str, inputs: Any, got: Any, expected: Any) -
     """Every visible output of a forward call within the rule (for bench and tests that check one call)."""
     terms = case_terms(spec, inputs, expected)
     for name, g, e in zip(spec.outputs, got, expected):
-        if not compare(name, g, e, spec.rule(name, g.dtype, stage), terms).ok:
+        if not compare(name, g, e, spec.rule(name, g.dtype, stage), Around(terms)).ok:
             return False
     return True
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .compare import case_terms, compare
+from .compare import Around, case_terms, compare
 from .contract import call_backward, call_forward, saved_tensors
 from .faults import fault_from
 from .loaders import Stage
@@ -67,11 +67,11 @@ def _huge_compare(b: RowBuilder, stages: dict[str, Stage], seed: int, gen: torch
         terms = case_terms(spec, flat, want.outputs, (upstream.reshape(-1)[positions].double(),))
         first = spec.outputs[0]
         b.add(compare(first, outputs[0].reshape(-1)[positions], want.outputs[0],
-                      spec.rule(first, torch.float32, "cuda"), terms, flat[0]), case)
+                      spec.rule(first, torch.float32, "cuda"), Around(terms, flat[0])), case)
         for name, g, w in zip(spec.inputs, grads, want_grads):
             if g is not None and g.shape == shape:  # elementwise gradients; reduced ones are not sampled
                 rule = spec.rule(f"grad_{name}", torch.float32, "cuda")
-                b.add(compare(f"grad_{name}", g.reshape(-1)[positions], w, rule, terms, flat[0]), case)
+                b.add(compare(f"grad_{name}", g.reshape(-1)[positions], w, rule, Around(terms, flat[0])), case)
         del inputs, outputs, grads, upstream
         torch.cuda.empty_cache()
     return positions

@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from . import builder, cpu_build, estimate, progress, rounding, scaffold
-from .compare import case_terms, compare
+from . import builder, cpu_build, estimate, numba_gpu_rules, progress, rounding, scaffold
+from .compare import Around, case_terms, compare
 from .contract import as_tuple
 from .errors import BrrrError, BuildError
 from .faults import fault_from
@@ -108,6 +108,8 @@ class Validation:
             self.run_stage("reference", ref_todo)
         if "numba" in wanted or "cuda" in wanted:
             self.stages["numba"] = load_numba(self.op, gpu=self.options.where("numba") is Where.GPU)
+        if "numba" in wanted and (refused := numba_gpu_rules.problems(self.op.path("numba"))):
+            self.rows.append(Row(self.op.name, "numba", "GPU compile rules", "-", FAIL, detail="\n".join(refused)))
         if "numba" in wanted:
             numba_todo = self.first_numba_call(self.stages["numba"])
             if ref_todo and not numba_todo:
@@ -302,7 +304,7 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
         shapes_ok = True
         terms = case_terms(spec, want.xs, want.outputs, upstream)
         for name, g, w, s in zip(spec.outputs, got.outputs, want.outputs, spread[0]):
-            c = compare(name, g, w, spec.rule(name, dtype, stage), terms, _probe(case.inputs, g), s)
+            c = compare(name, g, w, spec.rule(name, dtype, stage), Around(terms, _probe(case.inputs, g), s))
             shapes_ok &= c.shape_ok
             fwd.add(c, case, (upstream, dtype))
         if bwd is not None and want_bwd and not shapes_ok:
@@ -334,7 +336,7 @@ def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial
                          f"expected {'none' if w is None else 'a tensor'}")
             continue
         rule = v.spec.rule(f"grad_{name}", dtype, stage)
-        bwd.add(compare(f"grad_{name}", g, w, rule, terms, _probe(case.inputs, g), s), case, (upstream, dtype))
+        bwd.add(compare(f"grad_{name}", g, w, rule, Around(terms, _probe(case.inputs, g), s)), case, (upstream, dtype))
 
 
 def _spread(v: Validation, sides: tuple[Sides, Trial], case: Case, upstream: Any, dtype: torch.dtype) -> tuple[

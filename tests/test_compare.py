@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from brrr_kernels.compare import compare, same_bits
+from brrr_kernels.compare import Around, compare, same_bits
 from brrr_kernels.tolerances import rule_for
 
 F32 = rule_for("y", torch.float32, "numba")
@@ -20,7 +20,7 @@ def test_nan_where_a_number_is_expected_fails_and_is_named() -> None:
     expected = torch.randn(10, dtype=torch.float64)
     got = expected.float().clone()
     got[7] = float("nan")
-    c = compare("y", got, expected, F32, probe=expected)
+    c = compare("y", got, expected, F32, Around(probe=expected))
     assert not c.ok
     assert c.worst is not None and c.worst.flat_index == 7
     assert "NaN where a number was expected" in c.reason

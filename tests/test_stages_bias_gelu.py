@@ -66,7 +66,7 @@ def test_cuda_layout_for_tiles_and_for_bias_gradient() -> None:
 def test_the_widened_y_bound_allows_u_rounding_but_not_the_naive_tanh_form() -> None:
     """In gelu's left tail the bound grows with u's rounding (u^2 of it), but the naive
     0.5 u (1 + tanh z) in float32, which cancels, still fails it."""
-    from brrr_kernels.compare import case_terms, compare
+    from brrr_kernels.compare import Around, case_terms, compare
     from brrr_kernels.stages.bias_gelu.reference import forward
 
     spec = load_op("bias_gelu").spec
@@ -77,11 +77,11 @@ def test_the_widened_y_bound_allows_u_rounding_but_not_the_naive_tanh_form() -> 
     terms = case_terms(spec, (xd, bd), (want,))
     rule = spec.rule("y", torch.float32, "numba")
     u32 = (x + bias).double()  # u rounded to float32, then computed exactly: the error the bound is for
-    assert compare("y", forward(u32, torch.zeros_like(bd)).float(), want, rule, terms).ok
-    assert not compare("y", torch.zeros_like(x), want, rule, terms).ok
+    assert compare("y", forward(u32, torch.zeros_like(bd)).float(), want, rule, Around(terms)).ok
+    assert not compare("y", torch.zeros_like(x), want, rule, Around(terms)).ok
     z = (2 / torch.pi) ** 0.5 * (x + 0.044715 * x**3)
     naive = 0.5 * x * (1 + torch.tanh(z))  # float32 throughout
-    c = compare("y", naive, want, rule, terms)
+    c = compare("y", naive, want, rule, Around(terms))
     assert not c.ok, "the naive form cancels in float32 and must fail"
 
 

@@ -7,7 +7,7 @@ import torch
 from conftest import HAS_GPU, compile_only, failed, gpu, needs_nvcc, validate
 
 from brrr_kernels import builder
-from brrr_kernels.compare import case_terms, compare
+from brrr_kernels.compare import Around, case_terms, compare
 from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
 from brrr_kernels.tolerances import Widen, rule_for
@@ -129,11 +129,11 @@ def test_cuda_forward_v1_and_misaligned_inputs(dtype: torch.dtype) -> None:
         y, mean, rstd = ext.forward_v1(x, w, b, eps)
         xd, wd, bd = x.double(), w.double(), b.double()
         want = op.spec.oracle(xd, wd, bd, eps)
-        assert compare("y", y, want, op.spec.rule("y", dtype, "cuda"), case_terms(op.spec, (xd, wd, bd), (want,))).ok
+        assert compare("y", y, want, op.spec.rule("y", dtype, "cuda"), Around(case_terms(op.spec, (xd, wd, bd), (want,)))).ok
         want_mean, want_rstd = xd.mean(dim=-1), torch.rsqrt(xd.var(dim=-1, unbiased=False) + eps)
         loss = ((xd.abs() + want_mean[:, None].abs()) * want_rstd[:, None]).amax(dim=-1)
-        assert compare("mean", mean, want_mean, mean_rule, {"x": xd}).ok, size
-        assert compare("rstd", rstd, want_rstd, rstd_rule, {"rstd": want_rstd, "loss": 1 + loss}).ok, size
+        assert compare("mean", mean, want_mean, mean_rule, Around({"x": xd})).ok, size
+        assert compare("rstd", rstd, want_rstd, rstd_rule, Around({"rstd": want_rstd, "loss": 1 + loss})).ok, size
 
     def off_boundary(t: torch.Tensor) -> torch.Tensor:
         flat = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import HAS_GPU, compile_only, failed, gpu, needs_cuda_torch, needs_nvcc, validate
 
-from brrr_kernels.compare import case_terms, compare
+from brrr_kernels.compare import Around, case_terms, compare
 from brrr_kernels.loaders import load_op
 from brrr_kernels.report import NOT_RUN
 
@@ -129,7 +129,7 @@ def test_cuda_forward_v1_agrees_with_forward() -> None:
             want = torch.softmax(x.double(), dim=-1)
             terms = case_terms(op.spec, (x.double(),), (want,))
             for got in (ext.forward(x), v1(x)):
-                assert compare("y", got, want, rule, terms).ok, (dtype, size)
+                assert compare("y", got, want, rule, Around(terms)).ok, (dtype, size)
 
 
 @gpu
@@ -148,13 +148,13 @@ def test_cuda_takes_the_element_path_for_misaligned_rows() -> None:
         y = ext.forward(x)
         expected = torch.softmax(x.double(), dim=-1)
         terms = case_terms(op.spec, (x.double(),), (expected,))
-        assert compare("y", y, expected, op.spec.rule("y", dtype, "cuda"), terms).ok, dtype
+        assert compare("y", y, expected, op.spec.rule("y", dtype, "cuda"), Around(terms)).ok, dtype
         y_off = torch.empty(rows * cols + 1, device="cuda", dtype=dtype)[1:].view(rows, cols).copy_(y)
         grad = ext.backward(g, y_off)
         yd = y_off.double()
         expected = yd * (g.double() - (g.double() * yd).sum(dim=-1, keepdim=True))
         terms = case_terms(op.spec, (x.double(),), (yd,), (g.double(),))
-        assert compare("grad_x", grad, expected, op.spec.rule("grad_x", dtype, "cuda"), terms).ok, dtype
+        assert compare("grad_x", grad, expected, op.spec.rule("grad_x", dtype, "cuda"), Around(terms)).ok, dtype
 
 
 def test_cuda_missing_barrier_before_the_sum_fails_rows_of_several_warps(mutant) -> None:

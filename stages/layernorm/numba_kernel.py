@@ -32,6 +32,7 @@ COLUMNS = 32  # kColumns: a warp reads 32 neighbouring columns of a row
 ROW_GROUPS = 4  # kernel.cu's kRowGroups is 16 (see the module doc)
 MAX_PACKS = 8  # kMaxPacks<float>, kMaxPacks<double>
 MAX_THREADS = 1024  # kMaxThreads
+MAX_WARPS = MAX_THREADS // 32  # a shared array's size must be a name on a GPU, not arithmetic
 TARGET_THREADS = 256  # kTargetThreads
 WARP_PACKS = 4  # kWarpPacks
 WARP_ROWS = 8  # kWarpRows
@@ -158,8 +159,8 @@ def layernorm_forward_warp_kernel(x, weight, bias, y, mean, rstd, rows, cols, ep
     packs = cols // width
     # Never touched (a warp sums without shared memory; kernel.cu passes nullptr): arrays of the block
     # kernel's type, so normalise_row has one signature.
-    unused_sum = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
-    unused_squares = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
+    unused_sum = cuda.shared.array(MAX_WARPS, dtype=float64)
+    unused_squares = cuda.shared.array(MAX_WARPS, dtype=float64)
     t = cuda.threadIdx.x
     stride = cuda.blockDim.x  # 32: a warp per row
     whole_block = 0  # an int, as in the block kernel: one signature for normalise_row
@@ -169,8 +170,8 @@ def layernorm_forward_warp_kernel(x, weight, bias, y, mean, rstd, rows, cols, ep
 
 @cuda.jit
 def layernorm_forward_block_kernel(x, weight, bias, y, mean, rstd, cols, eps, width, k_packs):
-    partial_sum = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
-    partial_squares = cuda.shared.array(MAX_THREADS // 32, dtype=float64)
+    partial_sum = cuda.shared.array(MAX_WARPS, dtype=float64)
+    partial_squares = cuda.shared.array(MAX_WARPS, dtype=float64)
     packs = cols // width
     row = cuda.blockIdx.x
     t = cuda.threadIdx.x

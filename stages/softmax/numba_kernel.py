@@ -31,6 +31,7 @@ PACK_FLOAT = 4
 PACK_DOUBLE = 2
 MAX_SLOTS = 32
 MAX_ROW_THREADS = 1024  # kMaxRowThreads
+MAX_ROW_WARPS = MAX_ROW_THREADS // 32  # a shared array's size must be a name on a GPU, not arithmetic
 MAX_ROW_THREADS_BACKWARD = 512  # kMaxRowThreadsBackward: backward holds two rows
 MIN_BLOCK_THREADS = 128  # kMinBlockThreads: short rows share a block
 V1_THREADS = 256  # kV1Threads
@@ -91,8 +92,8 @@ def row_sum(v, part, tpr):
 
 @cuda.jit
 def softmax_forward_kernel(x, y, rows, cols, tpr, width, slots):
-    part_max = cuda.shared.array(MAX_ROW_THREADS // 32, dtype=float64)
-    part_sum = cuda.shared.array(MAX_ROW_THREADS // 32, dtype=float64)
+    part_max = cuda.shared.array(MAX_ROW_WARPS, dtype=float64)
+    part_sum = cuda.shared.array(MAX_ROW_WARPS, dtype=float64)
     lane = cuda.threadIdx.x % tpr
     row = cuda.blockIdx.x * (cuda.blockDim.x // tpr) + cuda.threadIdx.x // tpr
     units = cols // width if row < rows else 0
@@ -131,7 +132,7 @@ def softmax_backward_kernel(grad_y, y, grad_x, rows, cols, tpr, width, slots):
     # grad_x = y * (grad_y - sum(grad_y * y)): the forward's layout, one reduction.
     # kernel.cu sizes this kMaxRowThreadsBackward / 32; the forward's size keeps row_sum one signature
     # for `brrr translate` (the backward uses at most 16 of the 32 slots).
-    part_sum = cuda.shared.array(MAX_ROW_THREADS // 32, dtype=float64)
+    part_sum = cuda.shared.array(MAX_ROW_WARPS, dtype=float64)
     lane = cuda.threadIdx.x % tpr
     row = cuda.blockIdx.x * (cuda.blockDim.x // tpr) + cuda.threadIdx.x // tpr
     units = cols // width if row < rows else 0
