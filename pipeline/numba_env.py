@@ -106,6 +106,7 @@ def _as_kernel_arg(value: Any) -> Any:
 def launch(kernel: Any, grid: Any, block: Any, *args: Any, shared_bytes: int = 0) -> None:
     """kernel[grid, block](*args) with torch tensors converted for the current mode."""
     converted = [_as_kernel_arg(a) for a in args]
+    _within_launch_bounds(kernel, block)
     if simulating():
         from . import writers
 
@@ -117,6 +118,20 @@ def launch(kernel: Any, grid: Any, block: Any, *args: Any, shared_bytes: int = 0
     cuda = import_cuda()
     stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
     kernel[grid, block, stream, shared_bytes](*converted)
+
+
+def _within_launch_bounds(kernel: Any, block: Any) -> None:
+    """A GPU refuses a block larger than the kernel's launch_bounds; the simulator would run it."""
+    limit = getattr(kernel, "brrr_max_threads", None)
+    if limit is None:
+        return
+    threads = 1
+    for d in (block if isinstance(block, tuple) else (block,)):
+        threads *= int(d)
+    if threads > limit:
+        name = getattr(getattr(kernel, "fn", None), "__name__", "a kernel")
+        raise UsageError(f"{name} launched with {threads} threads per block, above its launch_bounds={limit}: "
+                         "a GPU refuses that launch (too many resources requested)")
 
 
 def cdiv(a: int, b: int) -> int:

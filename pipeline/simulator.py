@@ -614,4 +614,38 @@ def install() -> None:
     sim_kernel.BlockManager = Block
     sim_kernel.FakeCUDAModule = _module_class()
     writers.install()
+    from numba import cuda
+
+    cuda.jit = _with_gpu_options(cuda.jit)
     _installed = True
+
+
+def _with_gpu_options(jit: Any) -> Any:
+    """numba's simulator refuses cuda.jit's GPU options (launch_bounds, max_registers, lineinfo): take
+    them, so a stage mirrors kernel.cu's __launch_bounds__; keep launch_bounds on the kernel, which
+    numba_env.launch holds every launch to, as a GPU does."""
+
+    def jit_taking_gpu_options(func_or_sig: Any = None, *args: Any, launch_bounds: Any = None,
+                               max_registers: Any = None, lineinfo: Any = None, **kwargs: Any) -> Any:
+        made = jit(func_or_sig, *args, **kwargs)
+        if launch_bounds is None:
+            return made
+        limit = int(launch_bounds if isinstance(launch_bounds, int) else launch_bounds[0])
+        if isinstance(made, sim_kernel_class()):
+            made.brrr_max_threads = limit
+            return made
+
+        def decorate(fn: Any) -> Any:
+            kernel = made(fn)
+            kernel.brrr_max_threads = limit
+            return kernel
+
+        return decorate
+
+    return jit_taking_gpu_options
+
+
+def sim_kernel_class() -> type:
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    return FakeCUDAKernel

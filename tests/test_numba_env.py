@@ -57,3 +57,25 @@ print("imported:", cuda.__name__, cuda.is_available())
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "imported: numba.cuda True" in proc.stdout  # the simulator reports itself available
+
+
+@pytest.mark.parametrize("decorate", ["bounds", "bounds and registers"])
+def test_a_launch_above_the_kernels_launch_bounds_is_refused_as_a_gpu_would(decorate: str) -> None:
+    """kernel.cu's __launch_bounds__ mirrored in numba: the simulator takes the GPU options, and holds
+    each launch to the bound (a GPU refuses a larger block; the simulator would have run it)."""
+    from brrr_kernels.numba_env import launch
+
+    cuda = import_cuda()
+    options = {"launch_bounds": 64} | ({"max_registers": 32} if decorate != "bounds" else {})
+
+    source = "def fill(out):\n    i = cuda.grid(1)\n    if i < out.shape[0]:\n        out[i] = i\n"
+    space = {"cuda": cuda}  # a kernel's module globals: the simulator swaps its `cuda` there
+    exec(source, space)
+    fill = cuda.jit(**options)(space["fill"])
+    out = torch.zeros(128)
+    launch(fill, 2, 64, out)
+    assert out[127] == 127
+    with pytest.raises(UsageError, match="fill launched with 128 threads per block, above its launch_bounds=64"):
+        launch(fill, 1, 128, out)
+    with pytest.raises(UsageError, match="launched with 96 threads"):
+        launch(fill, 1, (32, 3), out)

@@ -149,7 +149,7 @@ def normalise_row(x, weight, bias, y, mean, rstd, row, packs, width, cols, eps, 
         rstd[row] = r
 
 
-@cuda.jit
+@cuda.jit(launch_bounds=32 * WARP_ROWS)  # as kernel.cu's __launch_bounds__
 def layernorm_forward_warp_kernel(x, weight, bias, y, mean, rstd, rows, cols, eps, width, k_packs):
     # Warp threadIdx.y of block b owns row b * WARP_ROWS + y.
     row = cuda.blockIdx.x * WARP_ROWS + cuda.threadIdx.y
@@ -168,7 +168,7 @@ def layernorm_forward_warp_kernel(x, weight, bias, y, mean, rstd, rows, cols, ep
                   unused_sum, unused_squares, whole_block)
 
 
-@cuda.jit
+@cuda.jit(launch_bounds=MAX_THREADS)
 def layernorm_forward_block_kernel(x, weight, bias, y, mean, rstd, cols, eps, width, k_packs):
     partial_sum = cuda.shared.array(MAX_WARPS, dtype=float64)
     partial_squares = cuda.shared.array(MAX_WARPS, dtype=float64)

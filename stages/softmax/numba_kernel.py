@@ -90,7 +90,7 @@ def row_sum(v, part, tpr):
     return r
 
 
-@cuda.jit
+@cuda.jit(launch_bounds=MAX_ROW_THREADS)  # as kernel.cu's: 1024 threads fit only within 64 registers each
 def softmax_forward_kernel(x, y, rows, cols, tpr, width, slots):
     part_max = cuda.shared.array(MAX_ROW_WARPS, dtype=float64)
     part_sum = cuda.shared.array(MAX_ROW_WARPS, dtype=float64)
@@ -127,7 +127,7 @@ def softmax_forward_kernel(x, y, rows, cols, tpr, width, slots):
                 y[r, c + j] = v[k * width + j] * inv
 
 
-@cuda.jit
+@cuda.jit(launch_bounds=MAX_ROW_THREADS_BACKWARD)
 def softmax_backward_kernel(grad_y, y, grad_x, rows, cols, tpr, width, slots):
     # grad_x = y * (grad_y - sum(grad_y * y)): the forward's layout, one reduction.
     # kernel.cu sizes this kMaxRowThreadsBackward / 32; the forward's size keeps row_sum one signature
