@@ -28,9 +28,10 @@ from torch.utils._pytree import tree_map
 from .contract import Tensors
 
 # Independent draws; the spread is the largest move. Where two terms cancel, one draw's nudges may
-# cancel too: over 20001 points at swish's gradient zero (5144 beyond the fixed rule), 8 draws left
-# none out of bounds in 3 seeds, 6 left 1, 4 left 4 to 9 (tests/test_rounding.py keeps the scan).
-DRAWS = 8
+# cancel too: over 20001 points at swish's gradient zero (5144 beyond the fixed rule), 16 draws
+# left none out of bounds in 3 seeds (worst 0.48 of the bound), 12 none (0.57), 8 up to 3 (9.5x):
+# tests/test_rounding.py keeps the scan.
+DRAWS = 16
 
 # Results that are exact (a selection, a sign, a copy, a view): nudging them would invent error.
 EXACT = frozenset({
@@ -49,12 +50,13 @@ EXACT = frozenset({
 SUMS = frozenset({"sum", "mean", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot", "matmul",
                   "cumsum", "linear", "einsum", "tensordot", "nansum"})
 
-# Fused library kernels with a cancellation inside: run as their decomposition, so each step is nudged.
-DECOMPOSED = frozenset({"_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data",
-                        "native_layer_norm", "native_layer_norm_backward", "native_group_norm",
-                        "native_group_norm_backward", "native_batch_norm_backward", "tanh_backward",
-                        "sigmoid_backward", "silu_backward", "gelu_backward", "mse_loss", "mse_loss_backward",
-                        "logsumexp", "var", "std", "var_mean", "std_mean", "_euclidean_dist", "cdist"})
+# A library op is taken as the function it names, rounded once (an oracle is that function): a
+# float32 layer_norm may not excuse a reference that computes its statistics in float32. Its
+# backward is math that cancels whoever computes it, so it runs as its decomposition, each step
+# nudged; so do the log-domain ops, whose x - logsumexp every implementation rounds.
+DECOMPOSED = frozenset({"_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data", "logsumexp",
+                        "native_layer_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
+                        "tanh_backward", "sigmoid_backward", "silu_backward", "gelu_backward", "mse_loss_backward"})
 
 
 class _Nudged(TorchDispatchMode):
@@ -97,22 +99,28 @@ def _changes_dtype(args: tuple[Any, ...], out: Any) -> bool:
     return src is None or not isinstance(out, torch.Tensor) or src.dtype != out.dtype
 
 
-def spread(run: Callable[[], tuple[Tensors, Tensors]], exact: tuple[Tensors, Tensors], seed: int) -> tuple[
+def spread(run: Callable[[], tuple[Tensors, Tensors]], seed: int) -> tuple[
         list[torch.Tensor | None], list[torch.Tensor | None]]:
-    """The largest |nudged - exact| over DRAWS runs, for each output and each gradient (float64, CPU).
+    """The largest |nudged - plain| over DRAWS runs, for each output and each gradient (float64, CPU).
 
-    `run()` computes (outputs, gradients) once; it is called under the nudging mode. `exact` is the
-    same, computed without it. An entry is None where a run failed or the two do not line up.
+    `run()` computes (outputs, gradients) once; it is called once plainly and DRAWS times under the
+    nudging mode. Measured against the plain run, not the exact values: a library op's own rounding
+    (torch's float32 layer_norm) is not counted, only what the nudges move. An entry is None where
+    a run failed or the runs do not line up.
     """
     gen = torch.Generator().manual_seed(seed)
-    worst: list[list[torch.Tensor | None]] = [[None] * len(exact[0]), [None] * len(exact[1])]
+    try:
+        plain = run()
+    except Exception:  # a function that cannot run here is judged by the fixed rule alone
+        return [], []
+    worst: list[list[torch.Tensor | None]] = [[None] * len(plain[0]), [None] * len(plain[1])]
     for _ in range(DRAWS):
         try:
             with _Nudged(gen):
                 nudged = run()
-        except Exception:  # a reference that cannot run so is judged by the fixed rule alone
-            return [None] * len(exact[0]), [None] * len(exact[1])
-        for part, (got, want) in enumerate(zip(nudged, exact)):
+        except Exception:
+            return [None] * len(plain[0]), [None] * len(plain[1])
+        for part, (got, want) in enumerate(zip(nudged, plain)):
             for i, (g, w) in enumerate(zip(got, want)):
                 worst[part][i] = _larger(worst[part][i], g, w)
     return worst[0], worst[1]

@@ -64,6 +64,7 @@ class JitFunction:
     node: ast.FunctionDef
     kernel: bool
     type_param: str | None = None  # a kernel factory's dtype parameter, which names T inside
+    launch_bounds: ast.expr | None = None  # @cuda.jit(launch_bounds=N): __launch_bounds__(N) in CUDA C
 
 
 @dataclass
@@ -138,10 +139,13 @@ def find_functions(tree: ast.Module, path: Path) -> dict[str, JitFunction]:
         jit = [is_jit(d) for d in node.decorator_list]
         if any(j for j, _ in jit):
             call = next(d for d in node.decorator_list if is_jit(d)[0])
-            if isinstance(call, ast.Call) and (call.args or any(k.arg != "device" for k in call.keywords)):
-                raise fail(path, call, "cuda.jit with a signature or options other than device=True is outside "
-                                       "the subset translate reads")
-            found[node.name] = JitFunction(node, kernel=not any(d for _, d in jit))
+            if isinstance(call, ast.Call) and (call.args or any(k.arg not in ("device", "launch_bounds")
+                                                                for k in call.keywords)):
+                raise fail(path, call, "cuda.jit with a signature or options other than device=True and "
+                                       "launch_bounds=N is outside the subset translate reads")
+            bounds = next((k.value for k in call.keywords if k.arg == "launch_bounds"), None) \
+                if isinstance(call, ast.Call) else None
+            found[node.name] = JitFunction(node, kernel=not any(d for _, d in jit), launch_bounds=bounds)
             continue
         inner = [s for s in node.body if isinstance(s, ast.FunctionDef) and any(is_jit(d)[0] for d in s.decorator_list)]
         if inner:  # a kernel factory: one parameter, the dtype, and a kernel it returns
@@ -282,6 +286,21 @@ class Emitter:
         self.d = dev.dtypes
         self.path = dev.path
 
+    def launch_bounds(self) -> str:
+        """` __launch_bounds__(N)` for a kernel declared with launch_bounds=N (a module constant's value)."""
+        bounds = self.fn.launch_bounds
+        if bounds is None:
+            return ""
+        try:
+            value = eval(compile(ast.Expression(bounds), str(self.path), "eval"), dict(vars(self.dev.module)))
+        except Exception as e:
+            raise fail(self.path, bounds, f"launch_bounds={ast.unparse(bounds)} is not a constant of the module ({e})") from e
+        if isinstance(value, tuple):
+            value = value[0]
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise fail(self.path, bounds, f"launch_bounds={ast.unparse(bounds)} is {value!r}, not a positive int")
+        return f" __launch_bounds__({value})"
+
     # -- driver -----------------------------------------------------------------------------
 
     def run(self) -> Instance:
@@ -317,7 +336,7 @@ class Emitter:
                 ret = self.spell(self.returns)
         params = ", ".join(self.param_decl(p, t, kernel=fn.kernel) for p, t in self.params.items())
         head = ("template <typename T>\n" if templated else "") + \
-            f"{'__global__' if fn.kernel else '__device__'} {ret} {cname}({params}) {{"
+            f"{'__global__' if fn.kernel else '__device__'} {ret}{self.launch_bounds()} {cname}({params}) {{"
         lines = [f"// numba_kernel.py:{node.lineno}"]
         if struct:
             assert isinstance(self.returns, Tup)

@@ -30,8 +30,7 @@ def row_sum(x: torch.Tensor) -> torch.Tensor:
 
 
 def spread_of(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    exact = fn(x.double())
-    outs, _ = rounding.spread(lambda: ((fn(x.to(dtype)),), ()), ((exact,), ()), seed=0)
+    outs, _ = rounding.spread(lambda: ((fn(x.to(dtype)),), ()), seed=0)
     assert outs[0] is not None
     return outs[0]
 
@@ -87,5 +86,5 @@ def test_a_reference_that_raises_under_nudging_leaves_the_fixed_rule() -> None:
     def broken() -> tuple[tuple[torch.Tensor, ...], tuple[()]]:
         raise RuntimeError("cannot run")
 
-    outs, grads = rounding.spread(broken, ((torch.ones(3),), ()), seed=0)
-    assert outs == [None] and grads == []
+    outs, grads = rounding.spread(broken, seed=0)
+    assert outs == [] and grads == []

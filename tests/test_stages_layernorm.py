@@ -97,13 +97,13 @@ def test_cuda_block_sum_of_one_warp_fails_the_block_path_only(mutant) -> None:
 
 def test_cuda_float32_y_centred_on_the_rounded_mean_fails_the_large_offset(mutant) -> None:
     """float32 y subtracts the double mean as hi + lo floats; hi alone is the float mean, whose rounding
-    (up to 4.9e-4 near 1e4) every centred value inherits: the large-offset edge rows fail, the rest not."""
+    (up to 4.9e-4 near 1e4) every centred value inherits: the large-offset edge rows fail, and random
+    rows only where their mean is far enough from 0 to matter; float64 and bfloat16 never."""
     op = mutant("layernorm", "cuda_rounded_mean")
     bad = failed(validate(op, "cuda"))
     detail = bad[("cuda", "edge forward", "float32")].detail
     assert "[large offset]" in detail and "[constant rows]" not in detail, detail
     assert not any(dtype != "float32" for _, _, dtype in bad), bad
-    assert ("cuda", "forward", "float32") not in bad
 
 
 @gpu
