@@ -169,7 +169,10 @@ def test_translation_mirrors_the_numba_stage(tmp_path: Path) -> None:
     assert "__shared__ double partial[WARPS];" in layernorm
     assert "brrr::to_acc(" in layernorm  # bfloat16 is dispatched: elements are computed in float
     assert "template void layernorm_forward<__nv_bfloat16>" in layernorm
-    binding = translate(load_op("softmax")).binding_cpp
+    softmax = translate(load_op("softmax"))
+    # launch_bounds=MAX_ROW_THREADS in the numba stage: the module constant's value, as kernel.cu has it
+    assert "__global__ void __launch_bounds__(1024) softmax_forward_kernel(" in softmax.kernel_cu
+    binding = softmax.binding_cpp
     assert "AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type()" in binding
     assert 'brrr::check_input(x, "x");' in binding and "BRRR_DEVICE_GUARD(x);" in binding
 
