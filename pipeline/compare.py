@@ -8,6 +8,7 @@ the one with the largest error over its bound.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,16 +58,17 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
 class Around:
     """What the case adds to a comparison. `terms`: its tensors by name, for an output whose bound
     the spec widens; `probe`: an input of the output's shape, whose value at the worst index is
-    reported; `spread`: the reference's own spread under rounding at each element (rounding.py)."""
+    reported; `spread`: the reference's own spread under rounding at each element (rounding.py),
+    or a function that measures it, called only where the fixed rule alone finds an element out."""
 
     terms: Terms | None = None
     probe: torch.Tensor | None = None
-    spread: torch.Tensor | None = None
+    spread: torch.Tensor | Callable[[], torch.Tensor | None] | None = None
 
 
 def compare(name: str, got: torch.Tensor, expected: torch.Tensor, rule: Rule, around: Around = Around()) -> Comparison:
     """Compare `got` with `expected` (same shape; expected may be a wider dtype) by `rule` (see tolerances.py)."""
-    terms, probe, spread = around.terms, around.probe, around.spread
+    terms, probe = around.terms, around.probe
     if tuple(got.shape) != tuple(expected.shape):
         return Comparison(False, float("inf"), float("inf"), float("inf"), None,
                           reason=f"{name}: shape {tuple(got.shape)}, expected {tuple(expected.shape)}", shape_ok=False)
@@ -75,9 +77,12 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor, rule: Rule, ar
     g = got.detach().to("cpu", torch.float64).reshape(-1)
     e = expected.detach().to("cpu", torch.float64).reshape(-1)
     cpu_terms = {k: v.detach().to("cpu", torch.float64) for k, v in terms.items()} if terms else None
-    fits = spread is not None and spread.numel() == expected.numel()
-    excess = rule.excess(g, expected.detach().to("cpu", torch.float64), cpu_terms,
-                         spread.reshape(expected.shape) if fits else None)
+    excess = rule.excess(g, expected.detach().to("cpu", torch.float64), cpu_terms)
+    if around.spread is not None and bool((excess > 1).any()):
+        spread = around.spread() if callable(around.spread) else around.spread
+        if spread is not None and spread.numel() == expected.numel():
+            excess = rule.excess(g, expected.detach().to("cpu", torch.float64), cpu_terms,
+                                 spread.reshape(expected.shape))
     agree = excess == 0
     err = torch.where(agree, torch.zeros_like(g), (g - e).abs().nan_to_num(nan=float("inf")))
     bad = excess > 1

@@ -289,7 +289,7 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
             except Exception as e:
                 bwd.not_run(case, _charge(v, charged, (sides.want, "backward", stage, dtype), case, e))
                 want_bwd = False
-        spread = _spread(v, sides, case, upstream if want_bwd else None, dtype)
+        spread = _LazySpread(v, sides, case, upstream if want_bwd else None, dtype)
         try:
             got = Trial(sides.got, case.inputs, sides.got_device, dtype)
         except Exception as e:
@@ -303,14 +303,14 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
             continue
         shapes_ok = True
         terms = case_terms(spec, want.xs, want.outputs, upstream)
-        for name, g, w, s in zip(spec.outputs, got.outputs, want.outputs, spread[0]):
-            c = compare(name, g, w, spec.rule(name, dtype, stage), Around(terms, _probe(case.inputs, g), s))
+        for i, (name, g, w) in enumerate(zip(spec.outputs, got.outputs, want.outputs)):
+            c = compare(name, g, w, spec.rule(name, dtype, stage), Around(terms, _probe(case.inputs, g), spread.of(0, i)))
             shapes_ok &= c.shape_ok
             fwd.add(c, case, (upstream, dtype))
         if bwd is not None and want_bwd and not shapes_ok:
             bwd.not_run(case, "its forward's outputs have the wrong shape")
         elif bwd is not None and want_bwd:
-            _compare_backward(v, bwd, (got, want), case, (upstream, dtype, terms, spread[1]))
+            _compare_backward(v, bwd, (got, want), case, (upstream, dtype, terms, spread))
         if v.intact is not None:
             v.intact.ran(case)
             for write in got.written(spec.inputs):
@@ -321,14 +321,14 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
 def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial], case: Case,
                       context: tuple[Any, ...]) -> None:
     got, want = trials
-    upstream, dtype, terms, spreads = context
+    upstream, dtype, terms, spread = context
     stage = bwd.row.stage
     try:
         got.backward(upstream)
     except Exception as e:
         bwd.fault(fault_from(e, v.stages[stage].source), case, (upstream, dtype))
         return
-    for name, g, w, s in zip(v.spec.inputs, got.grads, want.grads, spreads):
+    for i, (name, g, w) in enumerate(zip(v.spec.inputs, got.grads, want.grads)):
         if g is None or w is None:
             if (g is None) != (w is None):
                 bwd.ran(case)
@@ -336,29 +336,50 @@ def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial
                          f"expected {'none' if w is None else 'a tensor'}")
             continue
         rule = v.spec.rule(f"grad_{name}", dtype, stage)
-        bwd.add(compare(f"grad_{name}", g, w, rule, Around(terms, _probe(case.inputs, g), s)), case, (upstream, dtype))
+        bwd.add(compare(f"grad_{name}", g, w, rule, Around(terms, _probe(case.inputs, g), spread.of(1, i))), case,
+                (upstream, dtype))
 
 
-def _spread(v: Validation, want_sides: Sides, case: Case, upstream: Any, dtype: torch.dtype) -> tuple[
-        list[torch.Tensor | None], list[torch.Tensor | None]]:
-    """The spread under rounding (rounding.py) at each output and gradient of this case, of what the
-    stage is compared with when that is computed in float64 (the oracle, or the reference: never the
-    stage under test, whose own imprecision would excuse itself), else of the reference."""
-    nudged_in = NUDGED_IN.get(dtype)
-    n_out, n_in = len(v.spec.outputs), len(v.spec.inputs)
-    if nudged_in is None:
-        return [None] * n_out, [None] * n_in
-    trusted = want_sides.want if want_sides.want_dtype == torch.float64 else stage_fn(v.stages["reference"])
+class _LazySpread:
+    """The spread under rounding (rounding.py) at each output and gradient of one case, measured on
+    the first call of `of(...)()`: only a comparison the fixed rule alone fails asks for it.
 
-    def run() -> tuple[Any, Any]:
-        t = Trial(trusted, case.inputs, "cpu", nudged_in)
-        if upstream is not None:
-            t.backward(upstream)
-        return t.outputs, t.grads
+    It is the spread of what the stage is compared with when that is computed in float64 (the
+    oracle, or the reference: never the stage under test, whose imprecision would excuse itself),
+    else of the reference."""
 
-    seed = (v.options.seed + zlib.crc32(f"{case.label} {dtype}".encode())) % 2**63
-    outs, grads = rounding.spread(run, seed)
-    return (outs or [None] * n_out), (grads or [None] * n_in)
+    def __init__(self, v: Validation, want_sides: Sides, case: Case, upstream: Any, dtype: torch.dtype) -> None:
+        self.v, self.want_sides, self.case, self.upstream, self.dtype = v, want_sides, case, upstream, dtype
+        self.measured: tuple[list[torch.Tensor | None], list[torch.Tensor | None]] | None = None
+
+    def of(self, part: int, index: int) -> Callable[[], torch.Tensor | None]:
+        """part 0: the outputs, 1: the gradients of the inputs."""
+        def get() -> torch.Tensor | None:
+            found = self.measure()[part]
+            return found[index] if index < len(found) else None
+
+        return get
+
+    def measure(self) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
+        if self.measured is None:
+            self.measured = self._measure()
+        return self.measured
+
+    def _measure(self) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
+        v, nudged_in = self.v, NUDGED_IN.get(self.dtype)
+        if nudged_in is None:
+            return [], []
+        want = self.want_sides
+        trusted = want.want if want.want_dtype == torch.float64 else stage_fn(v.stages["reference"])
+
+        def run() -> tuple[Any, Any]:
+            t = Trial(trusted, self.case.inputs, "cpu", nudged_in)
+            if self.upstream is not None:
+                t.backward(self.upstream)
+            return t.outputs, t.grads
+
+        seed = (v.options.seed + zlib.crc32(f"{self.case.label} {self.dtype}".encode())) % 2**63
+        return rounding.spread(run, seed)
 
 
 def _charge(v: Validation, charged: dict[str, RowBuilder], what: tuple[Any, str, str, torch.dtype], case: Case,
