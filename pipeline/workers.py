@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from .interrupts import worker_start
@@ -30,7 +31,8 @@ def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: 
                                initializer=worker_start, initargs=(os.getpid(),))
     finished = False
     try:
-        futures = [pool.submit(fn, item, *extra) for item in items]
+        with _quiet_bootstrap():
+            futures = [pool.submit(fn, item, *extra) for item in items]
         for future in futures:
             yield future.result()
         finished = True
@@ -38,6 +40,40 @@ def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: 
         if not finished:
             _kill_workers(pool)
         pool.shutdown(wait=finished, cancel_futures=True)
+
+
+# What a spawned worker runs first, before multiprocessing's own bootstrap: Ctrl-C reaches the whole
+# process group, a worker included while it still reads its start-up data from brrr, and if brrr
+# has gone (closed that pipe) the worker ends without a word instead of printing a traceback.
+_BOOTSTRAP = """import os, signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+from multiprocessing.spawn import spawn_main
+try:
+    spawn_main({args})
+except (EOFError, BrokenPipeError, ConnectionResetError):
+    os._exit(1)
+"""
+
+
+@contextmanager
+def _quiet_bootstrap() -> Iterator[None]:
+    """Workers spawned inside start with _BOOTSTRAP (multiprocessing.spawn's command line, rewritten)."""
+    from multiprocessing import spawn
+
+    original = spawn.get_command_line
+
+    def command_line(**kwds: Any) -> list[str]:
+        command = original(**kwds)
+        if "-c" in command:
+            args = ", ".join(f"{k}={v!r}" for k, v in kwds.items())
+            command[command.index("-c") + 1] = _BOOTSTRAP.format(args=args)
+        return command
+
+    spawn.get_command_line = command_line
+    try:
+        yield
+    finally:
+        spawn.get_command_line = original
 
 
 def _kill_workers(pool: Any) -> None:

@@ -1,0 +1,37 @@
+"""workers.py: results in order from worker processes, and a worker that outlives brrr ends silently."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from brrr_kernels import workers
+
+STOCK = "from multiprocessing.spawn import spawn_main; spawn_main({args})"
+
+
+def square(n: int) -> int:
+    return n * n
+
+
+def test_results_come_in_the_order_asked() -> None:
+    assert list(workers.in_processes(square, [3, 1, 2], 2)) == [9, 1, 4]
+
+
+@pytest.mark.parametrize("bootstrap, quiet", [(workers._BOOTSTRAP, True), (STOCK, False)], ids=["brrr's", "stock"])
+def test_a_worker_whose_parent_closed_its_pipe_ends_without_a_traceback(bootstrap: str, quiet: bool) -> None:
+    """Ctrl-C while workers start: brrr ends and closes the pipe a worker reads its start-up data from.
+    multiprocessing's own command line prints EOFError's traceback there; brrr's exits 1 silently."""
+    read, write = os.pipe()
+    os.close(write)
+    try:
+        proc = subprocess.run([sys.executable, "-c", bootstrap.format(args=f"pipe_handle={read}"),
+                               "--multiprocessing-fork"], pass_fds=(read,), capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(read)
+    assert proc.returncode == 1
+    assert (proc.stderr == "") is quiet, proc.stderr
+    assert ("EOFError" in proc.stderr) is not quiet
