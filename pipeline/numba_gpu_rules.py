@@ -36,19 +36,24 @@ def problems(path: Path) -> list[str]:
     return [text for _, text in sorted(found)]
 
 
-def _array_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
-    """Calls `<x>.shared.array(...)` / `<x>.local.array(...)` directly in fn's body (not nested functions)."""
-    calls: list[ast.Call] = []
+def _own_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """Every node of fn's body, not descending into nested functions, lambdas or classes."""
+    found: list[ast.AST] = []
     todo: list[ast.AST] = list(fn.body)
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "array" \
-                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr in ARRAYS:
-            calls.append(node)
+        found.append(node)
         todo.extend(ast.iter_child_nodes(node))
-    return calls
+    return found
+
+
+def _array_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    """Calls `<x>.shared.array(...)` / `<x>.local.array(...)` directly in fn's body (not nested functions)."""
+    return [node for node in _own_nodes(fn)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "array"
+            and isinstance(node.func.value, ast.Attribute) and node.func.value.attr in ARRAYS]
 
 
 def _assigned_in(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -56,15 +61,7 @@ def _assigned_in(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     args = fn.args
     names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
     names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    todo: list[ast.AST] = list(fn.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        todo.extend(ast.iter_child_nodes(node))
-    return names
+    return names | {node.id for node in _own_nodes(fn) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
 
 
 def _check(path: Path, call: ast.Call, own: set[str]) -> list[str]:

@@ -631,21 +631,13 @@ def _with_gpu_options(jit: Any) -> Any:
         if launch_bounds is None:
             return made
         limit = int(launch_bounds if isinstance(launch_bounds, int) else launch_bounds[0])
-        if isinstance(made, sim_kernel_class()):
-            made.brrr_max_threads = limit
-            return made
 
-        def decorate(fn: Any) -> Any:
-            kernel = made(fn)
+        def bounded(kernel: Any) -> Any:
             kernel.brrr_max_threads = limit
             return kernel
 
-        return decorate
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        return bounded(made) if isinstance(made, FakeCUDAKernel) else lambda fn: bounded(made(fn))
 
     return jit_taking_gpu_options
-
-
-def sim_kernel_class() -> type:
-    from numba.cuda.simulator.kernel import FakeCUDAKernel
-
-    return FakeCUDAKernel
