@@ -40,19 +40,20 @@ def import_cuda() -> ModuleType:
         np.row_stack = np.vstack
     if simulating():
         _tolerate_missing_cuda_runtime()
+    else:
+        # Validation launches tiny grids on purpose (sizes 1, block-1, ...): numba's occupancy
+        # warning is noise there. numba-cuda raises its own copy of NumbaPerformanceWarning, so the
+        # setting (read at import) and a message filter both stand in for a class filter.
+        os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
+        import warnings
+
+        warnings.filterwarnings("ignore", message=r".*(under-utilization|low occupancy)")
     from numba import cuda
 
     if simulating():
         from . import simulator
 
         simulator.install()
-    else:
-        # Validation launches tiny grids on purpose (sizes 1, block-1, ...); the warning is noise.
-        import warnings
-
-        from numba.core.errors import NumbaPerformanceWarning
-
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
     return cuda
 
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine: the numba stages of the named ops on the GPU (profiled), the
+# full validation with the GPU as the verdict, and the same cuda stage executed on the CPU
+# (--cuda-on-cpu) on the same machine, so the two verdicts and their wall times can be compared.
+# usage: bash benchmarks/gpu_compare.sh "NUMBA_GPU_OPS"   (from the repo root; logs under $OUT)
+set -uo pipefail
+OUT=${OUT:-/tmp/brrr-out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || { echo "pip install -e . failed"; exit 2; }
+export PYTHONUNBUFFERED=1 BRRR_CACHE=/tmp/brrr-cache BRRR_TEST_CACHE=/tmp/brrr-cache
+read -r -a numba_ops <<< "$1"
+{
+  date -u +"date: %Y-%m-%d %H:%M UTC"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
+  python3 -c "import torch, numba, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'numba', numba.__version__, 'numpy', numpy.__version__)"
+  nvcc --version | tail -1
+  nproc | sed 's/^/cpus: /'
+} 2>&1 | tee "$OUT/env.txt"
+timed() {  # timed NAME SECONDS CMD...: run with a limit, log to $OUT/NAME.txt, append exit and wall time
+  local name=$1 limit=$2; shift 2
+  local t0=$EPOCHREALTIME
+  timeout "$limit" "$@" >> "$OUT/$name.txt" 2>&1
+  local rc=$?
+  printf '%s: exit %s, %s s wall\n' "$name" "$rc" "$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))")" | tee -a "$OUT/$name.txt" "$OUT/summary.txt"
+}
+timed numba_gpu 200 python3 -m brrr_kernels validate "${numba_ops[@]}" --gpu --stage numba
+timed validate_gpu 130 python3 -m brrr_kernels validate --json "$OUT/validate_gpu.json"
+timed cuda_on_cpu 130 python3 -m brrr_kernels validate --stage cuda --cuda-on-cpu --json "$OUT/cuda_on_cpu.json"
+timed warm 60 python3 -m brrr_kernels validate --stage cuda
+timed warm 60 python3 -m brrr_kernels validate --stage cuda --cuda-on-cpu
