@@ -2,7 +2,7 @@
 # One call on a lent GPU machine: the numba stages of the named ops on the GPU (profiled), the
 # full validation with the GPU as the verdict, and the same cuda stage executed on the CPU
 # (--cuda-on-cpu) on the same machine, so the two verdicts and their wall times can be compared.
-# usage: bash benchmarks/gpu_compare.sh "NUMBA_GPU_OPS"   (from the repo root; logs under $OUT)
+# usage: bash benchmarks/gpu_compare.sh "NUMBA_GPU_OPS" (may be "")   (from the repo root; logs under $OUT)
 set -uo pipefail
 OUT=${OUT:-/tmp/brrr-out}
 mkdir -p "$OUT"
@@ -15,6 +15,8 @@ read -r -a numba_ops <<< "$1"
   python3 -c "import torch, numba, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'numba', numba.__version__, 'numpy', numpy.__version__)"
   nvcc --version | tail -1
   nproc | sed 's/^/cpus: /'
+  echo "CXX=${CXX:-} c++=$(command -v c++) g++=$(command -v g++) ld.gold=$(command -v ld.gold)"
+  c++ --version | head -1; ld.gold --version 2>/dev/null | head -1; ld --version | head -1
 } 2>&1 | tee "$OUT/env.txt"
 timed() {  # timed NAME SECONDS CMD...: run with a limit, log to $OUT/NAME.txt, append exit and wall time
   local name=$1 limit=$2; shift 2
@@ -23,8 +25,8 @@ timed() {  # timed NAME SECONDS CMD...: run with a limit, log to $OUT/NAME.txt, 
   local rc=$?
   printf '%s: exit %s, %s s wall\n' "$name" "$rc" "$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))")" | tee -a "$OUT/$name.txt" "$OUT/summary.txt"
 }
-timed numba_gpu 200 python3 -m brrr_kernels validate "${numba_ops[@]}" --gpu --stage numba
-timed validate_gpu 130 python3 -m brrr_kernels validate --json "$OUT/validate_gpu.json"
-timed cuda_on_cpu 130 python3 -m brrr_kernels validate --stage cuda --cuda-on-cpu --json "$OUT/cuda_on_cpu.json"
+[ -n "$1" ] && timed numba_gpu 200 python3 -m brrr_kernels validate "${numba_ops[@]}" --gpu --stage numba
+timed cuda_on_cpu 120 python3 -m brrr_kernels validate --stage cuda --cuda-on-cpu --json "$OUT/cuda_on_cpu.json"
+timed validate_gpu 280 python3 -m brrr_kernels validate --json "$OUT/validate_gpu.json"
 timed warm 60 python3 -m brrr_kernels validate --stage cuda
 timed warm 60 python3 -m brrr_kernels validate --stage cuda --cuda-on-cpu

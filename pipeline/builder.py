@@ -468,12 +468,29 @@ def _link(op: Op, library: Path, namespace: str, objects: list[Path], libs: tupl
             if verbose:
                 print(" ".join(command), flush=True)
             proc = subprocess.run(command, capture_output=True, text=True, check=False)
+            if proc.returncode != 0 and GOLD in libs:
+                # gold is only a faster linker: where the installed one cannot link (seen on a
+                # GPU machine: C++ runtime symbols left undefined), the default linker does.
+                command = _link_command(partial, namespace_source, objects, tuple(x for x in libs if x != GOLD))
+                proc = subprocess.run(command, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
-                output = proc.stderr + proc.stdout
-                undefined = re.findall(r"undefined reference to [`'](.+?)'", output)
-                if undefined:
-                    raise missing_launchers(op, list(dict.fromkeys(undefined)))
-                raise BuildError(f"linking {op.name} failed:\n{output[-3000:]}")
+                raise _link_error(op, command, proc.stderr + proc.stdout)
+
+
+GOLD = "-fuse-ld=gold"
+# Symbols of the C++ runtime, never a launcher kernel.cu forgot: a link that leaves them undefined
+# is a toolchain problem, and blaming kernel.cu for it would send the user the wrong way.
+_RUNTIME_SYMBOL = re.compile(r"^(std::|operator |__cxa|__gxx|__cxx|vtable for|VTT for|typeinfo|__dso_handle)")
+
+
+def _link_error(op: Op, command: list[str], output: str) -> BuildError:
+    undefined = list(dict.fromkeys(re.findall(r"undefined reference to [`'](.+?)'", output)))
+    launchers = [name for name in undefined if not _RUNTIME_SYMBOL.match(name)]
+    if launchers:
+        return missing_launchers(op, launchers)
+    return BuildError(f"linking {op.name} failed:\n{output[-3000:]}\ncommand: {' '.join(command)}",
+                      hint="the compiler or linker could not link the C++ runtime: check CXX and the toolchain"
+                      if undefined else None)
 
 
 def build_extension(op: Op, arch: str | None = None, verbose: bool = False) -> Extension:

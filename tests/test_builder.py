@@ -174,3 +174,22 @@ def test_sweep_keeps_the_temporary_of_a_build_in_progress(tmp_path: Path) -> Non
     assert busy.exists() and not dead.exists()
     builder.sweep_temporaries(tmp_path)
     assert not busy.exists()
+
+
+LINKER_OUTPUT = ("kernel.o: in function `f': undefined reference to `{}'\n"
+                 "binding.o: in function `g': undefined reference to `{}'\n")
+
+
+@pytest.mark.parametrize(("undefined", "blames_kernel"), [
+    (("sigmoid_forward<float>(float const*, float*, long)", "std::thread::join()"), True),
+    (("std::thread::join()", "vtable for std::__cxx11::basic_ostringstream<char>"), False),
+    (("__cxa_throw", "operator new(unsigned long)"), False),
+], ids=["a launcher", "C++ runtime", "C++ ABI"])
+def test_a_link_error_blames_kernel_cu_only_for_launchers(undefined: tuple[str, str], blames_kernel: bool) -> None:
+    error = builder._link_error(load_op("sigmoid"), ["c++", "-shared"], LINKER_OUTPUT.format(*undefined))
+    assert ("does not define" in error.message) is blames_kernel
+    if blames_kernel:
+        assert "sigmoid_forward<float>" in error.message and "std::thread" not in error.message
+    else:
+        assert "linking sigmoid failed" in error.message and "command: c++ -shared" in error.message
+        assert error.hint is not None and "toolchain" in error.hint
