@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import interrupts
+from . import interrupts, workers
 from .errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, BrrrError
 from .interrupts import Interrupted
 
@@ -365,7 +365,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     # --huge needs most of the GPU's memory for one op at a time.
     if args.jobs is not None and args.jobs < 1:
         raise BrrrError(f"--jobs must be at least 1, got {args.jobs}")
-    jobs = 1 if args.huge else (args.jobs or os.cpu_count() or 1)
+    jobs = 1 if args.huge else (args.jobs or workers.cpus())
     for outcome in runner.validate_many(names, options, jobs=jobs):
         if outcome.error is not None:
             if args.debug and outcome.traceback:
@@ -418,7 +418,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     from .standard_bugs import Kind
 
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
-    report = mutate.mutate(args.op, seed, jobs=args.jobs or os.cpu_count() or 1, limit=args.timeout, stage=args.stage,
+    report = mutate.mutate(args.op, seed, jobs=args.jobs or workers.cpus(), limit=args.timeout, stage=args.stage,
                            kinds=tuple(Kind(k) for k in args.kind or ()))
     print(mutate.format_report(report))
     if args.json:

@@ -32,6 +32,7 @@ from typing import Any
 
 from .errors import BrrrError, CheckFailed, UsageError
 from .standard_bugs import Kind, Mutant, cuda_mutants, known_bugs, python_mutants
+from .workers import share_of_cpus
 
 FILES = {"numba": "numba_kernel.py", "cuda": "kernel.cu"}
 
@@ -239,7 +240,10 @@ def _same(a: Any, b: Any) -> bool:
 
 # --- the pool --------------------------------------------------------------------------------------
 
-def _worker(tasks: Any, results: Any) -> None:
+def _worker(tasks: Any, results: Any, threads: int) -> None:
+    from .workers import use_threads
+
+    use_threads(threads)
     while True:
         item = tasks.get()
         if item is None:
@@ -261,12 +265,13 @@ class Pool:
         self.context = multiprocessing.get_context("spawn")  # fork after torch started threads is unsafe
         self.tasks, self.results = self.context.Queue(), self.context.Queue()
         self.limit = limit
+        self.threads = share_of_cpus(jobs)
         self.workers = {}
         for _ in range(jobs):
             self._spawn()
 
     def _spawn(self) -> None:
-        p = self.context.Process(target=_worker, args=(self.tasks, self.results), daemon=True)
+        p = self.context.Process(target=_worker, args=(self.tasks, self.results, self.threads), daemon=True)
         p.start()
         self.workers[p.pid] = p
 

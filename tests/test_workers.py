@@ -17,6 +17,18 @@ def square(n: int) -> int:
     return n * n
 
 
+def torch_threads(_: int) -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 64])
+def test_workers_share_the_cpus_for_torchs_threads(jobs: int) -> None:
+    shares = list(workers.in_processes(torch_threads, [0, 1], jobs))
+    assert shares == [max(1, workers.cpus() // min(jobs, 2))] * 2
+
+
 def test_results_come_in_the_order_asked() -> None:
     assert list(workers.in_processes(square, [3, 1, 2], 2)) == [9, 1, 4]
 
