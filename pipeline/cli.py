@@ -8,10 +8,14 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import interrupts, workers
 from .errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, BrrrError
 from .interrupts import Interrupted
+
+if TYPE_CHECKING:
+    from .validate import Options
 
 STAGE_CHOICES = ("reference", "numba", "cuda")
 
@@ -40,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--arch", default=None, help="target for the no-GPU compile check (default sm_90)")
     v.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="validate up to N ops at once, one process each (default: the number of CPUs)")
+    v.add_argument("--watch", action="store_true",
+                   help="stay running: validate again, in this warm process, each time a file of an op changes "
+                        "(Ctrl-C ends it)")
     v.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     v.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
@@ -340,7 +347,7 @@ def cmd_debug(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from . import builder, progress, report, runner
+    from . import builder, progress, runner
     from .loaders import builtin_op_names
 
     progress.set_quiet(args.quiet)
@@ -352,6 +359,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                              cuda_on_cpu=args.cuda_on_cpu)
     if args.huge and args.cuda_on_cpu:
         raise BrrrError("--huge runs the cuda stage on the GPU; it cannot go with --cuda-on-cpu")
+    if args.watch and args.huge:
+        raise BrrrError("--watch re-validates at every edit; --huge is a one-off run on the GPU")
     if args.seed is not None:
         options.seed = args.seed
     if args.gpu or args.huge:
@@ -360,12 +369,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not torch.cuda.is_available():
             flag = "--gpu" if args.gpu else "--huge"
             raise BrrrError(f"{flag} needs a GPU, but torch sees none here")
-    all_rows: list[report.Row] = []
-    worst = EXIT_OK
-    # --huge needs most of the GPU's memory for one op at a time.
     if args.jobs is not None and args.jobs < 1:
         raise BrrrError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.watch:
+        return _watch(names, options, args)
+    # --huge needs most of the GPU's memory for one op at a time.
     jobs = 1 if args.huge else (args.jobs or workers.cpus())
+    return _validate_once(names, options, jobs, args)
+
+
+def _validate_once(names: list[str], options: Options, jobs: int, args: argparse.Namespace) -> int:
+    """Validate the ops, print each one's table, write --json; the exit code."""
+    from . import report, runner
+
+    all_rows: list[report.Row] = []
+    worst = EXIT_OK
     for outcome in runner.validate_many(names, options, jobs=jobs):
         if outcome.error is not None:
             if args.debug and outcome.traceback:
@@ -389,6 +407,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "exit_code": worst}
         report.write_json(args.json, all_rows, meta)
     return worst
+
+
+def _watch(names: list[str], options: Options, args: argparse.Namespace) -> int:
+    """Validate in this process, then again each time a file of an op changes (that op alone);
+    ends with Ctrl-C. Each verdict after the first says how long it came after the file was saved
+    (its modification time: the wait to notice the save counts too)."""
+    import time
+
+    from . import watch
+    from .files import shown
+    from .loaders import load_op
+
+    folders = {name: load_op(name).folder for name in names}
+    _validate_once(names, options, 1, args)
+    seen = watch.snapshot(list(folders.values()))
+    while True:
+        print(f"\n  watching {len(folders)} op folder(s) for changes (Ctrl-C to stop) ...", file=sys.stderr, flush=True)
+        files, seen = watch.wait_for_change(list(folders.values()), seen)
+        saved = watch.last_saved(files, seen)
+        again = [name for name, folder in folders.items() if any(f.is_relative_to(folder) for f in files)]
+        print(f"\n  changed: {', '.join(shown(f) for f in files)}", file=sys.stderr, flush=True)
+        code = _validate_once(again, options, 1, args)
+        print(f"  verdict (exit {code}) {time.time() - saved:.1f} s after the save", file=sys.stderr, flush=True)
 
 
 # Options naming a file a command writes, checked before it starts (see outputs.py).
