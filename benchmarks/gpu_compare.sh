@@ -26,7 +26,7 @@ timed() {  # timed NAME SECONDS CMD...: run with a limit, log to $OUT/NAME.txt, 
   printf '%s: exit %s, %s s wall\n' "$name" "$rc" "$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))")" | tee -a "$OUT/$name.txt" "$OUT/summary.txt"
 }
 [ -n "$1" ] && timed numba_gpu 200 python3 -m brrr_kernels validate "${numba_ops[@]}" --gpu --stage numba
-timed cuda_on_cpu 120 python3 -m brrr_kernels validate --stage cuda --cuda-on-cpu --json "$OUT/cuda_on_cpu.json"
-timed validate_gpu 280 python3 -m brrr_kernels validate --json "$OUT/validate_gpu.json"
-timed warm 60 python3 -m brrr_kernels validate --stage cuda
-timed warm 60 python3 -m brrr_kernels validate --stage cuda --cuda-on-cpu
+timed cuda_on_cpu 200 python3 -m brrr_kernels validate --stage cuda --cuda-on-cpu --json "$OUT/cuda_on_cpu.json"
+timed cuda_gpu 200 python3 -m brrr_kernels validate --stage cuda --json "$OUT/cuda_gpu.json"
+timed warm 80 python3 -m brrr_kernels validate --stage cuda
+timed warm 80 python3 -m brrr_kernels validate --stage cuda --cuda-on-cpu
