@@ -120,6 +120,37 @@ def test_out_of_bounds_read_before_the_start(tmp_path: Path) -> None:
     assert "4 bytes 3 elements before the start of x (1001 elements)" in message, message
 
 
+def with_struct_argument(folder: Path) -> Path:
+    """sigmoid's forward kernel taking its pointers and size in one struct passed by value."""
+    plant(folder, "kernel.cu", "__global__ void sigmoid_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {",
+          "__global__ void sigmoid_forward_kernel(Io<T> io) {\n    const T* x = io.x;\n    T* y = io.y;\n"
+          "    const int64_t n = io.n;")
+    plant(folder, "kernel.cu", "template <typename T, int W>\n__global__ void sigmoid_forward_kernel",
+          "template <typename T>\nstruct Io {\n    const T* x;\n    T* y;\n    int64_t n;\n};\n\n"
+          "template <typename T, int W>\n__global__ void sigmoid_forward_kernel")
+    path = folder / "kernel.cu"
+    path.write_text(path.read_text().replace("0, stream>>>(x, y, n);", "0, stream>>>(Io<T>{x, y, n});"))
+    return folder
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["in bounds", "one past the end"])
+def test_pointers_inside_a_struct_argument_are_bounded_by_their_tensors(tmp_path: Path, planted: bool) -> None:
+    folder = with_struct_argument(copy_op("sigmoid", tmp_path))
+    if planted:
+        plant(folder, "kernel.cu", "for (int64_t i = base; i < n; ++i) y[i] = stable_sigmoid(x[i]);",
+              "for (int64_t i = base; i < n; ++i) y[i + 1] = stable_sigmoid(x[i]);")
+    ext = checked(folder)
+    x = torch.randn(1001)
+    if not planted:
+        torch.testing.assert_close(ext.forward(x), torch.sigmoid(x))
+        return
+    line = line_of(folder / "kernel.cu", "y[i + 1] = stable_sigmoid(x[i])")
+    message = fault_of(lambda: ext.forward(x))
+    assert message.endswith(f"kernel.cu:{line}: out-of-bounds write in sigmoid_forward_kernel<float, 4>, "
+                            "block (0, 0, 0), thread (250, 0, 0): 4 bytes at io@8[4004], 1 byte past the last "
+                            "byte of io@8 (4004 bytes)"), message
+
+
 @dataclass(frozen=True)
 class MissingBarrier:
     """A built-in op with one __syncthreads taken out, the call that reaches it, and what the

@@ -23,6 +23,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 #include <utility>
 
 #include "brrr_cpu_host.h"
@@ -62,8 +63,11 @@ struct LaunchConfig {
 struct PointerArg {
     int index;             // position in the kernel's parameter list
     const void* address;
-    size_t element_size;   // sizeof the pointee (1 for void)
+    size_t element_size;   // sizeof the pointee (1 for void, or unknown)
     bool read_only;        // a pointer to const
+    // -1: the argument itself; otherwise a word at this byte offset inside a struct passed by value
+    // (`struct Params { const float* x; float* y; int64_t n; }`), which may or may not be a pointer.
+    int offset = -1;
 };
 
 struct Launch {
@@ -132,18 +136,28 @@ constexpr size_t pointee_size() {
     else return sizeof(T);
 }
 
+// The pointers among the arguments, and every aligned, non-zero pointer-sized word of a struct
+// argument: the memory checks keep those that point into a tensor (the types inside a struct are
+// not known here, and an integer field is only a candidate that points nowhere).
 template <typename Tuple, size_t... I>
-int collect_pointers(const Tuple& params, PointerArg* out, std::index_sequence<I...>) {
-    int n = 0;
+std::vector<PointerArg> collect_pointers(const Tuple& params, std::index_sequence<I...>) {
+    std::vector<PointerArg> out;
     auto one = [&](int index, const auto& value) {
         using V = std::decay_t<decltype(value)>;
         if constexpr (std::is_pointer_v<V>) {
             using E = std::remove_pointer_t<V>;
-            out[n++] = PointerArg{index, static_cast<const void*>(value), pointee_size<E>(), std::is_const_v<E>};
+            out.push_back(PointerArg{index, static_cast<const void*>(value), pointee_size<E>(), std::is_const_v<E>});
+        } else if constexpr (std::is_class_v<V> && std::is_trivially_copyable_v<V> && alignof(V) >= alignof(void*)) {
+            const char* bytes = reinterpret_cast<const char*>(&value);
+            for (size_t at = 0; at + sizeof(void*) <= sizeof(V); at += alignof(void*)) {
+                const void* word;
+                std::memcpy(&word, bytes + at, sizeof word);
+                if (word != nullptr) out.push_back(PointerArg{index, word, 1, false, static_cast<int>(at)});
+            }
         }
     };
     (one(static_cast<int>(I), std::get<I>(params)), ...);
-    return n;
+    return out;
 }
 
 // kernel<<<config>>>(args...): the arguments are converted to the kernel's parameter types once,
@@ -153,13 +167,13 @@ void launch(const LaunchConfig& config, const Site& site, void (*kernel)(P...), 
     static_assert(sizeof...(P) == sizeof...(A), "a kernel launched with a different number of arguments than it has parameters");
     using Params = std::tuple<std::decay_t<P>...>;
     Params params(std::forward<A>(args)...);
-    PointerArg pointers[sizeof...(P) + 1];
-    const int count = collect_pointers(params, pointers, std::index_sequence_for<P...>{});
+    const std::vector<PointerArg> pointers = collect_pointers(params, std::index_sequence_for<P...>{});
     struct Context {
         void (*kernel)(P...);
         Params* params;
     } context{kernel, &params};
-    Launch info{site, reinterpret_cast<const void*>(kernel), site.kernel, config, pointers, count};
+    Launch info{site, reinterpret_cast<const void*>(kernel), site.kernel, config, pointers.data(),
+                static_cast<int>(pointers.size())};
     run(info, [](void* c) {
         auto* ctx = static_cast<Context*>(c);
         std::apply(ctx->kernel, *ctx->params);

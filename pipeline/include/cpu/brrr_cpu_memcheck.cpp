@@ -40,6 +40,7 @@ struct Argument {
     uintptr_t value;      // the pointer passed
     uintptr_t lo, hi;     // the allocation it points into
     std::size_t element;  // sizeof(*pointer)
+    int offset;           // -1: the argument; else the pointer's byte offset in a struct argument
 };
 
 struct Range {
@@ -254,8 +255,9 @@ std::vector<std::string> parameter_names(const std::string& file, const std::str
 
 std::string argument_name(const Argument& a, const Place& place) {
     const std::vector<std::string> names = parameter_names(place.file, L.launch->name);
-    if (a.index < static_cast<int>(names.size()) && !names[a.index].empty()) return names[a.index];
-    return "argument " + std::to_string(a.index + 1);
+    const std::string name = a.index < static_cast<int>(names.size()) && !names[a.index].empty()
+                                 ? names[a.index] : "argument " + std::to_string(a.index + 1);
+    return a.offset < 0 ? name : name + "@" + std::to_string(a.offset);
 }
 
 [[noreturn]] void report(const char* kind, const std::string& detail, const Place& place) {
@@ -274,13 +276,17 @@ struct Extent {
     std::string name;
     uintptr_t value, hi;  // where indices start, and the end
     std::size_t element;
+    const char* unit = "element";  // "byte" where the element type is unknown (a pointer inside a struct)
 };
 
 [[noreturn]] void out_of_bounds(uintptr_t addr, std::size_t size, bool write, const void* pc) {
     const Place place = symbolize(pc);
     // The nearest extent: the access ran past its end or before its start.
     std::vector<Extent> extents;
-    for (const Argument& a : L.args) extents.push_back({argument_name(a, place), a.value, a.hi, a.element});
+    // A pointer inside a struct argument is named NAME@OFFSET (the struct, the pointer's byte offset in it).
+    for (const Argument& a : L.args) {
+        extents.push_back({argument_name(a, place), a.value, a.hi, a.element, a.offset < 0 ? "element" : "byte"});
+    }
     for (const Shared& s : B->shared) {
         if (s.hi > s.lo) extents.push_back({std::string("__shared__ ") + s.name, s.lo, s.hi, s.element});
     }
@@ -301,18 +307,19 @@ struct Extent {
         const std::string bare = name.substr(name.rfind(' ') + 1);
         const std::size_t e = best->element;
         const uint64_t elements = (best->hi - best->value) / e;
-        const std::string extent = name + " (" + plural(elements, "element") + ")";
+        const char* unit = best->unit;
+        const std::string extent = name + " (" + plural(elements, unit) + ")";
         if (addr >= best->hi) {
             const uint64_t index = (addr - best->value) / e;
             detail = access + " at " + bare + "[" + std::to_string(index) + "], " +
-                     plural(index + 1 - elements, "element") + " past the last element of " + extent;
+                     plural(index + 1 - elements, unit) + " past the last " + unit + " of " + extent;
         } else if (addr >= best->value) {  // starts inside, ends outside: a wide access at the end
             const uint64_t index = (addr - best->value) / e;
             detail = access + " from " + bare + "[" + std::to_string(index) + "], which ends " +
                      plural(addr + size - best->hi, "byte") + " past the end of " + extent;
         } else {
             const uint64_t before = (best->value - addr + e - 1) / e;
-            detail = access + " " + plural(before, "element") + " before the start of " + extent;
+            detail = access + " " + plural(before, unit) + " before the start of " + extent;
         }
     }
     report(write ? "out-of-bounds write" : "out-of-bounds read", detail, place);
@@ -433,11 +440,13 @@ void on_launch_begin(const Launch& launch) {
         const void* lo = nullptr;
         std::size_t bytes = 0;
         if (find_allocation() == nullptr || find_allocation()(p.address, &lo, &bytes) == 0) {
-            L.bounds = false;  // memory torch did not allocate (or before the registry): no bounds to hold
+            // A pointer argument to memory torch did not allocate (or before the registry): no
+            // bounds to hold. A word of a struct that points nowhere is an integer field.
+            if (p.offset < 0) L.bounds = false;
             continue;
         }
         const auto l = reinterpret_cast<uintptr_t>(lo);
-        L.args.push_back({p.index, reinterpret_cast<uintptr_t>(p.address), l, l + bytes, p.element_size});
+        L.args.push_back({p.index, reinterpret_cast<uintptr_t>(p.address), l, l + bytes, p.element_size, p.offset});
     }
 }
 
