@@ -178,7 +178,7 @@ def _failures(op: Any, seed: int, stage: str) -> str:
     """The first failing row of validating one stage of the op, as one line; "" when all pass."""
     from .validate import Options, validate
 
-    for row in validate(op, Options(stages=(stage,), seed=seed)):
+    for row in validate(op, Options(stages=(stage,), seed=seed, fail_fast=True)):
         if row.failed:
             first = row.detail.splitlines()[0] if row.detail else ""
             return f"{row.stage} {row.check} {row.dtype}: {first}"

@@ -56,6 +56,9 @@ class Options:
     numba_gpu: bool = False
     arch: str = builder.DEFAULT_ARCH
     huge: bool = False
+    # Stop at the first step with a failing row: a verdict rather than a report (brrr mutate
+    # needs only to know that a mutant is caught, and most are caught by the first check).
+    fail_fast: bool = False
     cuda_on_cpu: bool = False  # execute the cuda stage on the CPU even where there is a GPU
 
     def where(self, stage: StageName) -> Where | None:
@@ -173,7 +176,7 @@ class Validation:
                 note("note: " + mixed.describe(shown(stage.source)))
         with ticking(f"{self.op.name}: {name} stage {stage.where.value}"):
             for step in plan:
-                if not self.run_step(step, stage):
+                if not self.run_step(step, stage) or self.stopping():
                     return
 
     def run_step(self, step: Check | EachDtype, stage: Stage) -> bool:
@@ -199,7 +202,12 @@ class Validation:
                     continue  # run with the forward check before it
                 paired = checks[i + 1] if i + 1 < len(checks) and checks[i + 1].phase == "backward" else None
                 self.rows += run_comparisons(self, (check, paired), dtype, made)
+            if self.stopping():
+                break
         return True
+
+    def stopping(self) -> bool:
+        return self.options.fail_fast and any(r.failed for r in self.rows)
 
     def library_stage(self) -> StageName | None:
         """Where the torch.library rows run: the cuda stage where it runs, else the reference."""

@@ -224,3 +224,12 @@ def test_each_row_lists_the_cases_it_covered() -> None:
     assert rows[("numba", "forward", "float32")].cases == ["size 1", "size 127", "size 129", "size 401"]
     assert rows[("numba", "edge backward", "float64")].cases == ["extremes"]
     assert "extremes" in rows[("numba", "inputs unchanged", "all")].cases
+
+
+@pytest.mark.parametrize("fail_fast", [False, True])
+def test_fail_fast_stops_a_stage_at_its_first_failing_step(mutant, fail_fast: bool) -> None:
+    op = load_op(str(mutant("sigmoid", "no_bounds_check")))
+    rows = runner.validate(op, runner.Options(stages=("numba",), seed=1, fail_fast=fail_fast))
+    assert any(r.failed for r in rows)
+    assert ({"inputs unchanged", "gradcheck"} <= {r.check for r in rows}) is not fail_fast
+    assert {r.dtype for r in rows} == ({"float32"} if fail_fast else {"float32", "float64", "all"})
