@@ -136,7 +136,7 @@ SAME = {
     "numba": "bit for bit the original's outputs, gradients and every tensor the calls received, on every case, "
              "and the changed line ran",
     "cuda": "bit for bit the original's outputs, gradients and every tensor the calls received, on every case "
-            "(brrr cannot see a write past the end of a tensor, nor whether the changed line ran: "
+            "(on a GPU brrr cannot see a write past the end of a tensor, nor whether the changed line ran: "
             "brrr sanitize can)",
 }
 
@@ -186,10 +186,15 @@ def _failures(op: Any, seed: int, stage: str) -> str:
 
 
 def _load(op: Any, stage: str) -> Any:
-    from . import builder
-    from .loaders import load_cuda, load_numba
+    """The stage where validation runs it: kernel.cu on the GPU, or executed on the CPU without one."""
+    from .loaders import load_numba, load_stage
+    from .validate import CUDA_BUILDS, Options
 
-    return load_numba(op) if stage == "numba" else load_cuda(op, builder.build_extension(op))
+    if stage == "numba":
+        return load_numba(op)
+    options = Options()
+    where = options.where("cuda")
+    return load_stage(op, "cuda", where, CUDA_BUILDS[where](op, options))
 
 
 def probe_sizes(spec: Any) -> list[Any]:
@@ -320,7 +325,8 @@ def mutate(name: str, seed: int, jobs: int, limit: float, stage: str = "numba",
     op = load_op(name)
     if stage == "cuda" and not _cuda_runs_here():
         raise UsageError("brrr mutate --stage cuda validates kernel.cu's mutants by running them, and the cuda "
-                         "stage cannot run here (no GPU); mutate the numba stage, or run this on a GPU machine")
+                         "stage cannot run here: no GPU, and no host compiler (g++) to execute it on the CPU; "
+                         "mutate the numba stage, or install g++")
     file = FILES[stage]
     source = op.path(stage).read_text()
     mutants = python_mutants(source, file) if stage == "numba" else cuda_mutants(source, file)
