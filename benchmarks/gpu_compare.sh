@@ -3,21 +3,8 @@
 # full validation with the GPU as the verdict, and the same cuda stage executed on the CPU
 # (--cuda-on-cpu) on the same machine, so the two verdicts and their wall times can be compared.
 # usage: bash benchmarks/gpu_compare.sh "NUMBA_GPU_OPS" (may be "")   (from the repo root; logs under $OUT)
-set -uo pipefail
-OUT=${OUT:-/tmp/brrr-out}
-mkdir -p "$OUT"
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || { echo "pip install -e . failed"; exit 2; }
-export PYTHONUNBUFFERED=1 BRRR_CACHE=/tmp/brrr-cache BRRR_TEST_CACHE=/tmp/brrr-cache
+source benchmarks/gpu_setup.sh
 read -r -a numba_ops <<< "$1"
-{
-  date -u +"date: %Y-%m-%d %H:%M UTC"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
-  python3 -c "import torch, numba, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'numba', numba.__version__, 'numpy', numpy.__version__)"
-  nvcc --version | tail -1
-  nproc | sed 's/^/cpus: /'
-  echo "CXX=${CXX:-} c++=$(command -v c++) g++=$(command -v g++) ld.gold=$(command -v ld.gold)"
-  c++ --version | head -1; ld.gold --version 2>/dev/null | head -1; ld --version | head -1
-} 2>&1 | tee "$OUT/env.txt"
 timed() {  # timed NAME SECONDS CMD...: run with a limit, log to $OUT/NAME.txt, append exit and wall time
   local name=$1 limit=$2; shift 2
   local t0=$EPOCHREALTIME

@@ -3,20 +3,9 @@
 # stages with numba in the simulator; numba on the GPU; --huge), the walkthrough, and the GPU
 # tests. Logs go to $OUT (at most 8 files come back).
 # usage: bash benchmarks/gpu_run.sh "OP OP ..." [tests]   (from the repo root; "tests": also pytest -m gpu)
-set -uo pipefail
-OUT=${OUT:-/tmp/brrr-out}
-mkdir -p "$OUT"
-# brrr_kernels is pipeline/ and stages/ mapped by setuptools: an editable install, offline.
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || { echo "pip install -e . failed"; exit 2; }
-export PYTHONUNBUFFERED=1 BRRR_CACHE=/tmp/brrr-cache BRRR_TEST_CACHE=/tmp/brrr-cache
+source benchmarks/gpu_setup.sh
 read -r -a ops <<< "$1"
 tests=${2:-}
-{
-  date -u +"date: %Y-%m-%d %H:%M UTC"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /'
-  python3 -c "import torch, numba, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'numba', numba.__version__, 'numpy', numpy.__version__)"
-  nvcc --version | tail -1
-} 2>&1 | tee "$OUT/env.txt"
 start=$(date +%s)
 python3 -m brrr_kernels validate "${ops[@]}" --json "$OUT/validate.json" 2>&1 | tee "$OUT/validate.txt"
 echo "validate exit: $? ($(( $(date +%s) - start )) s wall)" | tee -a "$OUT/validate.txt"
