@@ -119,11 +119,11 @@ def run_task(task: Task) -> Result:
             failed = failed.replace(str(folder), str(original.folder))  # name the op's own file, not the copy
             result = Result(task.mutant.key, task.mutant.kind.value, Verdict.KILLED, failed)
         else:
-            with lines_run(original.path(task.stage) if task.stage == "numba" else None) as ran:
-                difference = _first_difference(original, mutant_op, task.seed, task.stage)
+            difference = _first_difference(original, mutant_op, task.seed, task.stage)
             verdict = Verdict.SURVIVED if difference else Verdict.EQUIVALENT
             reason = difference or SAME[task.stage]
-            if not difference and task.stage == "numba" and task.mutant.line and not ran & _edited_lines(task.mutant):
+            if not difference and task.stage == "numba" and task.mutant.line and \
+                    not _reached(original, task.seed, _edited_lines(task.mutant)):
                 verdict = Verdict.SURVIVED
                 reason = (f"line {task.mutant.line} never ran on validation's cases (nor on three more draws): "
                           "no case reaches it")
@@ -204,33 +204,78 @@ def probe_sizes(spec: Any) -> list[Any]:
     return list(spec.sim_sizes) + extra
 
 
-def _first_difference(original: Any, mutant: Any, seed: int, stage: str) -> str:
-    """Run both stages on validation's cases, the GPU sizes the simulator affords, and three more random
-    draws of each; the first output, gradient or tensor received whose bits differ, or "" when none does."""
+def _probe_cases(spec: Any, seed: int, stage: str) -> Iterator[tuple[Any, str, Any, Any]]:
+    """(dtype, label, inputs, generator) for validation's cases, the GPU sizes the simulator affords,
+    and three more random draws of each."""
     import torch
 
-    from .trial import Trial, stage_fn
-
-    spec = original.spec
-    a, b = _load(original, stage), _load(mutant, stage)
     for draw in range(4):
         gen = torch.Generator().manual_seed(seed + draw)
         for dtype in spec.stage_dtypes(stage):
             cases = [(f"size {s}", spec.make_inputs(s, dtype, torch.device("cpu"), gen)) for s in probe_sizes(spec)]
             cases += [(name, make(dtype, torch.device("cpu"))) for name, make in spec.edge_cases.items()]
             for label, inputs in cases:
-                runs = [Trial(stage_fn(s), inputs, s.device, dtype) for s in (a, b)]
-                upstream = tuple(torch.randn(o.shape, dtype=torch.float64, generator=gen) for o in runs[0].outputs)
-                for run in runs:
-                    run.backward(upstream)
-                named = [dict(zip(spec.outputs, r.outputs)) | {f"grad_{n}": g for n, g in zip(spec.inputs, r.grads)}
-                         | {f"input {n}": x for n, x in zip(spec.inputs, r.xs)}
-                         | {f"a tensor the call received ({w})": True for w in r.writes} for r in runs]
-                for name, x in named[0].items():
-                    y = named[1][name]
-                    if x is not None and (y is None or not _same(x, y)):
-                        return f"survives validation, but {name} differs from the original's ({dtype}, {label})"
+                yield dtype, label, inputs, gen
+
+
+def _first_difference(original: Any, mutant: Any, seed: int, stage: str) -> str:
+    """Run both stages on the probe cases; the first output, gradient or tensor received whose bits
+    differ, or "" when none does."""
+    import torch
+
+    from .trial import Trial, stage_fn
+
+    spec = original.spec
+    a, b = _load(original, stage), _load(mutant, stage)
+    for i, (dtype, label, inputs, gen) in enumerate(_probe_cases(spec, seed, stage)):
+        key = (str(original.folder), seed, stage, i)
+        if key not in _ORIGINAL_RUNS:
+            run = Trial(stage_fn(a), inputs, a.device, dtype)
+            upstream = tuple(torch.randn(o.shape, dtype=torch.float64, generator=gen) for o in run.outputs)
+            run.backward(upstream)
+            _ORIGINAL_RUNS[key] = (_observed(spec, run), upstream)
+        else:  # the same draws from gen, so the next case's inputs are the same too
+            for u in _ORIGINAL_RUNS[key][1]:
+                torch.randn(u.shape, dtype=torch.float64, generator=gen)
+        want, upstream = _ORIGINAL_RUNS[key]
+        run = Trial(stage_fn(b), inputs, b.device, dtype)
+        run.backward(upstream)
+        got = _observed(spec, run)
+        for name, x in want.items():
+            y = got[name]
+            if x is not None and (y is None or not _same(x, y)):
+                return f"survives validation, but {name} differs from the original's ({dtype}, {label})"
     return ""
+
+
+# The original's runs on each probe case, by (op folder, seed, stage, case number): every mutant a
+# worker process compares is compared with the same runs, so they are made once a process.
+_ORIGINAL_RUNS: dict[tuple[str, int, str, int], tuple[dict[str, Any], tuple[Any, ...]]] = {}
+
+
+def _observed(spec: Any, run: Any) -> dict[str, Any]:
+    """What a mutant is compared on: outputs, gradients, inputs after the call, and tensors written."""
+    return (dict(zip(spec.outputs, run.outputs)) | {f"grad_{n}": g for n, g in zip(spec.inputs, run.grads)}
+            | {f"input {n}": x for n, x in zip(spec.inputs, run.xs)}
+            | {f"a tensor the call received ({w})": True for w in run.writes})
+
+
+def _reached(original: Any, seed: int, lines: set[int]) -> bool:
+    """Whether the original numba stage runs any of `lines` on the probe cases, stopping at the first
+    case that does. Traced apart from the comparison: tracing every simulated thread is slow, and
+    only a mutant with no difference needs it."""
+    import torch
+
+    from .trial import Trial, stage_fn
+
+    stage = _load(original, "numba")
+    with lines_run(original.path("numba")) as ran:
+        for dtype, _, inputs, gen in _probe_cases(original.spec, seed, "numba"):
+            run = Trial(stage_fn(stage), inputs, stage.device, dtype)
+            run.backward(tuple(torch.randn(o.shape, dtype=torch.float64, generator=gen) for o in run.outputs))
+            if ran & lines:
+                return True
+    return False
 
 
 def _same(a: Any, b: Any) -> bool:
