@@ -67,6 +67,18 @@ def max_in_the_last_lane(dtype: torch.dtype, device: torch.device) -> Inputs:
     return (torch.tensor(rows, dtype=dtype, device=device),)
 
 
+def max_in_the_first_or_last_warp(dtype: torch.dtype, device: torch.device) -> Inputs:
+    # Rows of 4096 span several warps in every dtype (float32: 4 warps a row; float64: 16). The max
+    # sits in the row's first warp (column 0), then in its last (column 4095), all else 2e4 below:
+    # a cross-warp max that starts from the wrong warp's partial, or stops one warp short, subtracts
+    # -1e4 and exp overflows. Found by `brrr mutate softmax` (part[first] -> part[first + 1] and
+    # range(1, tpr // 32) -> range(1, tpr // 32 - 1) in row_max survived the other cases: softmax
+    # is the same for any constant subtracted, so only overflow shows a wrong max).
+    rows = [[-1e4] * 4096, [-1e4] * 4096]
+    rows[0][0] = rows[1][4095] = 1e4
+    return (torch.tensor(rows, dtype=dtype, device=device),)
+
+
 def minus_infinity(dtype: torch.dtype, device: torch.device) -> Inputs:
     # -inf is a valid logit (a masked position): its probability is exactly 0, and so is its gradient.
     inf = float("inf")
@@ -120,7 +132,8 @@ SPEC = OpSpec(
     # also run non-contiguous.
     gpu_sizes=((1, 1), (7, 1000), (33, 4099), (9, 2048), (65, 8192), (5, 32768), (1025, 2051), (3, 70001)),
     gradcheck_size=(2, 3),
-    edge_cases={"large values": large_values, "minus infinity": minus_infinity, "max in the last lane": max_in_the_last_lane},
+    edge_cases={"large values": large_values, "minus infinity": minus_infinity, "max in the last lane": max_in_the_last_lane,
+                "max in the first or last warp": max_in_the_first_or_last_warp},
     oracle=lambda x: torch.softmax(x, dim=-1),
     tolerances=(
         Widen("y", "exp(x - max) turns the rounding of x - max into a relative error of |x - max| ulps",
