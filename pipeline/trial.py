@@ -25,7 +25,7 @@ Fn = Callable[..., Tensors]  # inputs -> the visible outputs, differentiable
 
 @dataclass
 class Case:
-    label: str  # how a report names it: "size 401", an edge case's name, "non-contiguous, size 401"
+    label: str  # how a report names it: "size 401", an edge case's name, "non-contiguous, size 401", "misaligned, size 401"
     inputs: Inputs
 
 
@@ -120,8 +120,21 @@ def edge_cases(op: Op, dtype: torch.dtype, device: str) -> list[Case]:
             for name, make in op.spec.edge_cases.items()]
 
 
+def misaligned(t: torch.Tensor) -> torch.Tensor:
+    """The same values, contiguous, starting one element past the start of their allocation: a
+    kernel that loads 16-byte packs must take its element-by-element path for it."""
+    if t.dim() == 0 or not t.is_floating_point():
+        return t
+    flat = torch.zeros(t.numel() + 1, dtype=t.dtype, device=t.device)
+    view = flat[1:].view(t.shape)
+    view.copy_(t)
+    return view
+
+
 def strided_cases(cases: list[Case]) -> list[Case]:
-    return [Case(f"non-contiguous, {c.label}", tuple(noncontiguous(x) for x in c.inputs)) for c in cases]
+    """Each case viewed with a stride of 2, and each shifted one element off its alignment."""
+    return [Case(f"{how}, {c.label}", tuple(make(x) for x in c.inputs))
+            for how, make in (("non-contiguous", noncontiguous), ("misaligned", misaligned)) for c in cases]
 
 
 def upstream_for(outputs: Tensors, gen: torch.Generator) -> Tensors:

@@ -233,3 +233,15 @@ def test_fail_fast_stops_a_stage_at_its_first_failing_step(mutant, fail_fast: bo
     assert any(r.failed for r in rows)
     assert ({"inputs unchanged", "gradcheck"} <= {r.check for r in rows}) is not fail_fast
     assert {r.dtype for r in rows} == ({"float32"} if fail_fast else {"float32", "float64", "all"})
+
+
+def test_a_bug_on_the_misaligned_path_fails_the_non_contiguous_rows(tmp_path: Path) -> None:
+    """Tensors one element off a 16-byte boundary take sigmoid's element-by-element launch, which
+    no other case reaches: its grid one block short leaves the last elements unwritten."""
+    op = plant(copy_op("sigmoid", tmp_path), "kernel.cu",
+               "sigmoid_forward_kernel<T, 1><<<brrr::blocks_for(n, kThreads), kThreads",
+               "sigmoid_forward_kernel<T, 1><<<brrr::blocks_for(n, kThreads) - 1, kThreads")
+    bad = failed(validate(op, "cuda"))
+    assert {k for k in bad if k[1] != "non-contiguous fwd"} <= {("cuda", "non-contiguous bwd", d) for d in ("float32", "float64")}
+    row = bad[("cuda", "non-contiguous fwd", "float32")]
+    assert row.detail.startswith("[misaligned, size 257] y: 1 of 257 elements out of tolerance"), row.detail
