@@ -30,15 +30,16 @@ def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: 
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_start, initargs=(os.getpid(), share_of_cpus(workers)))
     finished = False
+    spawned: set[int] = set()
     try:
-        with _quiet_bootstrap():
+        with _quiet_bootstrap(spawned):
             futures = [pool.submit(fn, item, *extra) for item in items]
         for future in futures:
             yield future.result()
         finished = True
     finally:
         if not finished:
-            _kill_workers(pool)
+            _kill_workers(pool, spawned)
         pool.shutdown(wait=finished, cancel_futures=True)
 
 
@@ -83,11 +84,19 @@ except (EOFError, BrokenPipeError, ConnectionResetError):
 
 
 @contextmanager
-def _quiet_bootstrap() -> Iterator[None]:
-    """Workers spawned inside start with _BOOTSTRAP (multiprocessing.spawn's command line, rewritten)."""
-    from multiprocessing import spawn
+def _quiet_bootstrap(spawned: set[int]) -> Iterator[None]:
+    """Workers spawned inside start with _BOOTSTRAP (multiprocessing.spawn's command line, rewritten),
+    and each one's pid goes into `spawned` the moment it exists: Ctrl-C while multiprocessing still
+    writes a worker's start-up data leaves a process that no pool or list of children knows."""
+    from multiprocessing import spawn, util
 
     original = spawn.get_command_line
+    original_spawn = util.spawnv_passfds
+
+    def spawn_recorded(path: Any, args: Any, passfds: Any) -> int:
+        pid = original_spawn(path, args, passfds)
+        spawned.add(pid)
+        return pid
 
     def command_line(**kwds: Any) -> list[str]:
         command = original(**kwds)
@@ -97,15 +106,18 @@ def _quiet_bootstrap() -> Iterator[None]:
         return command
 
     spawn.get_command_line = command_line
+    util.spawnv_passfds = spawn_recorded
     try:
         yield
     finally:
         spawn.get_command_line = original
+        util.spawnv_passfds = original_spawn
 
 
-def _kill_workers(pool: Any) -> None:
-    """SIGKILL each worker's process group (the worker and what it started), and nothing else of the caller's."""
-    for pid in list(getattr(pool, "_processes", None) or {}):  # the executor's workers, by pid
+def _kill_workers(pool: Any, spawned: set[int]) -> None:
+    """SIGKILL each worker's process group (the worker and what it started), and nothing else of the
+    caller's: the executor's workers, and any process spawned for it that it never registered."""
+    for pid in {*(getattr(pool, "_processes", None) or {}), *spawned}:
         try:
             os.killpg(pid, signal.SIGKILL)  # a group of its own since worker_start
         except (ProcessLookupError, PermissionError):

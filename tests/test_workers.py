@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -47,3 +48,16 @@ def test_a_worker_whose_parent_closed_its_pipe_ends_without_a_traceback(bootstra
     assert proc.returncode == 1
     assert (proc.stderr == "") is quiet, proc.stderr
     assert ("EOFError" in proc.stderr) is not quiet
+
+
+def test_a_process_spawned_but_never_registered_is_killed_with_the_workers() -> None:
+    """Ctrl-C while multiprocessing writes a new worker's start-up data: the pool never learns its pid."""
+    from multiprocessing import util
+
+    spawned: set[int] = set()
+    with workers._quiet_bootstrap(spawned):
+        pid = util.spawnv_passfds(b"/bin/sleep", [b"sleep", b"30"], ())
+    assert spawned == {pid}
+    workers._kill_workers(object(), spawned)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
