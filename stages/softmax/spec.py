@@ -68,14 +68,15 @@ def max_in_the_last_lane(dtype: torch.dtype, device: torch.device) -> Inputs:
 
 
 def max_in_the_first_or_last_warp(dtype: torch.dtype, device: torch.device) -> Inputs:
-    # Rows of 4096 span several warps in every dtype (float32: 4 warps a row; float64: 16). The max
-    # sits in the row's first warp (column 0), then in its last (column 4095), all else 2e4 below:
-    # a cross-warp max that starts from the wrong warp's partial, or stops one warp short, subtracts
-    # -1e4 and exp overflows. Found by `brrr mutate softmax` (part[first] -> part[first + 1] and
-    # range(1, tpr // 32) -> range(1, tpr // 32 - 1) in row_max survived the other cases: softmax
-    # is the same for any constant subtracted, so only overflow shows a wrong max).
-    rows = [[-1e4] * 4096, [-1e4] * 4096]
-    rows[0][0] = rows[1][4095] = 1e4
+    # Rows of 8200 span several warps on every path: float32 holds a row in 288 threads (9 warps,
+    # lane = pack % 288), float64 takes v1 (8 warps, thread = column % 256). The max sits in the
+    # first warp (column 0), then in float32's last (column 1024: pack 256), then in v1's last
+    # (column 8191: thread 255), all else 2e4 below: a cross-warp max that starts from the wrong
+    # warp's partial, or stops one warp short, subtracts -1e4 and exp overflows. Found by `brrr
+    # mutate softmax` (in row_max and block_reduce_max: part[first] -> part[first + 1], the fold one
+    # warp short): softmax is the same for any constant subtracted, so only overflow shows a wrong max.
+    rows = [[-1e4] * 8200 for _ in range(3)]
+    rows[0][0] = rows[1][1024] = rows[2][8191] = 1e4
     return (torch.tensor(rows, dtype=dtype, device=device),)
 
 
@@ -122,8 +123,11 @@ SPEC = OpSpec(
     make_inputs=make_inputs,
     # As kernel.cu's launcher maps them (numba_kernel.py mirrors it): cols 1 (most lanes idle), 37
     # and 70 a warp per row, four rows a block (the second block of (5, 70) mostly past the last
-    # row); 1030 two warps a row (float64: five), reduced through shared memory and a barrier.
-    sim_sizes=((1, 1), (3, 37), (5, 70), (2, 1030)),
+    # row); 1030 two warps a row (float64: five), reduced through shared memory and a barrier;
+    # 8200 float64 columns are past 1024 threads x 8 slots, so doubles take v1 (one block of 256
+    # threads a row, block_reduce_*), which no other size the simulator affords reaches: `brrr
+    # mutate softmax` found every bug planted in block_reduce_max alive (float32: 288 threads a row).
+    sim_sizes=((1, 1), (3, 37), (5, 70), (2, 1030), (1, 8200)),
     # Every path of kernel.cu's launchers (see cuda_place): 1, 4099 and 2051 columns take the
     # register path one element at a time (widths that are not whole packs); 1000 a warp per row,
     # four rows a block (doubles: 128 threads a row); 2048 two rows a block, with barriers; 8192,
