@@ -2,7 +2,7 @@
 // stage defines), checking their inputs, allocating outputs and calling kernel.cu's launchers.
 #include "brrr.cuh"
 
-// Defined in kernel.cu for float and double.
+// Defined in kernel.cu for float, double, __half and __nv_bfloat16.
 template <typename T> void sigmoid_forward(const T* x, T* y, int64_t n, cudaStream_t stream);
 template <typename T> void sigmoid_backward(const T* grad_y, const T* y, T* grad_x, int64_t n, cudaStream_t stream);
 
@@ -12,7 +12,7 @@ at::Tensor forward(at::Tensor x) {
     auto xc = x.contiguous();
     auto y = at::empty_like(xc);
     if (xc.numel() == 0) return y;
-    AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "sigmoid_forward", [&] {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "sigmoid_forward", [&] {
         sigmoid_forward(brrr::data<scalar_t>(xc), brrr::data<scalar_t>(y), xc.numel(), brrr::stream());
     });
     BRRR_CHECK_LAUNCH();
@@ -27,7 +27,7 @@ at::Tensor backward(at::Tensor grad_y, at::Tensor y) {
     auto yc = y.contiguous();
     auto grad_x = at::empty_like(yc);
     if (yc.numel() == 0) return grad_x;
-    AT_DISPATCH_FLOATING_TYPES(yc.scalar_type(), "sigmoid_backward", [&] {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, yc.scalar_type(), "sigmoid_backward", [&] {
         sigmoid_backward(brrr::data<scalar_t>(gc), brrr::data<scalar_t>(yc), brrr::data<scalar_t>(grad_x),
                          yc.numel(), brrr::stream());
     });

@@ -1,6 +1,7 @@
 // Sigmoid, CUDA C stage: numba_kernel.py's math, with each thread moving one 16-byte pack
-// (4 floats or 2 doubles) instead of one element, and 64-bit indices (tensors above 2^31
-// elements exist).
+// (4 floats, 2 doubles, 8 halves or bfloat16) instead of one element, and 64-bit indices (tensors
+// above 2^31 elements exist). The 16-bit types compute in float (brrr::acc_t) and round once, at
+// the store.
 //
 // Napkin math: forward reads and writes 4 bytes per float32 element, so 2^28 elements move
 // 2 GiB, 0.73 ms at the 2.96 TB/s an H100 copies. Measured on an H100 (benchmarks/results/):
@@ -9,11 +10,24 @@
 #include "brrr_kernel.cuh"
 
 // exp(-|v|) lies in (0, 1]: it can neither overflow nor make inf/inf (the reference's form).
+template <typename A>
+__device__ __forceinline__ A stable_sigmoid_acc(A v) {
+    const A e = exp(-fabs(v));
+    const A r = A(1) / (A(1) + e);
+    return v >= A(0) ? r : e * r;
+}
+
 template <typename T>
 __device__ __forceinline__ T stable_sigmoid(T v) {
-    const T e = exp(-fabs(v));
-    const T r = T(1) / (T(1) + e);
-    return v >= T(0) ? r : e * r;
+    return brrr::from_acc<T>(stable_sigmoid_acc(brrr::to_acc(v)));
+}
+
+// g * y * (1 - y) in acc_t, one rounding.
+template <typename T>
+__device__ __forceinline__ T sigmoid_grad(T g, T y) {
+    using A = brrr::acc_t<T>;
+    const A s = brrr::to_acc(y);
+    return brrr::from_acc<T>(brrr::to_acc(g) * s * (A(1) - s));
 }
 
 // W = 16 / sizeof(T) on 16-byte aligned tensors, W = 1 otherwise; thread t owns elements
@@ -42,10 +56,10 @@ __global__ void sigmoid_backward_kernel(const T* __restrict__ grad_y, const T* _
         const brrr::Pack<T, W> s = *reinterpret_cast<const brrr::Pack<T, W>*>(y + base);
         brrr::Pack<T, W> out;
 #pragma unroll
-        for (int k = 0; k < W; ++k) out.v[k] = g.v[k] * s.v[k] * (T(1) - s.v[k]);
+        for (int k = 0; k < W; ++k) out.v[k] = sigmoid_grad(g.v[k], s.v[k]);
         *reinterpret_cast<brrr::Pack<T, W>*>(grad_x + base) = out;
     } else {
-        for (int64_t i = base; i < n; ++i) grad_x[i] = grad_y[i] * y[i] * (T(1) - y[i]);
+        for (int64_t i = base; i < n; ++i) grad_x[i] = sigmoid_grad(grad_y[i], y[i]);
     }
 }
 
@@ -77,3 +91,7 @@ template void sigmoid_forward(const float*, float*, int64_t, cudaStream_t);
 template void sigmoid_forward(const double*, double*, int64_t, cudaStream_t);
 template void sigmoid_backward(const float*, const float*, float*, int64_t, cudaStream_t);
 template void sigmoid_backward(const double*, const double*, double*, int64_t, cudaStream_t);
+template void sigmoid_forward(const __half*, __half*, int64_t, cudaStream_t);
+template void sigmoid_forward(const __nv_bfloat16*, __nv_bfloat16*, int64_t, cudaStream_t);
+template void sigmoid_backward(const __half*, const __half*, __half*, int64_t, cudaStream_t);
+template void sigmoid_backward(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, int64_t, cudaStream_t);

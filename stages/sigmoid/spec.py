@@ -45,5 +45,10 @@ SPEC = OpSpec(
                       scale=one_minus_y_terms),),
     layouts={"numba": one_per_thread(BLOCK), "cuda": one_per_thread(256, pack_bytes=16)},
     huge=huge,
+    dtypes={
+        "reference": (torch.float32, torch.float64),
+        "numba": (torch.float32, torch.float64),
+        "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),
+    },
     bench_sizes=(2**28,),  # 1 GiB a float32 tensor: far past L2
 )

@@ -3,7 +3,7 @@
 // launchers with the matrix's rows and columns.
 #include "brrr.cuh"
 
-// Defined in kernel.cu for float and double.
+// Defined in kernel.cu for float, double, __half and __nv_bfloat16.
 template <typename T> void square_forward(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t stream);
 template <typename T>
 void square_backward(const T* grad_y, const T* x, T* grad_x, int64_t rows, int64_t cols, cudaStream_t stream);
@@ -19,7 +19,7 @@ at::Tensor forward(at::Tensor x) {
     auto xc = x.contiguous();
     auto y = at::empty_like(xc);
     if (xc.numel() == 0) return y;
-    AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "square_forward", [&] {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "square_forward", [&] {
         square_forward(brrr::data<scalar_t>(xc), brrr::data<scalar_t>(y), xc.size(0), xc.size(1), brrr::stream());
     });
     BRRR_CHECK_LAUNCH();
@@ -35,7 +35,7 @@ at::Tensor backward(at::Tensor grad_y, at::Tensor x) {
     auto xc = x.contiguous();
     auto grad_x = at::empty_like(xc);
     if (xc.numel() == 0) return grad_x;
-    AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "square_backward", [&] {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "square_backward", [&] {
         square_backward(brrr::data<scalar_t>(gc), brrr::data<scalar_t>(xc), brrr::data<scalar_t>(grad_x), xc.size(0),
                         xc.size(1), brrr::stream());
     });

@@ -48,14 +48,17 @@ __device__ __forceinline__ int first_aligned_column(int64_t r, int64_t cols) {
     return past == 0 ? 0 : W - past;
 }
 
+// In acc_t (float for the 16-bit types), rounded once at the store.
 template <typename T>
 __device__ __forceinline__ T square(T v) {
-    return v * v;
+    const brrr::acc_t<T> a = brrr::to_acc(v);
+    return brrr::from_acc<T>(a * a);
 }
 
 template <typename T>
 __device__ __forceinline__ T square_grad(T g, T v) {
-    return T(2) * v * g;
+    using A = brrr::acc_t<T>;
+    return brrr::from_acc<T>(A(2) * brrr::to_acc(v) * brrr::to_acc(g));
 }
 
 // Thread (pack, row) owns pack `pack` of rows row, row + stride, ...: columns
@@ -169,3 +172,8 @@ template void square_forward(const float*, float*, int64_t, int64_t, cudaStream_
 template void square_forward(const double*, double*, int64_t, int64_t, cudaStream_t);
 template void square_backward(const float*, const float*, float*, int64_t, int64_t, cudaStream_t);
 template void square_backward(const double*, const double*, double*, int64_t, int64_t, cudaStream_t);
+template void square_forward(const __half*, __half*, int64_t, int64_t, cudaStream_t);
+template void square_forward(const __nv_bfloat16*, __nv_bfloat16*, int64_t, int64_t, cudaStream_t);
+template void square_backward(const __half*, const __half*, __half*, int64_t, int64_t, cudaStream_t);
+template void square_backward(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, int64_t, int64_t,
+                              cudaStream_t);

@@ -91,6 +91,11 @@ SPEC = OpSpec(
     gradcheck_size=(2, 3),
     edge_cases={"extremes": extremes},
     oracle=torch.square,
+    dtypes={
+        "reference": (torch.float32, torch.float64),
+        "numba": (torch.float32, torch.float64),
+        "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),
+    },
     layouts={"numba": grid_2d(NUMBA_BLOCK), "cuda": cuda_layout(CUDA_BLOCK)},
     bench_sizes=((8192, 8192),),
 )
