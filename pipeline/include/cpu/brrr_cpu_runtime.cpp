@@ -461,7 +461,8 @@ void yield(const char* file, int line) {
 static bool same_call(const WarpCall& a, const WarpCall& b) {
     if (a.op != b.op || a.mask != b.mask) return false;
     if (a.op == WarpOp::SyncWarp) return true;  // __syncwarp calls on different lines may meet (sm_70+)
-    return a.line == b.line && a.width == b.width && std::strcmp(a.file, b.file) == 0;
+    // The operand's size too: one line of a template may be a call on another type in each lane.
+    return a.line == b.line && a.width == b.width && a.size == b.size && std::strcmp(a.file, b.file) == 0;
 }
 
 static std::string lane_list(unsigned mask) {
@@ -504,6 +505,7 @@ static T reduce(WarpOp op, const std::vector<const WarpCall*>& calls) {
 }
 
 // The source lane of a shuffle for `lane`, or `lane` itself where CUDA returns the caller's value.
+// `c` is that lane's own call: the source lane, delta or lane mask may differ from lane to lane.
 static int source_lane(const WarpCall& c, int lane) {
     const int w = c.width, group = lane & ~(w - 1), in_group = lane & (w - 1);
     switch (c.op) {
@@ -531,7 +533,7 @@ static void complete_warp(Block& b, int w, Fiber& caller, const WarpCall& c) {
         case WarpOp::Shfl: case WarpOp::ShflUp: case WarpOp::ShflDown: case WarpOp::ShflXor:
             for (int l = 0; l < 32; ++l) {
                 if (!calls[l]) continue;
-                const int s = source_lane(c, l);
+                const int s = source_lane(*calls[l], l);
                 if (!calls[s]) {
                     std::ostringstream m;
                     m << "lane " << l << " reads lane " << s << " of " << op_name(c.op) << " with mask " << hex(c.mask)

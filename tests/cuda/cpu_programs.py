@@ -1,0 +1,31 @@
+"""Small CUDA programs built for the CPU execution without torch: a .cu file of cases (each a kernel
+and a `main` branch printing what it computed, or `FAULT: ` and the launch's error), rewritten as
+kernel.cu is, compiled with the runtime into one executable, and run one case at a time."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from brrr_kernels import builder, cpu_build
+from brrr_kernels.cpu_source import rewrite
+
+
+def build(cases: Path, folder: Path) -> Path:
+    """`cases` rewritten and compiled with the CPU runtime into `folder`/cases (DWARF 4: addr2line
+    names kernel.cu's lines after #line, as in a checked build)."""
+    runtime = builder.compile_job(cpu_build.runtime_job())
+    source = folder / "cases.cpp"
+    source.write_text(rewrite(cases.read_text(), cases))
+    exe = folder / "cases"
+    subprocess.run([builder.find_cxx(), "-std=c++20", "-O1", "-g", "-gdwarf-4", "-ffp-contract=off",
+                    f"-I{cpu_build.CPU_INCLUDE}", str(source), str(runtime.path), "-o", str(exe), "-lpthread"],
+                   check=True)
+    return exe
+
+
+def run(program: Path, case: str, workers: int = 1, env: dict[str, str] | None = None) -> str:
+    """The case's standard output, stripped; a 2 s time limit for launches that cannot end."""
+    full = {"BRRR_CPU_WORKERS": str(workers), "BRRR_CPU_TIMEOUT": "2", **(env or {})}
+    return subprocess.run([str(program), case], capture_output=True, text=True, check=True, timeout=120,
+                          env=full).stdout.strip()
