@@ -66,7 +66,8 @@ def available() -> bool:
 
 
 def cpu_headers() -> list[Path]:
-    return sorted(CPU_INCLUDE.glob("*.h"))
+    """Every stand-in header, those in subfolders too (<cooperative_groups/reduce.h>): part of each key."""
+    return sorted(CPU_INCLUDE.rglob("*.h"))
 
 
 def runtime_job(flavour: Flavour = DEFAULT) -> Job:
