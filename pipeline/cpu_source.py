@@ -374,4 +374,4 @@ def rewrite(text: str, path: Path) -> str:
     body = r.result()
     # The runtime first, then kernel.cu as it is, numbered as it is.
     quoted = str(path.resolve()).replace("\\", "\\\\").replace('"', '\\"')
-    return f'#include "brrr_cpu.h"\n#line 1 "{quoted}"\n{body}'
+    return f'#include "brrr_cpu.h"\n#include "brrr_cpu_printf.h"\n#line 1 "{quoted}"\n{body}'

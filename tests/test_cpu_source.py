@@ -14,10 +14,12 @@ KERNEL = Path("/ops/demo/kernel.cu")
 
 
 def body(text: str) -> list[str]:
-    """The rewritten kernel.cu's own lines (after the runtime include and the #line directive)."""
+    """The rewritten kernel.cu's own lines (after the runtime's includes and the #line directive)."""
     out = rewrite(text, KERNEL)
-    head, line, rest = out.split("\n", 2)
-    assert head == '#include "brrr_cpu.h"' and line == f'#line 1 "{KERNEL}"'
+    prelude, rest = out.split(f'#line 1 "{KERNEL}"\n', 1)
+    includes = prelude.splitlines()
+    assert includes[0] == '#include "brrr_cpu.h"' and '#include "brrr_cpu_printf.h"' in includes
+    assert all(line.startswith("#include ") for line in includes)
     return rest.split("\n")
 
 

@@ -561,6 +561,13 @@ inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) {
 inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
     return static_cast<unsigned>((((static_cast<unsigned long long>(hi) << 32) | lo) >> (s & 31)));
 }
+// The clamped forms shift by min(s, 32) instead of s & 31.
+inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned s) {
+    return static_cast<unsigned>((((static_cast<unsigned long long>(hi) << 32) | lo) << (s < 32 ? s : 32)) >> 32);
+}
+inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned s) {
+    return static_cast<unsigned>((((static_cast<unsigned long long>(hi) << 32) | lo) >> (s < 32 ? s : 32)));
+}
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
     const unsigned long long v = (static_cast<unsigned long long>(y) << 32) | x;
     unsigned r = 0;

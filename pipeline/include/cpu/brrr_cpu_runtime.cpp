@@ -30,6 +30,7 @@
 #include <vector>
 
 #include <condition_variable>
+#include <cstdarg>
 #include <csignal>
 #include <pthread.h>
 
@@ -981,6 +982,8 @@ class Watchdog {
     std::thread thread_;
 };
 
+void flush_printed();
+
 void run(const Launch& given, void (*thread_main)(void*), void* context) {
     if (running_fiber) {
         throw KernelFault(std::string(given.site.file) + ":" + std::to_string(given.site.line) +
@@ -1035,6 +1038,7 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
         for (auto& t : pool) t.join();
     }
     if (hooks().launch_end) hooks().launch_end(launch);
+    flush_printed();
     if (first_failed.load() < total) throw KernelFault(error);
 }
 
@@ -1069,4 +1073,88 @@ extern "C" [[noreturn]] void __assert_fail(const char* expr, const char* file, u
     auto real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "__assert_fail"));
     if (real) real(expr, file, line, function);
     std::abort();
+}
+
+// ---- device printf ---------------------------------------------------------------------------------
+// A kernel's printf lines, each prefixed with its block and thread, are kept in a buffer of CUDA's
+// default size (1 MiB, cudaLimitPrintfFifoSize; what does not fit is dropped, as on a GPU). At the
+// end of each launch they go to stdout, as a GPU's do at the next synchronisation, unless a
+// collector (brrr validate, which keeps them with the row) has asked to take them itself.
+
+namespace brrr_cpu {
+static std::mutex printed_mutex;
+static std::string printed;
+static bool printed_dropped = false;
+static bool printed_kept = false;
+constexpr size_t kPrintfBuffer = size_t(1) << 20;
+
+static void keep_printed(const std::string& text) {
+    std::lock_guard<std::mutex> lock(printed_mutex);
+    if (printed.size() + text.size() > kPrintfBuffer) {
+        printed_dropped = true;
+        return;
+    }
+    printed += text;
+}
+
+// At a launch's end: the lines to stdout, unless a collector takes them.
+void flush_printed() {
+    std::lock_guard<std::mutex> lock(printed_mutex);
+    if (printed_kept) return;
+    if (printed_dropped) printed += "[brrr: device printf output beyond 1 MiB was dropped, as a GPU drops it]\n";
+    std::fwrite(printed.data(), 1, printed.size(), stdout);
+    std::fflush(stdout);
+    printed.clear();
+    printed_dropped = false;
+}
+}  // namespace brrr_cpu
+
+extern "C" __attribute__((visibility("default"))) int brrr_cpu_device_printf(const char* format, ...) {
+    va_list args;
+    va_start(args, format);
+    va_list again;
+    va_copy(again, args);
+    const int n = std::vsnprintf(nullptr, 0, format, args);
+    va_end(args);
+    std::string text(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+    if (n > 0) std::vsnprintf(text.data(), text.size() + 1, format, again);
+    va_end(again);
+    using brrr_cpu::running_block;
+    using brrr_cpu::running_fiber;
+    if (!running_fiber || !running_block) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        return n;
+    }
+    const std::string prefix = "[block " + brrr_cpu::triple(running_block->index) + ", thread " +
+                               brrr_cpu::triple(running_fiber->index) + "] ";
+    std::string out;
+    size_t at = 0;
+    while (at < text.size()) {
+        const size_t end = text.find('\n', at);
+        const size_t stop = end == std::string::npos ? text.size() : end + 1;
+        out += prefix;
+        out.append(text, at, stop - at);
+        at = stop;
+    }
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    brrr_cpu::keep_printed(out);
+    return n;
+}
+
+// For a collector (ctypes): keep the lines instead of printing them, and take what was kept.
+extern "C" __attribute__((visibility("default"))) void brrr_cpu_keep_printed(int keep) {
+    std::lock_guard<std::mutex> lock(brrr_cpu::printed_mutex);
+    brrr_cpu::printed_kept = keep != 0;
+}
+
+// Copies up to `capacity` bytes of the kept lines into `out` and forgets them; returns how many
+// there were (call with capacity 0 to learn the size).
+extern "C" __attribute__((visibility("default"))) size_t brrr_cpu_take_printed(char* out, size_t capacity) {
+    std::lock_guard<std::mutex> lock(brrr_cpu::printed_mutex);
+    const size_t size = brrr_cpu::printed.size();
+    if (capacity == 0) return size;
+    std::memcpy(out, brrr_cpu::printed.data(), size < capacity ? size : capacity);
+    brrr_cpu::printed.clear();
+    brrr_cpu::printed_dropped = false;
+    return size;
 }

@@ -115,3 +115,13 @@ inline bool operator>=(__half a, __half b) { return __hge(a, b); }
 inline __half2 operator+(__half2 a, __half2 b) { return __hadd2(a, b); }
 inline __half2 operator-(__half2 a, __half2 b) { return __hsub2(a, b); }
 inline __half2 operator*(__half2 a, __half2 b) { return __hmul2(a, b); }
+
+// The rest of __half2's arithmetic, comparisons and operators (brrr_cpu_pair16.h), and its shuffles of halves.
+#include "brrr_cpu_pair16.h"
+template <> struct brrr_cpu::is_pair16<__half2> : std::true_type {};
+inline __half2 make_half2(__half a, __half b) { return __half2(a, b); }
+inline __half2 __low2half2(__half2 a) { return __half2(a.x, a.x); }
+inline __half2 __high2half2(__half2 a) { return __half2(a.y, a.y); }
+inline __half2 __lows2half2(__half2 a, __half2 b) { return __half2(a.x, b.x); }
+inline __half2 __highs2half2(__half2 a, __half2 b) { return __half2(a.y, b.y); }
+inline __half2 __ldg(const __half2* p) { return *p; }
