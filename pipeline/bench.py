@@ -1,11 +1,17 @@
-"""`brrr bench`: each op's cuda stage against PyTorch eager, torch.compile, and the other stages.
+"""`brrr bench`: each op's cuda stage against PyTorch eager, torch.compile and the other stages.
 
-Timing follows the usual rules for asynchronous devices: a warm-up, then the median of many
-runs, each a batch of back-to-back calls between CUDA events, the last recorded after a
-device-wide synchronize (so the host's launch overhead overlaps GPU work as it does in a model,
-and work left on any stream counts), and inputs rotated among enough buffers that they cannot sit in L2 between runs. Achieved
-bandwidth counts the bytes an op must move at least (each input read once, each result written
-once), and is set against a device-to-device copy measured in the same run.
+Two times a call, because a training step pays the larger of the two (the GPU runs one op while
+the host issues the next ones):
+- device time (`ms`): what the GPU spends on the call's kernels when the host is ahead of it, as
+  in a training step that keeps the GPU busy. A batch of back-to-back calls is queued behind a
+  GPU sleep long enough for the host to issue all of them, between CUDA events, so no launch gap
+  of the host's is counted; the median of many batches. Inputs rotate among enough sets that
+  they cannot sit in L2 between calls.
+- host time (`host_ms`): how long the host takes to issue one call (Python, autograd, launches).
+  Where it is the larger, the op is host-bound at that size: back to back, it runs at host speed.
+Achieved bandwidth counts the bytes an op must move at least (each input read once, each result
+written once) over the device time, and is set against a device-to-device copy measured in the
+same run.
 """
 
 from __future__ import annotations
@@ -31,9 +37,10 @@ from .errors import BrrrError
 from .files import replacing
 from .spec import Inputs, Op, Size
 
-RUNS = 50
-BATCH_MS = 5.0  # a timed batch of calls lasts at least this long (see time_ms)
+RUNS = 15
+BATCH_MS = 3.0  # a timed batch of calls keeps the GPU busy at least this long (see time_ms)
 MAX_BATCH = 200
+HOST_MARGIN = 1.5  # the GPU sleep before a batch covers this many times the host's time to issue it
 VARIANT = "cuda "  # implementations named "cuda v1", ...: binding.cpp's forward_v1, ...
 L2_MULTIPLE = 3  # rotate enough input sets to cover this many times the L2 cache
 
@@ -45,10 +52,15 @@ class Timing:
     dtype: str
     pass_: str  # forward | forward+backward
     impl: str  # eager | compile | reference | numba | cuda
-    ms: float
+    ms: float  # device time a call (see the module doc)
     gbps: float
     copy_fraction: float
     speedup_vs_eager: float | None = None
+    host_ms: float = float("nan")  # host time to issue a call
+
+    @property
+    def host_bound(self) -> bool:
+        return self.host_ms > self.ms
 
 
 def require_gpu() -> None:
@@ -56,13 +68,39 @@ def require_gpu() -> None:
         raise BrrrError("brrr bench needs a CUDA GPU; torch sees none here")
 
 
-def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> float:
-    """Median milliseconds per call of fn(i), i rotating over input sets.
+@dataclass
+class CallTime:
+    device_ms: float
+    host_ms: float
 
-    A run is a batch of back-to-back calls, as in a model, lasting at least BATCH_MS, so the host's
-    launch overhead overlaps the GPU's work instead of being counted as GPU time (CUDA events around
-    one call count the host's time between them whenever the GPU waits for it). The end event is
-    recorded after a device-wide synchronize, so work a call leaves on any stream counts.
+
+_cycles_per_ms: float | None = None
+
+
+def _sleep_cycles_per_ms() -> float:
+    """GPU clock cycles a millisecond, as torch.cuda._sleep counts them (measured once)."""
+    global _cycles_per_ms
+    if _cycles_per_ms is None:
+        cycles = 2_000_000
+        torch.cuda._sleep(cycles)  # warm-up: its first launch loads the kernel
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        _cycles_per_ms = cycles / max(begin.elapsed_time(end), 1e-3)
+    return _cycles_per_ms
+
+
+def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> CallTime:
+    """Median device and host milliseconds per call of fn(i), i rotating over input sets.
+
+    Device time: a batch of back-to-back calls, lasting at least BATCH_MS on the GPU, is issued
+    while the GPU sleeps, and timed between CUDA events recorded after the sleep and after the
+    batch: the GPU then runs the calls back to back without waiting for the host. If the sleep
+    ran out before the host had issued the batch, that run is repeated with a longer sleep.
+    Host time: the wall time to issue the batch (the issuing never waits for the GPU, which is
+    still asleep or busy with earlier calls), over its calls.
     """
     for i in range(3):
         fn(i % sets)
@@ -72,25 +110,37 @@ def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> float:
     torch.cuda.synchronize()
     one = (time.perf_counter() - start) * 1e3
     batch = max(1, min(MAX_BATCH, math.ceil(BATCH_MS / max(one, 1e-3))))
-    times = []
+    per_ms = _sleep_cycles_per_ms()
+    host_guess = one * batch
+    device, host = [], []
     for r in range(runs):
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        begin.record()
-        for k in range(batch):
-            fn((r * batch + k) % sets)
-        torch.cuda.synchronize()  # every stream, not only the one the events are on
-        end.record()
-        end.synchronize()
-        times.append(begin.elapsed_time(end) / batch)
-    return statistics.median(times)
+        for _attempt in range(4):
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            awake = torch.cuda.Event()
+            torch.cuda.synchronize()
+            torch.cuda._sleep(int(per_ms * (HOST_MARGIN * host_guess + 0.5)))
+            awake.record()
+            begin.record()
+            issue = time.perf_counter()
+            for k in range(batch):
+                fn((r * batch + k) % sets)
+            issued = (time.perf_counter() - issue) * 1e3
+            caught_up = awake.query()  # the sleep ended before the last call was issued
+            end.record()
+            torch.cuda.synchronize()  # every stream, not only the one the events are on
+            host_guess = max(host_guess, issued)
+            if not caught_up:
+                break
+        device.append(begin.elapsed_time(end) / batch)
+        host.append(issued / batch)
+    return CallTime(statistics.median(device), statistics.median(host))
 
 
 def copy_bandwidth(nbytes: int = 1 << 30) -> float:
     """GB/s of a device-to-device copy, counting bytes read plus bytes written."""
     src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
     dst = torch.empty_like(src)
-    ms = time_ms(lambda i: dst.copy_(src), 1, runs=20)
+    ms = time_ms(lambda i: dst.copy_(src), 1).device_ms
     return 2 * nbytes / ms / 1e6
 
 
@@ -166,7 +216,8 @@ def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[.
             moved = in_bytes + sum(o.nbytes for o in out)
             if backward:  # read the upstream gradient and what backward needs; write one gradient per input
                 moved += sum(o.nbytes for o in out[: len(spec.outputs)]) + in_bytes + in_bytes
-            ms = time_ms(run, len(sets))
+            timed = time_ms(run, len(sets))
+            ms = timed.device_ms
         except Exception as e:  # one implementation failing (numba on an unsupported dtype) is reported, not fatal
             why = str(e) if isinstance(e, VariantMismatch) else type(e).__name__
             results.append(Timing(spec.name, str(size), str(dtype).removeprefix("torch."),
@@ -178,7 +229,7 @@ def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[.
         eager_ms = ms if name == "eager" else eager_ms
         results.append(Timing(spec.name, str(size), str(dtype).removeprefix("torch."),
                               "forward+backward" if backward else "forward", name, ms, gbps, gbps / copy_gbps,
-                              eager_ms / ms if eager_ms else None))
+                              eager_ms / ms if eager_ms else None, timed.host_ms))
     return results
 
 
@@ -218,12 +269,15 @@ def _check_variant(op: Op, name: str, inputs: Any, got: tuple[torch.Tensor, ...]
 
 def format_table(rows: list[Timing], copy_gbps: float, device: str) -> str:
     lines = [f"{device}: device-to-device copy {copy_gbps:.0f} GB/s (read + write)",
+             "ms: GPU time a call with the host ahead (what a step pays while the GPU is the bottleneck); "
+             "host ms: time to issue a call (* where it is the larger: host-bound back to back)",
              f"{'op':10s} {'size':>16s} {'dtype':8s} {'pass':16s} {'impl':22s} {'ms':>9s} {'GB/s':>7s} "
-             f"{'% copy':>7s} {'vs eager':>8s}"]
+             f"{'% copy':>7s} {'vs eager':>8s} {'host ms':>9s}"]
     for r in rows:
         vs = f"{r.speedup_vs_eager:.2f}x" if r.speedup_vs_eager else "-"
+        mark = "*" if r.host_bound else " "
         lines.append(f"{r.op:10s} {r.size:>16s} {r.dtype:8s} {r.pass_:16s} {r.impl:22s} {r.ms:9.4f} {r.gbps:7.0f} "
-                     f"{100 * r.copy_fraction:6.1f}% {vs:>8s}")
+                     f"{100 * r.copy_fraction:6.1f}% {vs:>8s} {r.host_ms:8.4f}{mark}")
     return "\n".join(lines)
 
 
