@@ -8,8 +8,9 @@
 
 #include "brrr.cuh"
 
-// Defined in kernel.cu for (float, double), (double, double) and (bfloat16, float): S, the type of
-// the statistics, is double for float and double, float for bfloat16 (kernel.cu's Stat says why).
+// Defined in kernel.cu for (float, double), (double, double), (bfloat16, float) and (half, float): S,
+// the type of the statistics, is double for float and double, float for the 16-bit types (kernel.cu's
+// Stat says why).
 template <typename T, typename S>
 void layernorm_forward(const T* x, const T* weight, const T* bias, T* y, S* mean, S* rstd, int64_t rows, int64_t cols,
                        double eps, cudaStream_t stream);
@@ -18,10 +19,12 @@ void layernorm_forward_v1(const T* x, const T* weight, const T* bias, T* y, S* m
                           int64_t cols, double eps, cudaStream_t stream);
 template <typename T, typename S>
 void layernorm_backward(const T* grad_y, const T* x, const T* weight, const S* mean, const S* rstd, T* grad_x,
-                        T* grad_weight, T* grad_bias, int64_t rows, int64_t cols, cudaStream_t stream);
+                        T* grad_weight, T* grad_bias, S* scratch, int64_t rows, int64_t cols, cudaStream_t stream);
+template <typename T>
+int64_t layernorm_backward_scratch(int64_t rows, int64_t cols);
 
 template <typename scalar_t>
-using stat_t = std::conditional_t<std::is_same_v<scalar_t, at::BFloat16>, float, double>;
+using stat_t = std::conditional_t<std::is_same_v<scalar_t, at::BFloat16> || std::is_same_v<scalar_t, at::Half>, float, double>;
 
 static void check_shapes(const at::Tensor& x, const at::Tensor& weight, const char* xn) {
     TORCH_CHECK(x.dim() == 2, xn, " must be [rows, cols], got shape ", x.sizes());
@@ -49,7 +52,7 @@ static std::tuple<at::Tensor, at::Tensor, at::Tensor> forward_impl(const at::Ten
     const int64_t rows = xc.size(0), cols = xc.size(1);
     auto y = at::empty_like(xc);
     at::Tensor mean, rstd;
-    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, xc.scalar_type(), "layernorm_forward", [&] {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "layernorm_forward", [&] {
         using S = stat_t<scalar_t>;
         const auto stat_options = xc.options().dtype(c10::CppTypeToScalarType<S>::value);
         mean = at::empty({rows}, stat_options);
@@ -94,14 +97,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(at::Tensor grad_y, at::T
     auto grad_x = at::empty_like(xc);
     auto grad_weight = at::empty_like(wc);
     auto grad_bias = at::empty_like(wc);
-    AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, xc.scalar_type(), "layernorm_backward", [&] {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "layernorm_backward", [&] {
         using S = stat_t<scalar_t>;
         TORCH_CHECK(mc.scalar_type() == c10::CppTypeToScalarType<S>::value, "mean and rstd must be ",
                     c10::CppTypeToScalarType<S>::value, " for ", xc.scalar_type(), " x (as forward makes them), got ",
                     mc.scalar_type());
+        using D = typename brrr::Device<scalar_t>::type;
+        // v2's per-block column sums (kernel.cu's layernorm_backward_scratch; none where v1 runs).
+        const int64_t scratch_size = layernorm_backward_scratch<D>(rows, cols);
+        at::Tensor scratch = at::empty({scratch_size}, mc.options());
         layernorm_backward(brrr::data<scalar_t>(gc), brrr::data<scalar_t>(xc), brrr::data<scalar_t>(wc), mc.data_ptr<S>(),
                            rc.data_ptr<S>(), brrr::data<scalar_t>(grad_x), brrr::data<scalar_t>(grad_weight),
-                           brrr::data<scalar_t>(grad_bias), rows, cols, brrr::stream());
+                           brrr::data<scalar_t>(grad_bias), scratch_size > 0 ? scratch.data_ptr<S>() : nullptr, rows, cols,
+                           brrr::stream());
         BRRR_CHECK_LAUNCH();
     });
     return {grad_x, grad_weight, grad_bias};

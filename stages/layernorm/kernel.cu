@@ -42,6 +42,7 @@ template <typename A> constexpr bool kSame<A, A> = true;
 // bfloat16 carries 8 bits, so float's 24 leave room to spare. The stats tensors have this dtype.
 template <typename T> struct Stat { using type = double; };
 template <> struct Stat<__nv_bfloat16> { using type = float; };
+template <> struct Stat<__half> { using type = float; };
 template <typename T> using stat_t = typename Stat<T>::type;
 
 template <typename T> __device__ __forceinline__ stat_t<T> to_stat(T v) { return static_cast<stat_t<T>>(brrr::to_acc(v)); }
@@ -113,11 +114,12 @@ struct Affine {
     __device__ Affine(stat_t<T> mu, stat_t<T> rs)
         : hi(static_cast<A>(mu)), lo(static_cast<A>(mu - static_cast<stat_t<T>>(static_cast<A>(mu)))),
           r(static_cast<A>(rs)) {}
-    __device__ __forceinline__ A operator()(T x, T w, T b) const {
+    __device__ __forceinline__ A centred(T x) const {
         A d = brrr::to_acc(x) - hi;
         if constexpr (!kSame<A, stat_t<T>>) d -= lo;  // lo is exactly 0 when A holds the mean whole
-        return d * r * brrr::to_acc(w) + brrr::to_acc(b);
+        return d;
     }
+    __device__ __forceinline__ A operator()(T x, T w, T b) const { return centred(x) * r * brrr::to_acc(w) + brrr::to_acc(b); }
 };
 
 // One rounding per element either way; bfloat16 converts two floats per instruction.
@@ -246,7 +248,11 @@ layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ we
                                    eps, threadIdx.x, blockDim.x, partial_sum, partial_squares);
 }
 
-// ---- backward (v1 for now) -------------------------------------------------------------------
+// ---- backward v1: grad_x by rows, then the column sums in a second pass ---------------------
+// Kept for what v2 does not take (widths that are not whole 16-byte packs, unaligned tensors, rows
+// whose column sums do not fit in shared memory) and as the first rung of the ladder.
+// layernorm_backward_x_kernel reads grad_y and x and writes grad_x; layernorm_backward_weight_kernel
+// reads grad_y and x again: 5 passes of a tensor's size where 3 must be, so at best 60% of copy.
 
 template <typename T>
 __global__ void layernorm_backward_x_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
@@ -307,6 +313,185 @@ __global__ void layernorm_backward_weight_kernel(const T* __restrict__ grad_y, c
         }
         grad_weight[c] = from_stat<T>(gw);
         grad_bias[c] = from_stat<T>(gb);
+    }
+}
+
+
+// ---- backward v2: one pass over grad_y and x ---------------------------------------------------
+// What it changes from v1: grad_y and x are read once. A persistent grid of `parts` blocks (as many
+// as fit on the chip at once) takes rows parts apart; each block holds its row in registers as
+// 16-byte packs (a thread the packs t, t + blockDim.x, ... as the forward's block path), takes both
+// row sums with one barrier, writes grad_x with 16-byte stores, and adds g * xhat and g into its
+// own column sums in shared memory, where each column's slot belongs to the one thread that holds
+// the column (no barrier, no atomics). The next row's loads are issued before this row's barrier,
+// so they are in flight while the block waits. At the end each block writes its column sums as one
+// row of `partial` ([2][parts][cols]: grad_weight's, then grad_bias's), and
+// layernorm_backward_reduce_kernel adds the parts of each column in a fixed order: the same bits on
+// every run, as v1's column kernel. Traffic: 3 tensors' worth, plus 2 x parts x cols partials
+// written and read (132 x 8192 doubles x 2 x 2 = 35 MB at float32 4096 x 8192, against 403 MB).
+// Sums are in Part<T> (double for float and double, float for the 16-bit types, as the statistics);
+// the products summed are computed in acc_t and widened once.
+template <typename T> using part_t = stat_t<T>;
+constexpr int kMaxBwdPacks = 2;  // g and x, this row's and the next: 4 x 2 packs a thread in registers
+constexpr int kReduceColumns = 32;
+constexpr int kReduceGroups = 16;
+
+template <typename T, int kPacks>
+__device__ __forceinline__ void load_packs(const T* __restrict__ row, brrr::Pack<T, 16 / sizeof(T)> (&out)[kPacks], int t,
+                                           int stride, int packs) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (p < packs) out[k] = reinterpret_cast<const brrr::Pack<T, 16 / sizeof(T)>*>(row)[p];
+    }
+}
+
+template <typename T, int kPacks>
+__global__ void __launch_bounds__(kMaxThreads, 1)
+layernorm_backward_fused_kernel(const T* __restrict__ grad_y, const T* __restrict__ x, const T* __restrict__ weight,
+                                const stat_t<T>* __restrict__ mean, const stat_t<T>* __restrict__ rstd,
+                                T* __restrict__ grad_x, part_t<T>* __restrict__ partial, int64_t rows, int64_t cols) {
+    using S = stat_t<T>;
+    using A = brrr::acc_t<T>;
+    using Q = part_t<T>;
+    constexpr int W = 16 / sizeof(T);
+    using P = brrr::Pack<T, W>;
+    // [grad_weight's sums | grad_bias's], element j of pack p at j * packs + p: a warp's 32 threads
+    // touch 32 consecutive slots.
+    extern __shared__ __align__(16) unsigned char column_sums[];
+    // Two slots a warp for each row sum, alternating by row: a thread may write row i + 1's slots while
+    // a slower one still reads row i's, and row i + 2's only after all have passed row i + 1's barrier.
+    __shared__ S partial_g[2][kMaxThreads / 32];
+    __shared__ S partial_gx[2][kMaxThreads / 32];
+    const int packs = static_cast<int>(cols / W);
+    Q* sum_w = reinterpret_cast<Q*>(column_sums);
+    Q* sum_b = sum_w + cols;
+    const int t = threadIdx.x;
+    const int stride = blockDim.x;
+    const int warps = blockDim.x / 32;
+    A w[kPacks][W];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (p < packs) {
+            const P wp = reinterpret_cast<const P*>(weight)[p];
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                w[k][j] = brrr::to_acc(wp.v[j]);
+                sum_w[j * packs + p] = Q(0);
+                sum_b[j * packs + p] = Q(0);
+            }
+        }
+    }
+    P g[kPacks], v[kPacks];
+    int64_t row = blockIdx.x;
+    if (row < rows) {
+        load_packs<T, kPacks>(grad_y + row * cols, g, t, stride, packs);
+        load_packs<T, kPacks>(x + row * cols, v, t, stride, packs);
+    }
+    int parity = 0;
+    for (; row < rows; row += gridDim.x) {
+        const int64_t next = row + gridDim.x;
+        P gn[kPacks], vn[kPacks];
+        if (next < rows) {
+            load_packs<T, kPacks>(grad_y + next * cols, gn, t, stride, packs);
+            load_packs<T, kPacks>(x + next * cols, vn, t, stride, packs);
+        }
+        const Affine<T> affine(mean[row], rstd[row]);
+        A sum_wg = 0;
+        A sum_wgx = 0;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            if (k * stride + t < packs) {
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const A wg = brrr::to_acc(g[k].v[j]) * w[k][j];
+                    sum_wg += wg;
+                    sum_wgx += wg * (affine.centred(v[k].v[j]) * affine.r);
+                }
+            }
+        }
+        S total_g = brrr::warp_sum(static_cast<S>(sum_wg));
+        S total_gx = brrr::warp_sum(static_cast<S>(sum_wgx));
+        if (t % 32 == 0) {
+            partial_g[parity][t / 32] = total_g;
+            partial_gx[parity][t / 32] = total_gx;
+        }
+        __syncthreads();
+        total_g = partial_g[parity][0];
+        total_gx = partial_gx[parity][0];
+        for (int i = 1; i < warps; ++i) {
+            total_g += partial_g[parity][i];
+            total_gx += partial_gx[parity][i];
+        }
+        parity ^= 1;
+        const A mean_g = static_cast<A>(total_g / cols);
+        const A mean_gx = static_cast<A>(total_gx / cols);
+        T* gxr = grad_x + row * cols;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            const int p = k * stride + t;
+            if (p < packs) {
+                A out[W];
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const A gy = brrr::to_acc(g[k].v[j]);
+                    const A xhat = affine.centred(v[k].v[j]) * affine.r;
+                    out[j] = affine.r * (gy * w[k][j] - mean_g - xhat * mean_gx);
+                    sum_w[j * packs + p] += static_cast<Q>(gy * xhat);
+                    sum_b[j * packs + p] += static_cast<Q>(gy);
+                }
+                reinterpret_cast<P*>(gxr)[p] = round_pack<T, W>(out);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            g[k] = gn[k];
+            v[k] = vn[k];
+        }
+    }
+    // This block's row of partial, in packs of W sums (only this thread's own slots are read).
+    using QP = brrr::Pack<Q, W>;
+    const int64_t parts = gridDim.x;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (p < packs) {
+            QP pw, pb;
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                pw.v[j] = sum_w[j * packs + p];
+                pb.v[j] = sum_b[j * packs + p];
+            }
+            reinterpret_cast<QP*>(partial + static_cast<int64_t>(blockIdx.x) * cols)[p] = pw;
+            reinterpret_cast<QP*>(partial + (parts + blockIdx.x) * cols)[p] = pb;
+        }
+    }
+}
+
+// grad_weight and grad_bias from v2's partials: column c of either is the sum of its `parts` rows,
+// kReduceGroups interleaved groups of them summed apart, then the groups in order: fixed, so the
+// same bits every run. Block (kReduceColumns, kReduceGroups) over 2 * cols columns (grad_weight's
+// then grad_bias's).
+template <typename T>
+__global__ void layernorm_backward_reduce_kernel(const part_t<T>* __restrict__ partial, T* __restrict__ grad_weight,
+                                                 T* __restrict__ grad_bias, int64_t parts, int64_t cols) {
+    using S = stat_t<T>;
+    __shared__ S groups[kReduceGroups][kReduceColumns];
+    const int64_t c = static_cast<int64_t>(blockIdx.x) * kReduceColumns + threadIdx.x;
+    const bool bias_column = c >= cols;
+    const int64_t column = bias_column ? c - cols : c;
+    const part_t<T>* source = partial + (bias_column ? parts * cols : 0) + column;
+    S total = 0;
+    if (c < 2 * cols) {
+        for (int64_t b = threadIdx.y; b < parts; b += kReduceGroups) total += static_cast<S>(source[b * cols]);
+    }
+    // Every thread stores, in range or not, so the barrier is reached by the whole block.
+    groups[threadIdx.y][threadIdx.x] = total;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < 2 * cols) {
+        for (int k = 1; k < kReduceGroups; ++k) total += groups[k][threadIdx.x];
+        (bias_column ? grad_bias : grad_weight)[column] = from_stat<T>(total);
     }
 }
 
@@ -373,10 +558,61 @@ void layernorm_forward_v1(const T* x, const T* weight, const T* bias, T* y, S* m
     launch_v1<T>(x, weight, bias, y, mean, rstd, rows, cols, static_cast<S>(eps), stream);
 }
 
+// v2's packs a thread for a row of `packs` 16-byte packs, 0 where v2 cannot take the row: the row
+// must fit in kMaxThreads threads of kMaxBwdPacks packs, and its column sums in shared memory.
+template <typename T>
+static int fused_packs(int64_t cols) {
+    constexpr int W = 16 / sizeof(T);
+    if (cols == 0 || cols % W != 0) return 0;
+    const int64_t packs = cols / W;
+    int limit = 0;
+    cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+    if (2 * cols * static_cast<int64_t>(sizeof(part_t<T>)) > limit) return 0;
+    if (packs <= kMaxThreads) return 1;
+    if (packs <= static_cast<int64_t>(kMaxThreads) * kMaxBwdPacks) return 2;
+    return 0;
+}
+
+template <typename T, int kPacks>
+static int64_t fused_parts(int64_t rows, int64_t cols, int threads, size_t smem) {
+    const auto kernel = layernorm_backward_fused_kernel<T, kPacks>;
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    int sms = 0, per_sm = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
+    const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+    return rows < resident ? rows : resident;
+}
+
+struct FusedShape {
+    int packs_per_thread, threads;
+    size_t smem;
+};
+
+template <typename T>
+static FusedShape fused_shape(int64_t cols) {
+    constexpr int W = 16 / sizeof(T);
+    const int k = fused_packs<T>(cols);
+    if (k == 0) return {0, 0, 0};
+    const int64_t packs = cols / W;
+    const int threads = static_cast<int>((packs + k - 1) / k + 31) / 32 * 32;
+    return {k, threads, static_cast<size_t>(2 * cols) * sizeof(part_t<T>)};
+}
+
+// Elements of part_t<T> scratch the backward needs at [rows, cols] (binding.cpp allocates them): v2's
+// partial sums, or 0 where v2 does not run (v1 needs none).
+template <typename T>
+int64_t layernorm_backward_scratch(int64_t rows, int64_t cols) {
+    const FusedShape f = fused_shape<T>(cols);
+    if (f.packs_per_thread == 0 || rows == 0) return 0;
+    const int64_t parts = f.packs_per_thread == 1 ? fused_parts<T, 1>(rows, cols, f.threads, f.smem)
+                                                  : fused_parts<T, 2>(rows, cols, f.threads, f.smem);
+    return 2 * parts * cols;
+}
+
 template <typename T, typename S>
-void layernorm_backward(const T* grad_y, const T* x, const T* weight, const S* mean, const S* rstd, T* grad_x,
+static void backward_v1(const T* grad_y, const T* x, const T* weight, const S* mean, const S* rstd, T* grad_x,
                         T* grad_weight, T* grad_bias, int64_t rows, int64_t cols, cudaStream_t stream) {
-    static_assert(kSame<S, stat_t<T>>, "mean and rstd have the statistics' type");
     if (rows > 0 && cols > 0) {
         layernorm_backward_x_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(grad_y, x, weight, mean,
                                                                                                 rstd, grad_x, cols);
@@ -388,13 +624,51 @@ void layernorm_backward(const T* grad_y, const T* x, const T* weight, const S* m
     }
 }
 
+// scratch: layernorm_backward_scratch<T>(rows, cols) elements (nullptr if that is 0).
+template <typename T, typename S>
+void layernorm_backward(const T* grad_y, const T* x, const T* weight, const S* mean, const S* rstd, T* grad_x,
+                        T* grad_weight, T* grad_bias, S* scratch, int64_t rows, int64_t cols, cudaStream_t stream) {
+    static_assert(kSame<S, stat_t<T>>, "mean and rstd have the statistics' type");
+    const FusedShape f = fused_shape<T>(cols);
+    const bool aligned = brrr::aligned16(grad_y) && brrr::aligned16(x) && brrr::aligned16(weight) &&
+                         brrr::aligned16(grad_x) && brrr::aligned16(scratch);
+    if (f.packs_per_thread == 0 || rows == 0 || scratch == nullptr || !aligned) {
+        backward_v1(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias, rows, cols, stream);
+        return;
+    }
+    int64_t parts;
+    if (f.packs_per_thread == 1) {
+        parts = fused_parts<T, 1>(rows, cols, f.threads, f.smem);
+        layernorm_backward_fused_kernel<T, 1><<<static_cast<unsigned int>(parts), f.threads, f.smem, stream>>>(
+            grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
+    } else {
+        parts = fused_parts<T, 2>(rows, cols, f.threads, f.smem);
+        layernorm_backward_fused_kernel<T, 2><<<static_cast<unsigned int>(parts), f.threads, f.smem, stream>>>(
+            grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
+    }
+    layernorm_backward_reduce_kernel<T><<<brrr::blocks_for(2 * cols, kReduceColumns), dim3(kReduceColumns, kReduceGroups),
+                                          0, stream>>>(scratch, grad_weight, grad_bias, parts, cols);
+}
+
+// v1 whatever the row, for brrr bench to time beside backward.
+template <typename T, typename S>
+void layernorm_backward_v1(const T* grad_y, const T* x, const T* weight, const S* mean, const S* rstd, T* grad_x,
+                           T* grad_weight, T* grad_bias, int64_t rows, int64_t cols, cudaStream_t stream) {
+    static_assert(kSame<S, stat_t<T>>, "mean and rstd have the statistics' type");
+    backward_v1(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias, rows, cols, stream);
+}
+
 // The dtypes binding.cpp dispatches to, each with its statistics' type.
 #define LAYERNORM_INSTANTIATE(T, S)                                                                                  \
     template void layernorm_forward(const T*, const T*, const T*, T*, S*, S*, int64_t, int64_t, double, cudaStream_t); \
     template void layernorm_forward_v1(const T*, const T*, const T*, T*, S*, S*, int64_t, int64_t, double,            \
                                        cudaStream_t);                                                                \
-    template void layernorm_backward(const T*, const T*, const T*, const S*, const S*, T*, T*, T*, int64_t, int64_t,  \
-                                     cudaStream_t);
+    template void layernorm_backward(const T*, const T*, const T*, const S*, const S*, T*, T*, T*, S*, int64_t,      \
+                                     int64_t, cudaStream_t);                                                        \
+    template void layernorm_backward_v1(const T*, const T*, const T*, const S*, const S*, T*, T*, T*, int64_t,       \
+                                        int64_t, cudaStream_t);                                                     \
+    template int64_t layernorm_backward_scratch<T>(int64_t, int64_t);
 LAYERNORM_INSTANTIATE(float, double)
 LAYERNORM_INSTANTIATE(double, double)
 LAYERNORM_INSTANTIATE(__nv_bfloat16, float)
+LAYERNORM_INSTANTIATE(__half, float)

@@ -142,7 +142,7 @@ SPEC = OpSpec(
     dtypes={
         "reference": (torch.float32, torch.float64),
         "numba": (torch.float32, torch.float64),
-        "cuda": (torch.float32, torch.float64, torch.bfloat16),
+        "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),
     },
     tolerances=widenings(),
     # The numba stage's writers are observed in the simulator. The cuda layout is that of grad_x and of
