@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cpu_ptx import UnsupportedPtx, translate
 from .errors import BuildError
 from .files import shown
 
@@ -296,6 +297,12 @@ class _Rewriter:
         operands = outputs + inputs
         if not template and not operands:
             return ";"  # asm volatile("" ::: "memory"): a compiler barrier, nothing to do on the CPU
+        try:  # tensor cores and asynchronous copies (cpu_ptx)
+            call = translate(template, sections)
+        except UnsupportedPtx as e:
+            raise self.error(pos, e.what, hint=e.hint) from None
+        if call is not None:
+            return call
         im = re.match(r"^([a-z][\w.]*)\s+(.*)$", template)
         if not im or ";" in template:
             raise self.error(pos, f'inline PTX "{template}"',
@@ -374,4 +381,4 @@ def rewrite(text: str, path: Path) -> str:
     body = r.result()
     # The runtime first, then kernel.cu as it is, numbered as it is.
     quoted = str(path.resolve()).replace("\\", "\\\\").replace('"', '\\"')
-    return f'#include "brrr_cpu.h"\n#include "brrr_cpu_printf.h"\n#line 1 "{quoted}"\n{body}'
+    return f'#include "brrr_cpu.h"\n#include "brrr_cpu_mma.h"\n#include "brrr_cpu_printf.h"\n#line 1 "{quoted}"\n{body}'

@@ -66,6 +66,14 @@ DEFAULT: dict[torch.dtype, Tolerance] = {
 }
 
 
+# Tensor cores (mma.sync, wmma): |D - (C + A B)| for the exact product of the rounded inputs is at most
+# this times K-term's magnitude |C| + sum_k |A B|. The CPU adds the exact products to C one at a time
+# in float32: K roundings, each within 2^-24 of a partial sum no larger than that magnitude. A GPU
+# adds each k-group with wider alignment but may truncate rather than round: twice the bound holds both.
+def tensor_core_bound(k: int) -> float:
+    return 2.0 * (k + 1) * 2.0**-24
+
+
 # rounding.py nudges each result by up to a whole unit, twice what round-to-nearest makes, so the
 # spread is about the error of the reference's own order of operations, or more. A kernel sums in another
 # order (a tree for a loop): 2x holds that, and at a cancellation it is still 10^5 times tighter

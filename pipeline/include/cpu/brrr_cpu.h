@@ -216,6 +216,16 @@ int barrier(Sync kind, int predicate, const char* file, int line);
 enum class WarpOp : int {
     Shfl, ShflUp, ShflDown, ShflXor, Ballot, Any, All, SyncWarp, ActiveMask, MatchAny, MatchAll,
     ReduceAdd, ReduceMin, ReduceMax, ReduceAnd, ReduceOr, ReduceXor,
+    Collective,  // a warp-collective of brrr's headers (tensor-core fragments, ldmatrix): see Collective
+};
+
+// A warp-collective operation the runtime does not know itself (brrr_cpu_mma.h): its lanes meet as at
+// any warp intrinsic (same call, same mask, every named lane present), then `complete` runs once, on
+// the last lane to arrive, with each lane's WarpCall::result (nullptr for a lane outside the mask).
+// The WarpCall's `value` points at the Collective, so two different ones never meet.
+struct Collective {
+    const char* name;  // for messages, as the kernel wrote it: "wmma::mma_sync", "ldmatrix.sync.aligned.m8n8.x4.shared.b16"
+    void (*complete)(void* const* lanes, unsigned mask);
 };
 
 // One lane's side of a warp-synchronous call: its operand (up to 16 bytes) and where its result goes.

@@ -211,6 +211,7 @@ struct Block {
     bool failed = false;
     std::string error;
     bool single_worker = true;
+    uint64_t serial = 0;  // unique to each block run: brrr_cpu_async_impl.h starts its state afresh by it
 };
 
 static thread_local Block* running_block = nullptr;
@@ -302,8 +303,14 @@ static const char* op_name(WarpOp op) {
         case WarpOp::ReduceAnd: return "__reduce_and_sync";
         case WarpOp::ReduceOr: return "__reduce_or_sync";
         case WarpOp::ReduceXor: return "__reduce_xor_sync";
+        case WarpOp::Collective: return "a warp-collective operation";
     }
     return "a warp intrinsic";
+}
+
+// The name a message gives a waiting call: a Collective says which one.
+static const char* call_name(const WarpCall& c) {
+    return c.op == WarpOp::Collective ? static_cast<const Collective*>(c.value)->name : op_name(c.op);
 }
 
 static const char* sync_name(Sync s) {
@@ -325,7 +332,7 @@ static std::string hex(unsigned m) {
 static std::string where(const Fiber& f) {
     std::ostringstream s;
     if (f.state == State::Barrier) s << sync_name(f.sync) << " at " << f.file << ":" << f.line;
-    else if (f.state == State::Warp) s << op_name(f.call->op) << " at " << f.file << ":" << f.line;
+    else if (f.state == State::Warp) s << call_name(*f.call) << " at " << f.file << ":" << f.line;
     else if (f.state == State::Exited) s << "the end of the kernel (returned)";
     else s << "no wait";
     return s.str();
@@ -462,6 +469,7 @@ void yield(const char* file, int line) {
 static bool same_call(const WarpCall& a, const WarpCall& b) {
     if (a.op != b.op || a.mask != b.mask) return false;
     if (a.op == WarpOp::SyncWarp) return true;  // __syncwarp calls on different lines may meet (sm_70+)
+    if (a.op == WarpOp::Collective && a.value != b.value) return false;
     // The operand's size too: one line of a template may be a call on another type in each lane.
     return a.line == b.line && a.width == b.width && a.size == b.size && std::strcmp(a.file, b.file) == 0;
 }
@@ -585,6 +593,12 @@ static void complete_warp(Block& b, int w, Fiber& caller, const WarpCall& c) {
                 for (const WarpCall* k : taking) std::memcpy(k->result, &r, sizeof r);
             }
             break;
+        case WarpOp::Collective: {
+            void* lanes[32];
+            for (int l = 0; l < 32; ++l) lanes[l] = calls[l] ? calls[l]->result : nullptr;
+            static_cast<const Collective*>(c.value)->complete(lanes, c.mask);
+            break;
+        }
         default:
             break;
     }
@@ -615,14 +629,14 @@ void warp(WarpCall& c) {
     const bool shuffle = c.op == WarpOp::Shfl || c.op == WarpOp::ShflUp || c.op == WarpOp::ShflDown || c.op == WarpOp::ShflXor;
     std::ostringstream m;
     if (!(c.mask & bit)) {
-        m << "lane " << lane << " calls " << op_name(c.op) << " with mask " << hex(c.mask)
+        m << "lane " << lane << " calls " << call_name(c) << " with mask " << hex(c.mask)
           << ", which does not name the calling lane";
     } else if (unsigned absent = c.mask & ~b.warp_present[w]) {
-        m << op_name(c.op) << " with mask " << hex(c.mask) << " names lanes " << lane_list(absent)
+        m << call_name(c) << " with mask " << hex(c.mask) << " names lanes " << lane_list(absent)
           << ", which do not exist: this warp of a " << b.threads << "-thread block has "
           << __builtin_popcount(b.warp_present[w]) << " lanes";
     } else if (unsigned gone = c.mask & b.warp_exited[w]) {
-        m << op_name(c.op) << " with mask " << hex(c.mask) << " names lanes " << lane_list(gone)
+        m << call_name(c) << " with mask " << hex(c.mask) << " names lanes " << lane_list(gone)
           << ", which have already returned";
     } else if (shuffle && (c.width < 1 || c.width > 32 || (c.width & (c.width - 1)))) {
         m << op_name(c.op) << " with width " << c.width << ": the width must be a power of 2 from 1 to 32";
@@ -661,7 +675,7 @@ static void check_exit(Block& b, Fiber& f) {
         const Fiber& g = b.fibers[w * 32 + l];
         if (g.call && g.call->op != WarpOp::ActiveMask && (g.call->mask & bit)) {
             std::ostringstream m;
-            m << "lanes of this warp wait at " << op_name(g.call->op) << " with mask " << hex(g.call->mask) << " for lane "
+            m << "lanes of this warp wait at " << call_name(*g.call) << " with mask " << hex(g.call->mask) << " for lane "
               << f.linear % 32 << ", which returned without reaching it";
             record(b, located(b, "warp mask", m.str(), g.file, g.line, &f));
             return;
@@ -680,7 +694,7 @@ static void diagnose(Block& b) {
             const Fiber& g = b.fibers[w * 32 + l];
             if (g.state == State::Warp && g.call && same_call(*g.call, *f.call)) continue;
             std::ostringstream m;
-            m << "lane " << f.linear % 32 << " waits at " << op_name(f.call->op) << " with mask " << hex(f.call->mask)
+            m << "lane " << f.linear % 32 << " waits at " << call_name(*f.call) << " with mask " << hex(f.call->mask)
               << " for lane " << l << ", which is at " << where(g);
             if (g.state == State::Warp && g.call && g.call->op == f.call->op && g.line == f.line)
                 m << " with mask " << hex(g.call->mask);
@@ -815,6 +829,8 @@ static void resume(Block& b, Fiber& f) {
 static void run_block(Block& b, uint3 index) {
     const dim3 dim = b.launch->config.block;
     b.index = index;
+    static std::atomic<uint64_t> serials{0};
+    b.serial = ++serials;
     b.fibers.assign(static_cast<size_t>(b.threads), Fiber{});
     for (int t = 0; t < b.threads; ++t) {
         Fiber& f = b.fibers[t];
@@ -1074,6 +1090,9 @@ extern "C" [[noreturn]] void __assert_fail(const char* expr, const char* file, u
     if (real) real(expr, file, line, function);
     std::abort();
 }
+
+// Asynchronous copies (cp.async, the pipeline primitives, cuda::memcpy_async): their state is the runtime's.
+#include "brrr_cpu_async_impl.h"
 
 // ---- device printf ---------------------------------------------------------------------------------
 // A kernel's printf lines, each prefixed with its block and thread, are kept in a buffer of CUDA's

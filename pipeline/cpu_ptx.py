@@ -1,0 +1,205 @@
+"""Inline PTX for tensor cores and asynchronous copies, rewritten into calls of brrr's CPU runtime.
+
+g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not translate itself to
+`translate`, which knows these instructions (with the PTX ISA's operand forms):
+
+- `mma.sync.aligned.m16n8k16.row.col.D.A.B.C` (A = B = f16 or bf16), `...m16n8k8...` (f16, bf16,
+  tf32) and `...m16n8k4...` (tf32), D = C = f32 (or f16 with f16 inputs): include/cpu/brrr_cpu_mma.h;
+- `ldmatrix.sync.aligned.m8n8.x1/.x2/.x4{.trans}{.shared{::cta}}.b16`;
+- `cp.async.ca/.cg.shared{::cta}.global{.L2::64B/128B/256B} [dst], [src], size{, src_size}`,
+  `cp.async.commit_group`, `cp.async.wait_group N`, `cp.async.wait_all`: include/cpu/brrr_cpu_async.h;
+- `cvt.rna.tf32.f32`.
+
+Each becomes one line of C++ (a block that packs the operands into 32-bit registers, calls the
+runtime, and unpacks the results), so kernel.cu's line numbers stay. An instruction of these families
+in a form brrr does not emulate raises UnsupportedPtx, which cpu_source reports at kernel.cu's line;
+any other instruction returns None and stays cpu_source's to judge.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+RUNTIME = "::brrr_cpu::ptx::"
+
+
+class UnsupportedPtx(Exception):
+    """A tensor-core or async-copy instruction in a form the CPU execution does not emulate."""
+
+    def __init__(self, what: str, hint: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Operand:
+    constraint: str  # "=f", "+r", "r", "l", "n", ...
+    expr: str        # the C++ expression in the parentheses
+
+
+def operands(sections: list[str]) -> list[Operand]:
+    """The asm statement's operands, numbered as PTX's %N: the outputs, then the inputs."""
+    found: list[Operand] = []
+    for section in sections[1:3]:
+        for part in _split_top_level(section):
+            m = re.match(r'^\s*(?:\[\w+\]\s*)?"([^"]*)"\s*\((.*)\)\s*$', part, re.S)
+            if m:
+                found.append(Operand(m.group(1), " ".join(m.group(2).split())))
+    return found
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, start, in_string = [], 0, 0, False
+    for k, c in enumerate(text):
+        if in_string:
+            in_string = c != '"' or text[k - 1] == "\\"
+        elif c == '"':
+            in_string = True
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
+
+
+def _groups(args: str) -> list[list[str]]:
+    """`{%0, %1}, {%2}, [%3+16], 16` as [['%0', '%1'], ['%2'], ['[%3+16]'], ['16']]."""
+    out: list[list[str]] = []
+    for part in _split_top_level(args):
+        part = part.strip()
+        if part.startswith("{") and part.endswith("}"):
+            out.append([p.strip() for p in part[1:-1].split(",")])
+        else:
+            out.append([part])
+    return out
+
+
+class _Statement:
+    def __init__(self, template: str, ops: list[Operand]) -> None:
+        self.template = template
+        self.ops = ops
+
+    def operand(self, ref: str) -> Operand:
+        m = re.fullmatch(r"%(\d+)", ref.strip())
+        if not m or int(m.group(1)) >= len(self.ops):
+            raise UnsupportedPtx(f'inline PTX "{self.template}": operand "{ref}" is not one of the asm statement\'s '
+                                 f"{len(self.ops)} operands", "refer to operands as %0, %1, ...")
+        return self.ops[int(m.group(1))]
+
+    def value(self, ref: str) -> str:
+        """A register or an immediate, as a C++ expression."""
+        ref = ref.strip()
+        if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", ref):
+            return ref
+        return f"({self.operand(ref).expr})"
+
+    def registers(self, refs: list[str]) -> str:
+        return "{" + ", ".join(f"{RUNTIME}reg({self.value(r)})" for r in refs) + "}"
+
+    def outputs(self, array: str, refs: list[str]) -> str:
+        parts = []
+        for k, ref in enumerate(refs):
+            op = self.operand(ref)
+            if not op.constraint.startswith(("=", "+")):
+                raise UnsupportedPtx(f'inline PTX "{self.template}": the destination {ref} is an input operand',
+                                     'give destination registers as outputs ("=f"(x), "=r"(x) or "+f"(x))')
+            parts.append(f"{RUNTIME}set_reg({op.expr}, {array}[{k}]);")
+        return " ".join(parts)
+
+    def address(self, ref: str, convert: str) -> str:
+        """`[%N]` or `[%N+offset]` as `convert(expr)`, plus the offset in bytes."""
+        m = re.fullmatch(r"\[\s*(%\d+)\s*(?:\+\s*(\d+|0x[0-9a-fA-F]+))?\s*\]", ref.strip())
+        if not m:
+            raise UnsupportedPtx(f'inline PTX "{self.template}": the address "{ref}"',
+                                 "give an address as [%N] or [%N+offset]")
+        base = f"{RUNTIME}{convert}({self.value(m.group(1))})"
+        return base if not m.group(2) else f"{base} + {m.group(2)}"
+
+
+_MMA_HINT = ("brrr emulates mma.sync.aligned.m16n8k16 (f16, bf16), .m16n8k8 (f16, bf16, tf32) and .m16n8k4 "
+             "(tf32), .row.col, with f32 accumulators (or f16 ones for f16 inputs)")
+_TYPES = {"f16": "F16", "bf16": "BF16", "tf32": "TF32", "f32": "F32"}
+
+
+def _mma(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+    m = re.fullmatch(r"mma\.sync\.aligned\.m16n8k(16|8|4)\.row\.col\.(\w+)\.(\w+)\.(\w+)\.(\w+)", instr)
+    if not m:
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _MMA_HINT)
+    k, d, a, b, c = int(m.group(1)), *m.group(2, 3, 4, 5)
+    valid = a == b and d == c and (
+        (k == 16 and a in ("f16", "bf16")) or (k == 8 and a in ("f16", "bf16", "tf32")) or (k == 4 and a == "tf32"))
+    valid = valid and (d == "f32" or (d == "f16" and a == "f16"))
+    if not valid or len(groups) != 4:
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _MMA_HINT)
+    dg, ag, bg, cg = groups
+    call = (f"{RUNTIME}mma_sync<16, 8, {k}, {RUNTIME}Type::{_TYPES[a]}, {RUNTIME}Type::{_TYPES[d]}>"
+            "(brrr_d, brrr_a, brrr_b, brrr_c, __FILE__, __LINE__);")
+    return (f"{{ const uint32_t brrr_a[{len(ag)}] = {s.registers(ag)}; const uint32_t brrr_b[{len(bg)}] = "
+            f"{s.registers(bg)}; const uint32_t brrr_c[{len(cg)}] = {s.registers(cg)}; uint32_t brrr_d[{len(dg)}]; "
+            f"{call} {s.outputs('brrr_d', dg)} }}")
+
+
+def _ldmatrix(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+    m = re.fullmatch(r"ldmatrix\.sync\.aligned\.m8n8\.x(1|2|4)(\.trans)?(\.shared(::cta)?)?\.b16", instr)
+    if not m or len(groups) != 2 or len(groups[0]) != int(m.group(1)):
+        raise UnsupportedPtx(f'inline PTX "{s.template}"',
+                             "brrr emulates ldmatrix.sync.aligned.m8n8.x1/.x2/.x4{.trans}{.shared}.b16 {regs}, [addr]")
+    count, trans = int(m.group(1)), "true" if m.group(2) else "false"
+    at = s.address(groups[1][0], "shared_address")
+    return (f"{{ uint32_t brrr_d[{count}]; {RUNTIME}ldmatrix<{count}, {trans}>(brrr_d, {at}, __FILE__, __LINE__); "
+            f"{s.outputs('brrr_d', groups[0])} }}")
+
+
+_CP_ASYNC_HINT = ("brrr emulates cp.async.ca/.cg.shared.global [dst], [src], size{, src_size} (size 4, 8 or 16; "
+                  ".cg 16), cp.async.commit_group, cp.async.wait_group N and cp.async.wait_all")
+
+
+def _cp_async(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+    if instr == "cp.async.commit_group" and not groups:
+        return f"{RUNTIME}cp_async_commit_group(__FILE__, __LINE__);"
+    if instr == "cp.async.wait_all" and not groups:
+        return f"{RUNTIME}cp_async_wait_all(__FILE__, __LINE__);"
+    if instr == "cp.async.wait_group" and len(groups) == 1:
+        return f"{RUNTIME}cp_async_wait_group({s.value(groups[0][0])}, __FILE__, __LINE__);"
+    m = re.fullmatch(r"cp\.async\.(ca|cg)\.shared(::cta)?\.global(\.L2::(64|128|256)B)?", instr)
+    if not m or len(groups) not in (3, 4):
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _CP_ASYNC_HINT)
+    to = s.address(groups[0][0], "shared_address")
+    source = s.address(groups[1][0], "global_address")
+    size = s.value(groups[2][0])
+    read = s.value(groups[3][0]) if len(groups) == 4 else size
+    return f"{RUNTIME}cp_async({to}, {source}, {size}, {read}, __FILE__, __LINE__);"
+
+
+def translate(template: str, sections: list[str]) -> str | None:
+    """C++ for one PTX instruction of these families, None for any other; UnsupportedPtx for a form
+    of them brrr does not emulate. `template` is the asm string with whitespace collapsed and the
+    trailing ';' dropped; `sections` the asm body split at its top-level ':'."""
+    if ";" in template:
+        return None
+    m = re.match(r"^([a-z][\w.:]*)\s*(.*)$", template)
+    if not m:
+        return None
+    instr, args = m.group(1), m.group(2)
+    family = instr.split(".")[0] if not instr.startswith("cp.async") else "cp.async"
+    if family not in ("mma", "ldmatrix", "cp.async") and instr != "cvt.rna.tf32.f32":
+        return None
+    if instr.startswith("cp.async.bulk"):
+        raise UnsupportedPtx(f'inline PTX "{template}"', _CP_ASYNC_HINT + " (not the bulk copies of sm_90)")
+    s = _Statement(template, operands(sections))
+    groups = _groups(args) if args else []
+    if instr == "cvt.rna.tf32.f32":
+        if len(groups) != 2:
+            raise UnsupportedPtx(f'inline PTX "{template}"', "cvt.rna.tf32.f32 %0, %1")
+        return f"{RUNTIME}set_reg({s.operand(groups[0][0]).expr}, {RUNTIME}cvt_rna_tf32_f32({s.value(groups[1][0])}));"
+    if family == "mma":
+        return _mma(s, instr, groups)
+    if family == "ldmatrix":
+        return _ldmatrix(s, instr, groups)
+    return _cp_async(s, instr, groups)

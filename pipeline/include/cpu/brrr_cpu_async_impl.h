@@ -1,0 +1,238 @@
+// The runtime's side of asynchronous copies (brrr_cpu_async.h). Included once, at the end of
+// brrr_cpu_runtime.cpp: it reads the scheduler's blocks and fibers, and it must not be instrumented
+// by the memory checks (it keeps copies on the heap and reads other threads' state).
+//
+// Each thread of the running block has its copies not yet committed and its committed groups, oldest
+// first; a cuda::barrier has the copies of its current phase. A copy's source is read when it is
+// issued; its destination is written when a wait completes it (see brrr_cpu_async.h for why).
+#include <deque>
+#include <unordered_map>
+
+#include "brrr_cpu_async.h"
+
+// Defined by brrr_cpu_memcheck.cpp where a checked build links it in: an access at the kernel's
+// line (bounds and races), and the destination bytes of a copy in flight and landed.
+extern "C" void brrr_cpu_access_checked(const void* address, size_t size, int write, const void* pc) __attribute__((weak));
+extern "C" void brrr_cpu_async_issued(const void* dst, size_t size, const void* pc) __attribute__((weak));
+extern "C" void brrr_cpu_async_landed(const void* dst, size_t size, const void* pc, int record) __attribute__((weak));
+
+namespace brrr_cpu::async {
+
+namespace {
+
+struct Copy {
+    char* dst;
+    std::vector<unsigned char> data;
+    const void* pc;
+};
+
+struct ThreadCopies {
+    std::vector<Copy> open;                 // issued since the last commit
+    std::deque<std::vector<Copy>> groups;   // committed, oldest first
+    const BarrierState* waiting = nullptr;  // the cuda::barrier this thread waits on, and for which phase
+    unsigned waiting_phase = 0;
+};
+
+// Per OS thread (a block's fibers never leave theirs): the running block's copies. A new block (its
+// serial) starts empty: what an earlier block left in flight never lands in this one.
+struct BlockCopies {
+    uint64_t serial = 0;
+    std::vector<ThreadCopies> threads;
+    std::unordered_map<const BarrierState*, std::vector<Copy>> barriers;
+};
+thread_local BlockCopies state;
+
+Fiber& current(const char* what, const char* file, int line) {
+    Fiber& f = here(what, file, line);
+    Block& b = *f.block;
+    if (state.serial != b.serial) {
+        state.serial = b.serial;
+        state.threads.assign(static_cast<size_t>(b.threads), ThreadCopies{});
+        state.barriers.clear();
+    }
+    return f;
+}
+
+char* arena(const Block& b) { return const_cast<char*>(b.arena.data()); }
+
+void land(Copy& c, bool record) {
+    std::memcpy(c.dst, c.data.data(), c.data.size());
+    if (brrr_cpu_async_landed) brrr_cpu_async_landed(c.dst, c.data.size(), c.pc, record ? 1 : 0);
+}
+
+std::string pointer_text(const void* p) {
+    std::ostringstream s;
+    s << p;
+    return s.str();
+}
+
+const char* kind_name(Kind k) {
+    switch (k) {
+        case Kind::CpAsync: return "cp.async";
+        case Kind::Pipeline: return "__pipeline_memcpy_async";
+        case Kind::Memcpy: return "cuda::memcpy_async";
+    }
+    return "an asynchronous copy";
+}
+
+}  // namespace
+
+size_t shared_offset(const void* p, const char* file, int line) {
+    Fiber& f = here("__cvta_generic_to_shared", file, line);
+    const char* lo = arena(*f.block);
+    const char* at = static_cast<const char*>(p);
+    if (at < lo || at >= lo + f.block->arena.size()) {
+        fault("shared memory", "__cvta_generic_to_shared(" + pointer_text(p) + "): not an address of the block's shared memory",
+              file, line);
+    }
+    return static_cast<size_t>(at - lo);
+}
+
+void* shared_pointer(uint64_t address, const char* file, int line) {
+    Fiber& f = here("a .shared address", file, line);
+    char* lo = arena(*f.block);
+    const uint64_t size = f.block->arena.size();
+    if (address < size) return lo + address;  // an offset of the shared window (__cvta_generic_to_shared)
+    const uintptr_t base = reinterpret_cast<uintptr_t>(lo);
+    if (address >= base && address < base + size) return reinterpret_cast<void*>(address);  // a generic pointer into it
+    std::ostringstream m;
+    m << "the .shared address 0x" << std::hex << address << " is neither an offset of the block's shared memory "
+      << "(__cvta_generic_to_shared) nor a pointer into it";
+    fault("shared memory", m.str(), file, line);
+}
+
+bool is_shared(const void* p) {
+    if (!running_block) return false;
+    const char* lo = arena(*running_block);
+    const char* at = static_cast<const char*>(p);
+    return at >= lo && at < lo + running_block->arena.size();
+}
+
+void copy(Kind kind, void* dst, const void* src, size_t size, size_t src_size, size_t align, const void* barrier,
+          const Where& where) {
+    Fiber& f = current(kind_name(kind), where.file, where.line);
+    std::ostringstream m;
+    if (kind != Kind::Memcpy && size != 4 && size != 8 && size != 16) {
+        m << kind_name(kind) << " copies 4, 8 or 16 bytes, not " << size;
+    } else if (src_size > size) {
+        m << kind_name(kind) << " reads " << src_size << " source bytes into a " << size << "-byte copy";
+    } else if (reinterpret_cast<uintptr_t>(dst) % align || reinterpret_cast<uintptr_t>(src) % align) {
+        m << "misaligned address: " << kind_name(kind) << " of " << size << " bytes from " << src << " to " << dst
+          << " needs both aligned to " << align << " bytes";
+    } else if (kind != Kind::Memcpy && !is_shared(dst)) {
+        m << kind_name(kind) << "'s destination " << dst << " is not in the block's shared memory";
+    }
+    if (!m.str().empty()) fault("asynchronous copy", m.str(), where.file, where.line);
+    if (brrr_cpu_access_checked) {
+        if (src_size) brrr_cpu_access_checked(src, src_size, 0, where.pc);
+        brrr_cpu_access_checked(dst, size, 1, where.pc);
+    }
+    Copy c{static_cast<char*>(dst), std::vector<unsigned char>(size, 0), where.pc};
+    if (src_size) std::memcpy(c.data.data(), src, src_size);
+    if (kind == Kind::Memcpy && !is_shared(dst)) {  // CUDA copies synchronously where it cannot copy asynchronously
+        land(c, false);
+        return;
+    }
+    if (brrr_cpu_async_issued) brrr_cpu_async_issued(dst, size, where.pc);
+    if (barrier) state.barriers[static_cast<const BarrierState*>(barrier)].push_back(std::move(c));
+    else state.threads[f.linear].open.push_back(std::move(c));
+}
+
+void commit(const char* file, int line) {
+    Fiber& f = current("cp.async.commit_group", file, line);
+    ThreadCopies& t = state.threads[f.linear];
+    t.groups.push_back(std::move(t.open));  // an empty group too, as PTX says
+    t.open.clear();
+}
+
+void wait_prior(int n, const char* file, int line) {
+    Fiber& f = current("cp.async.wait_group", file, line);
+    if (n < 0) fault("asynchronous copy", "wait for all but the newest " + std::to_string(n) + " groups", file, line);
+    ThreadCopies& t = state.threads[f.linear];
+    while (t.groups.size() > static_cast<size_t>(n)) {
+        for (Copy& c : t.groups.front()) land(c, true);
+        t.groups.pop_front();
+    }
+}
+
+void wait_oldest(const char* file, int line) {
+    Fiber& f = current("consumer_wait", file, line);
+    ThreadCopies& t = state.threads[f.linear];
+    if (t.groups.empty()) return;
+    for (Copy& c : t.groups.front()) land(c, true);
+    t.groups.pop_front();
+}
+
+// ---- cuda::barrier --------------------------------------------------------------------------------
+
+constexpr int kInitialised = 0x62727272;
+
+static void check_barrier(const BarrierState* b, const char* what, const char* file, int line) {
+    if (!is_shared(b)) fault("cuda::barrier", std::string(what) + " on a cuda::barrier that is not in shared memory", file, line);
+    if (b->initialised != kInitialised) {
+        fault("cuda::barrier", std::string(what) + " on a cuda::barrier before init() (or the __syncthreads after it)", file, line);
+    }
+}
+
+void barrier_init(BarrierState* b, int expected, const char* file, int line) {
+    current("init(cuda::barrier)", file, line);
+    if (expected < 1 || expected > running_block->threads) {
+        fault("cuda::barrier", "init with an expected count of " + std::to_string(expected) + ": a block of " +
+                                   std::to_string(running_block->threads) + " threads can arrive 1 to " +
+                                   std::to_string(running_block->threads) + " times a phase",
+              file, line);
+    }
+    *b = BarrierState{expected, expected, 0, kInitialised};
+    state.barriers.erase(b);
+}
+
+unsigned barrier_arrive(BarrierState* b, int count, bool drop, const char* file, int line) {
+    current("cuda::barrier::arrive", file, line);
+    check_barrier(b, "arrive", file, line);
+    if (count < 1 || count > b->pending) {
+        fault("cuda::barrier", "arrive(" + std::to_string(count) + ") with " + std::to_string(b->pending) +
+                                   " arrivals left in this phase", file, line);
+    }
+    const unsigned phase = b->phase;
+    b->pending -= count;
+    if (drop) b->expected -= count;
+    if (b->pending == 0) {  // the phase completes: its copies land, visible to every participant
+        auto it = state.barriers.find(b);
+        if (it != state.barriers.end()) {
+            for (Copy& c : it->second) land(c, false);
+            state.barriers.erase(it);
+        }
+        b->pending = b->expected;
+        ++b->phase;
+        // A barrier the whole block takes part in orders its accesses as __syncthreads does.
+        if (b->expected == running_block->threads && hooks().barrier_done) hooks().barrier_done(++running_block->epoch);
+    }
+    return phase;
+}
+
+void barrier_wait(BarrierState* b, unsigned phase, const char* file, int line) {
+    Fiber& f = current("cuda::barrier::wait", file, line);
+    check_barrier(b, "wait", file, line);
+    ThreadCopies& me = state.threads[f.linear];
+    while (b->phase == phase) {
+        // Stuck when no other thread can arrive: each has returned, waits at __syncthreads or a warp
+        // intrinsic, or waits on a barrier phase that has not completed either.
+        bool stuck = true;
+        for (const Fiber& g : running_block->fibers) {
+            if (&g == &f || g.state == State::Exited || g.state == State::Barrier || g.state == State::Warp) continue;
+            const ThreadCopies& t = state.threads[g.linear];
+            if (!(t.waiting && t.waiting->phase == t.waiting_phase)) stuck = false;
+        }
+        if (stuck) {
+            fault("deadlock", "this thread waits on a cuda::barrier whose phase needs " + std::to_string(b->pending) +
+                                  " more arrivals, and no other thread of the block can arrive (each has returned or waits)",
+                  file, line);
+        }
+        me.waiting = b;
+        me.waiting_phase = phase;
+        yield(file, line);
+        me.waiting = nullptr;
+    }
+}
+
+}  // namespace brrr_cpu::async

@@ -1,0 +1,154 @@
+"""Tensor cores on the CPU (include/cpu/brrr_cpu_mma.h, mma.h; pipeline/cpu_ptx.py): mma.sync,
+ldmatrix and nvcuda::wmma give C + A B of the rounded inputs to float32 accumulation error, lanes get
+the elements the PTX ISA's fragment layouts say, and misuse is a fault naming the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cpu_programs import build, run
+
+from brrr_kernels.cpu_source import CpuSourceError, rewrite
+from brrr_kernels.tolerances import tensor_core_bound
+
+CASES = Path(__file__).with_name("tensor_core_cases.cu")
+SOURCE = CASES.resolve()
+
+# case: (M, N, K) of its product
+PRODUCTS = {
+    "mma_bf16_k16": (16, 8, 16), "mma_f16_k16": (16, 8, 16), "mma_bf16_k8": (16, 8, 8), "mma_f16_k8": (16, 8, 8),
+    "mma_tf32_k8": (16, 8, 8), "mma_tf32_k4": (16, 8, 4), "ldmatrix_gemm": (16, 8, 16),
+    "wmma_half_16x16x16": (16, 16, 16), "wmma_bf16_16x16x16": (16, 16, 16), "wmma_half_32x8x16": (32, 8, 16),
+    "wmma_bf16_32x8x16": (32, 8, 16), "wmma_half_8x32x16": (8, 32, 16), "wmma_bf16_8x32x16": (8, 32, 16),
+    "wmma_tf32_16x16x8": (16, 16, 8), "wmma_gemm": (32, 32, 64),
+}
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(CASES, tmp_path_factory.mktemp("cpu-tensor-cores"))
+
+
+def matrices(out: str, m: int, n: int, k: int) -> dict[str, np.ndarray]:
+    rows = {line.split()[0]: np.array([float(v) for v in line.split()[1:]]) for line in out.splitlines()}
+    shapes = {"A": (m, k), "B": (k, n), "C": (m, n), "D": (m, n), "X": (m, k)}
+    return {name: values.reshape(shapes[name]) for name, values in rows.items()}
+
+
+def excess(mats: dict[str, np.ndarray], k: int, extra_ulps: float = 0.0) -> float:
+    """The largest |D - (C + A B)| in float64 over the bound; > 1 fails."""
+    a, b, c, d = mats["A"], mats["B"], mats["C"], mats["D"]
+    exact = c + a @ b
+    magnitude = np.abs(c) + np.abs(a) @ np.abs(b)
+    bound = tensor_core_bound(k) * magnitude + extra_ulps * np.abs(exact) + 1e-30
+    return float(np.max(np.abs(d - exact) / bound))
+
+
+def line_of(text: str) -> int:
+    lines = [n for n, line in enumerate(CASES.read_text().splitlines(), 1) if text in line]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@pytest.mark.parametrize("case", sorted(PRODUCTS))
+def test_products_equal_float64_of_the_rounded_inputs(program: Path, case: str) -> None:
+    m, n, k = PRODUCTS[case]
+    mats = matrices(run(program, case), m, n, k)
+    assert excess(mats, k) <= 1.0
+    # Not vacuous: the products are far from C alone.
+    assert np.max(np.abs(mats["D"] - mats["C"])) > 1.0
+
+
+def test_f16_accumulators_round_once_to_half(program: Path) -> None:
+    mats = matrices(run(program, "mma_f16_acc"), 16, 8, 16)
+    assert excess(mats, 16, extra_ulps=2.0**-11) <= 1.0
+
+
+@pytest.mark.parametrize("case", ["mma_tf32_k8", "mma_tf32_k4"])
+def test_tf32_inputs_are_rounded_to_10_bits_ties_away(program: Path, case: str) -> None:
+    k = PRODUCTS[case][2]
+    mats = matrices(run(program, case), 16, 8, k)
+    x = mats["X"].astype(np.float32)
+    bits = x.view(np.uint32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    assert np.array_equal(mats["A"].astype(np.float32), rounded)
+    assert np.any(mats["A"] != mats["X"])  # the rounding did something
+
+
+def ldmatrix_expected(lane: int, j: int, trans: bool) -> int:
+    def m(r: int, c: int) -> int:  # the case's matrices: element (r, c) of matrix j is 256 j + 8 r + c
+        return 256 * j + 8 * r + c
+    g, t = lane // 4, lane % 4
+    lo, hi = (m(2 * t, g), m(2 * t + 1, g)) if trans else (m(g, 2 * t), m(g, 2 * t + 1))
+    return lo | hi << 16
+
+
+@pytest.mark.parametrize("case, count, trans", [("ldmatrix_x1", 1, False), ("ldmatrix_x2_trans", 2, True),
+                                                ("ldmatrix_x4", 4, False), ("ldmatrix_x4_trans", 4, True)])
+def test_ldmatrix_gives_each_lane_the_ptx_isa_elements(program: Path, case: str, count: int, trans: bool) -> None:
+    got = [int(v) for v in run(program, case).split()[1:]]
+    for lane in range(32):
+        for j in range(4):
+            want = ldmatrix_expected(lane, j, trans) if j < count else 0
+            assert got[lane * 4 + j] == want, (lane, j)
+
+
+def sm80_accumulator(lane: int, i: int) -> tuple[int, int]:
+    """The m16n16k16 accumulator element observed on sm_80+: mma.m16n8k16's C layout, twice side by side."""
+    g, t = lane // 4, lane % 4
+    return g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)
+
+
+@pytest.mark.parametrize("case, rows, cols", [("wmma_mapping_16x16x16", 16, 16), ("wmma_mapping_32x8x16", 32, 8),
+                                              ("wmma_mapping_8x32x16", 8, 32)])
+def test_wmma_accumulator_elements_map_one_to_one(program: Path, case: str, rows: int, cols: int) -> None:
+    d = [int(float(v)) for v in run(program, case).split()[1:]]
+    held = sorted((v // 100, v % 100) for v in d)
+    assert held == sorted((lane, i) for lane in range(32) for i in range(8))  # every (lane, x[i]) exactly once
+    if rows == cols:
+        for lane in range(32):
+            for i in range(8):
+                r, c = sm80_accumulator(lane, i)
+                assert d[r * cols + c] == 100 * lane + i
+
+
+def test_planted_wrong_layout_fails_the_comparison(program: Path) -> None:
+    """B stored row-major but loaded as a col_major fragment: the result is B's transpose's product."""
+    mats = matrices(run(program, "wmma_wrong_layout"), 16, 16, 16)
+    assert excess(mats, 16) > 1e3
+    transposed = dict(mats, B=mats["B"].T)
+    assert excess(transposed, 16) <= 1.0  # and exactly that: the layout, not the arithmetic
+
+
+@pytest.mark.parametrize("case, marker, below, detail", [
+    ("wmma_divergent", "if (threadIdx.x < 16) {", 1,
+     "lane 0 waits at wmma::mma_sync with mask 0xffffffff for lane 16, which is at wmma::mma_sync at "),
+    ("mma_after_return", "if (threadIdx.x >= 24) return;", 3,
+     "wait at mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 with mask 0xffffffff for lane 24, which returned"),
+    ("wmma_misaligned", "wmma::load_matrix_sync(fa, a + 8, 16);", 0, "must be 256-bit (32-byte) aligned"),
+])
+def test_planted_misuse_is_a_fault_naming_the_line(program: Path, case: str, marker: str, below: int,
+                                                   detail: str) -> None:
+    out = run(program, case)
+    assert out.startswith(f"FAULT: {SOURCE}:{line_of(marker) + below}: "), out
+    assert detail in out, out
+
+
+@pytest.mark.parametrize("asm, named", [
+    ('asm volatile("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0}, {%1}, {%2}, {%3};"\n'
+     '    : "=f"(d) : "r"(a), "r"(b), "f"(c));',
+     'inline PTX "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32'),
+    ('asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f16 {%0}, {%1}, {%2}, {%3};"\n'
+     '    : "=f"(d) : "r"(a), "r"(b), "f"(c));',
+     "bf16.bf16.f16"),
+    ('asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1}, [%2];" : "=r"(d), "=r"(d) : "r"(a));',
+     "ldmatrix.sync.aligned.m8n8.x4"),
+    ('asm volatile("cp.async.bulk.shared::cluster.global [%0], [%1], 16;" :: "r"(a), "l"(p));', "cp.async.bulk"),
+])
+def test_tensor_core_ptx_brrr_does_not_emulate_is_an_error_naming_line_and_instruction(asm: str, named: str) -> None:
+    source = "__global__ void k(float* p) {\n    unsigned a = 0, b = 0; float c = 0, d = 0;\n    " + asm + "\n}\n"
+    with pytest.raises(CpuSourceError) as e:
+        rewrite(source, Path("kernel.cu"))
+    assert "kernel.cu:3: not supported on the CPU" in str(e.value) and named in str(e.value)
