@@ -35,18 +35,27 @@
 //       0.1887 ms float32 (95.0% of copy), 0.1174 ms bfloat16 (76.5%)
 //   v2, this file: 0.1873 ms float32 (95.7%), 0.1205 ms bfloat16 (74.5%); fwd+bwd float32 85.3%
 // The two are within noise of each other in float32; in 16-bit both trail torch.compile (87.5%).
+//   v3, this file now: the 16-bit types move 16-byte vectors of 8 columns (v2's 4-column vectors were
+//       8-byte accesses for them, twice the load and store instructions a byte), with 2 rows of loads
+//       in flight a thread instead of 4 (the same 128 bytes; 4 rows of 8 columns took 141 registers,
+//       one block an SM, against 87). float and double are unchanged.
 #include "brrr_kernel.cuh"
 
 constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
 constexpr double kKappa = 0.044715;
 
-constexpr int kVec = 4;                 // columns a vector access moves: 16 bytes of float
+// Columns a vector moves: 16 bytes, 4 floats or 8 halves / bfloat16 (v2 moved 4 of any type, so
+// the 16-bit types took 8-byte accesses); double keeps 4, in two 16-byte accesses.
+template <typename T> constexpr int kVec = sizeof(T) == 2 ? 8 : 4;
 constexpr int kPacks = 2;               // vectors a thread owns in a row
-constexpr int kPack = kVec * kPacks;    // columns a thread owns
-constexpr int kBlockX = 32;             // threads a block row: one warp spans kBlockX * kPack = 256 columns
-constexpr int kStride = kBlockX * kVec; // columns from a thread's first vector to its second
+template <typename T> constexpr int kPack = kVec<T> * kPacks;  // columns a thread owns
+constexpr int kBlockX = 32;             // threads a block row: one warp spans kBlockX * kPack columns
+template <typename T> constexpr int kStride = kBlockX * kVec<T>;  // columns from a thread's first vector to its second
 constexpr int kBlockY = 8;              // row groups a block
-constexpr int64_t kRowsPerThread = 4;   // also the rows whose loads the forward issues together
+constexpr int64_t kRowsPerThread = 4;
+// Rows whose loads the forward issues together: 4 (128 bytes a thread) for float; 2 for the 16-bit
+// types, whose 16-byte vectors hold twice the columns (4 rows took 141 registers, one block an SM).
+template <typename T> constexpr int kRowsInFlight = sizeof(T) == 2 ? 2 : 4;
 constexpr int64_t kMaxGridY = 65535;
 constexpr int kFinalizeThreads = 256;
 
@@ -103,32 +112,32 @@ __device__ __forceinline__ void sigmoids(T u, T& s, T& s_neg) {
 // 16-bit types), so the vector path needs p aligned to 16 bytes or to the vector, whichever is
 // smaller: the launchers check the base pointers and that a row is a whole number of vectors.
 template <typename T>
-constexpr int kAccess = 16 / static_cast<int>(sizeof(T)) < kVec ? 16 / static_cast<int>(sizeof(T)) : kVec;
+constexpr int kAccess = 16 / static_cast<int>(sizeof(T)) < kVec<T> ? 16 / static_cast<int>(sizeof(T)) : kVec<T>;
 
 // The first `width` (at most kVec) elements at p, widened to A<T>, zeros past them; vector
 // accesses when `vector`. The unrolled loops with constant indices keep the arrays in registers.
 template <typename T>
-__device__ __forceinline__ void load_vec(const T* __restrict__ p, bool vector, int width, A<T> (&out)[kVec]) {
+__device__ __forceinline__ void load_vec(const T* __restrict__ p, bool vector, int width, A<T> (&out)[kVec<T>]) {
     if (vector) {
         using V = brrr::Pack<T, kAccess<T>>;
 #pragma unroll
-        for (int a = 0; a < kVec / kAccess<T>; ++a) {
+        for (int a = 0; a < kVec<T> / kAccess<T>; ++a) {
             const V v = reinterpret_cast<const V*>(p)[a];
 #pragma unroll
             for (int e = 0; e < kAccess<T>; ++e) out[a * kAccess<T> + e] = brrr::to_acc(v.v[e]);
         }
     } else {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) out[k] = k < width ? brrr::to_acc(p[k]) : A<T>(0);
+        for (int k = 0; k < kVec<T>; ++k) out[k] = k < width ? brrr::to_acc(p[k]) : A<T>(0);
     }
 }
 
 template <typename T>
-__device__ __forceinline__ void store_vec(T* __restrict__ p, bool vector, int width, const A<T> (&in)[kVec]) {
+__device__ __forceinline__ void store_vec(T* __restrict__ p, bool vector, int width, const A<T> (&in)[kVec<T>]) {
     if (vector) {
         using V = brrr::Pack<T, kAccess<T>>;
 #pragma unroll
-        for (int a = 0; a < kVec / kAccess<T>; ++a) {
+        for (int a = 0; a < kVec<T> / kAccess<T>; ++a) {
             V v;
 #pragma unroll
             for (int e = 0; e < kAccess<T>; ++e) v.v[e] = brrr::from_acc<T>(in[a * kAccess<T> + e]);
@@ -136,7 +145,7 @@ __device__ __forceinline__ void store_vec(T* __restrict__ p, bool vector, int wi
         }
     } else {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) {
+        for (int k = 0; k < kVec<T>; ++k) {
             if (k < width) p[k] = brrr::from_acc<T>(in[k]);
         }
     }
@@ -150,15 +159,16 @@ struct Tile {
     int width[kPacks];
 };
 
+template <typename T>
 __device__ __forceinline__ Tile tile_of(int64_t rows, int64_t cols, int64_t rows_per_thread) {
     Tile t;
-    t.col0 = static_cast<int64_t>(blockIdx.x) * (kBlockX * kPack) + static_cast<int64_t>(threadIdx.x) * kVec;
+    t.col0 = static_cast<int64_t>(blockIdx.x) * (kBlockX * kPack<T>) + static_cast<int64_t>(threadIdx.x) * kVec<T>;
     t.row0 = (static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y) * rows_per_thread;
     t.row1 = t.row0 + rows_per_thread < rows ? t.row0 + rows_per_thread : rows;
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
-        const int64_t c = t.col0 + j * kStride;
-        t.width[j] = c < cols ? static_cast<int>(cols - c < kVec ? cols - c : kVec) : 0;
+        const int64_t c = t.col0 + j * kStride<T>;
+        t.width[j] = c < cols ? static_cast<int>(cols - c < kVec<T> ? cols - c : kVec<T>) : 0;
     }
     return t;
 }
@@ -166,22 +176,23 @@ __device__ __forceinline__ Tile tile_of(int64_t rows, int64_t cols, int64_t rows
 // A thread takes the vector path for all of its accesses or for none: it is decided once per
 // thread (both of its vectors full, every pointer aligned) and compiled as a template constant
 // into each kernel's row loop, so the hot loops have no per-access branch.
+template <typename T>
 __device__ __forceinline__ bool vector_path(const Tile& t, bool aligned) {
-    return aligned && t.width[kPacks - 1] == kVec;
+    return aligned && t.width[kPacks - 1] == kVec<T>;
 }
 
 template <typename T>
 __device__ __forceinline__ void load_row(const T* __restrict__ row, const Tile& t, bool vector,
-                                         A<T> (&out)[kPacks][kVec]) {
+                                         A<T> (&out)[kPacks][kVec<T>]) {
 #pragma unroll
-    for (int j = 0; j < kPacks; ++j) load_vec(row + t.col0 + j * kStride, vector, t.width[j], out[j]);
+    for (int j = 0; j < kPacks; ++j) load_vec(row + t.col0 + j * kStride<T>, vector, t.width[j], out[j]);
 }
 
 template <typename T>
 __device__ __forceinline__ void store_row(T* __restrict__ row, const Tile& t, bool vector,
-                                          const A<T> (&in)[kPacks][kVec]) {
+                                          const A<T> (&in)[kPacks][kVec<T>]) {
 #pragma unroll
-    for (int j = 0; j < kPacks; ++j) store_vec(row + t.col0 + j * kStride, vector, t.width[j], in[j]);
+    for (int j = 0; j < kPacks; ++j) store_vec(row + t.col0 + j * kStride<T>, vector, t.width[j], in[j]);
 }
 
 // The loads of kRowsPerThread rows go out before any math: a thread has 8 vectors (128 bytes
@@ -191,21 +202,21 @@ __device__ __forceinline__ void store_row(T* __restrict__ row, const Tile& t, bo
 template <bool kVector, typename T>
 __device__ __forceinline__ void forward_tile(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ y,
                                              int64_t cols, const Tile& t) {
-    A<T> b[kPacks][kVec];
+    A<T> b[kPacks][kVec<T>];
     load_row(bias, t, kVector, b);
-    for (int64_t r0 = t.row0; r0 < t.row1; r0 += kRowsPerThread) {
-        A<T> u[kRowsPerThread][kPacks][kVec];
+    for (int64_t r0 = t.row0; r0 < t.row1; r0 += kRowsInFlight<T>) {
+        A<T> u[kRowsInFlight<T>][kPacks][kVec<T>];
 #pragma unroll
-        for (int i = 0; i < kRowsPerThread; ++i) {
+        for (int i = 0; i < kRowsInFlight<T>; ++i) {
             if (r0 + i < t.row1) load_row(x + (r0 + i) * cols, t, kVector, u[i]);
         }
 #pragma unroll
-        for (int i = 0; i < kRowsPerThread; ++i) {
+        for (int i = 0; i < kRowsInFlight<T>; ++i) {
             if (r0 + i < t.row1) {
 #pragma unroll
                 for (int j = 0; j < kPacks; ++j) {
 #pragma unroll
-                    for (int k = 0; k < kVec; ++k) u[i][j][k] = gelu(u[i][j][k] + b[j][k]);
+                    for (int k = 0; k < kVec<T>; ++k) u[i][j][k] = gelu(u[i][j][k] + b[j][k]);
                 }
                 store_row(y + (r0 + i) * cols, t, kVector, u[i]);
             }
@@ -216,9 +227,9 @@ __device__ __forceinline__ void forward_tile(const T* __restrict__ x, const T* _
 template <typename T>
 __global__ void bias_gelu_forward_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ y,
                                          int64_t rows, int64_t cols, int64_t rows_per_thread, bool aligned) {
-    const Tile t = tile_of(rows, cols, rows_per_thread);
+    const Tile t = tile_of<T>(rows, cols, rows_per_thread);
     if (t.width[0] == 0) return;
-    if (vector_path(t, aligned)) {
+    if (vector_path<T>(t, aligned)) {
         forward_tile<true>(x, bias, y, cols, t);
     } else {
         forward_tile<false>(x, bias, y, cols, t);
@@ -229,17 +240,17 @@ __global__ void bias_gelu_forward_kernel(const T* __restrict__ x, const T* __res
 template <bool kVector, typename T>
 __device__ __forceinline__ void backward_tile(const T* __restrict__ grad_y, const T* __restrict__ x,
                                               const T* __restrict__ bias, T* __restrict__ grad_x, int64_t cols,
-                                              const Tile& t, double (&acc)[kPacks][kVec]) {
-    A<T> b[kPacks][kVec];
+                                              const Tile& t, double (&acc)[kPacks][kVec<T>]) {
+    A<T> b[kPacks][kVec<T>];
     load_row(bias, t, kVector, b);
     for (int64_t r = t.row0; r < t.row1; ++r) {
-        A<T> g[kPacks][kVec], u[kPacks][kVec];
+        A<T> g[kPacks][kVec<T>], u[kPacks][kVec<T>];
         load_row(grad_y + r * cols, t, kVector, g);
         load_row(x + r * cols, t, kVector, u);
 #pragma unroll
         for (int j = 0; j < kPacks; ++j) {
 #pragma unroll
-            for (int k = 0; k < kVec; ++k) {
+            for (int k = 0; k < kVec<T>; ++k) {
                 const A<T> v = u[j][k] + b[j][k];
                 A<T> s, s_neg;
                 sigmoids(v, s, s_neg);
@@ -261,17 +272,17 @@ __global__ void bias_gelu_backward_kernel(const T* __restrict__ grad_y, const T*
                                           double* __restrict__ partial, int64_t rows, int64_t cols,
                                           int64_t rows_per_thread, bool aligned) {
     // [row group][column in tile][thread]: the warp's 32 threads write 32 consecutive doubles.
-    __shared__ double sums[kBlockY][kPack][kBlockX];
-    const Tile t = tile_of(rows, cols, rows_per_thread);
-    double acc[kPacks][kVec];
+    __shared__ double sums[kBlockY][kPack<T>][kBlockX];
+    const Tile t = tile_of<T>(rows, cols, rows_per_thread);
+    double acc[kPacks][kVec<T>];
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) acc[j][k] = 0.0;
+        for (int k = 0; k < kVec<T>; ++k) acc[j][k] = 0.0;
     }
     // No early return: every thread of the block must reach __syncthreads below.
     if (t.width[0] > 0) {
-        if (vector_path(t, aligned)) {
+        if (vector_path<T>(t, aligned)) {
             backward_tile<true>(grad_y, x, bias, grad_x, cols, t, acc);
         } else {
             backward_tile<false>(grad_y, x, bias, grad_x, cols, t, acc);
@@ -280,18 +291,18 @@ __global__ void bias_gelu_backward_kernel(const T* __restrict__ grad_y, const T*
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) sums[threadIdx.y][j * kVec + k][threadIdx.x] = acc[j][k];
+        for (int k = 0; k < kVec<T>; ++k) sums[threadIdx.y][j * kVec<T> + k][threadIdx.x] = acc[j][k];
     }
     __syncthreads();
     if (threadIdx.y != 0) return;
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) {
+        for (int k = 0; k < kVec<T>; ++k) {
             if (k < t.width[j]) {
                 double total = 0.0;
-                for (int r = 0; r < kBlockY; ++r) total += sums[r][j * kVec + k][threadIdx.x];  // row groups in order
-                partial[static_cast<int64_t>(blockIdx.y) * cols + t.col0 + j * kStride + k] = total;
+                for (int r = 0; r < kBlockY; ++r) total += sums[r][j * kVec<T> + k][threadIdx.x];  // row groups in order
+                partial[static_cast<int64_t>(blockIdx.y) * cols + t.col0 + j * kStride<T> + k] = total;
             }
         }
     }
@@ -374,44 +385,47 @@ struct Tiling {
 };
 
 // More rows per thread only where kRowsPerThread would need more than kMaxGridY blocks in y.
-static Tiling tiling(int64_t rows, int64_t cols) {
+// `columns`: a thread's columns (kPack<T>; v1's 8).
+static Tiling tiling(int64_t rows, int64_t cols, int columns) {
     const int64_t needed = (rows + kMaxGridY * kBlockY - 1) / (kMaxGridY * kBlockY);
     const int64_t per_thread = needed > kRowsPerThread ? needed : kRowsPerThread;
     const int64_t groups = (rows + per_thread - 1) / per_thread;
-    return {dim3(brrr::blocks_for(cols, kBlockX * kPack), brrr::blocks_for(groups, kBlockY)), dim3(kBlockX, kBlockY),
+    return {dim3(brrr::blocks_for(cols, kBlockX * columns), brrr::blocks_for(groups, kBlockY)), dim3(kBlockX, kBlockY),
             per_thread};
 }
 
 // Vectors are aligned in every row only if the base pointers are and a row is a whole number of
 // vectors (then each vector starts at a multiple of kVec elements from an aligned row start).
-static bool vectors_fit(int64_t cols) { return cols % kVec == 0; }
+template <typename T>
+static bool vectors_fit(int64_t cols) { return cols % kVec<T> == 0; }
 
 template <typename T>
 void bias_gelu_forward(const T* x, const T* bias, T* y, int64_t rows, int64_t cols, cudaStream_t stream) {
-    const Tiling tl = tiling(rows, cols);
-    const bool aligned = vectors_fit(cols) && brrr::aligned16(x) && brrr::aligned16(bias) && brrr::aligned16(y);
+    const Tiling tl = tiling(rows, cols, kPack<T>);
+    const bool aligned = vectors_fit<T>(cols) && brrr::aligned16(x) && brrr::aligned16(bias) && brrr::aligned16(y);
     bias_gelu_forward_kernel<T><<<tl.grid, tl.block, 0, stream>>>(x, bias, y, rows, cols, tl.rows_per_thread, aligned);
 }
 
 template <typename T>
 void bias_gelu_forward_v1(const T* x, const T* bias, T* y, int64_t rows, int64_t cols, cudaStream_t stream) {
-    const Tiling tl = tiling(rows, cols);
+    const Tiling tl = tiling(rows, cols, 8);
     const bool aligned = (cols * static_cast<int64_t>(sizeof(T))) % 16 == 0 && brrr::aligned16(x) && brrr::aligned16(y);
     bias_gelu_forward_v1_kernel<T><<<tl.grid, tl.block, 0, stream>>>(x, bias, y, rows, cols, tl.rows_per_thread,
                                                                      aligned);
 }
 
 // Rows of the partial-sum buffer the backward needs ([parts, cols] doubles): one per block row.
-int64_t bias_gelu_backward_parts(int64_t rows, int64_t cols) { return rows == 0 ? 0 : tiling(rows, cols).grid.y; }
+// (grid.y does not depend on a thread's columns: the same for every dtype.)
+int64_t bias_gelu_backward_parts(int64_t rows, int64_t cols) { return rows == 0 ? 0 : tiling(rows, cols, 8).grid.y; }
 
 // partial: bias_gelu_backward_parts(rows, cols) x cols doubles of scratch. With no rows,
 // grad_bias is zeros (the sum of nothing).
 template <typename T>
 void bias_gelu_backward(const T* grad_y, const T* x, const T* bias, T* grad_x, T* grad_bias, double* partial,
                         int64_t rows, int64_t cols, cudaStream_t stream) {
-    const Tiling tl = tiling(rows, cols);
+    const Tiling tl = tiling(rows, cols, kPack<T>);
     const int64_t parts = bias_gelu_backward_parts(rows, cols);
-    const bool aligned = vectors_fit(cols) && brrr::aligned16(grad_y) && brrr::aligned16(x) &&
+    const bool aligned = vectors_fit<T>(cols) && brrr::aligned16(grad_y) && brrr::aligned16(x) &&
                          brrr::aligned16(bias) && brrr::aligned16(grad_x);
     if (parts > 0) {
         bias_gelu_backward_kernel<T><<<tl.grid, tl.block, 0, stream>>>(grad_y, x, bias, grad_x, partial, rows, cols,

@@ -1,6 +1,7 @@
 """Bias + GELU (tanh form), fused: a bias broadcast over rows forward, its gradient summed over rows backward."""
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -8,15 +9,21 @@ from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 
 NUMBA_BLOCK = 32  # numba_kernel.py: one warp a block keeps the simulator cheap at these small sizes
 
-# kernel.cu's tiling, shared by its forward and backward kernels: each thread owns PACK columns,
-# two vectors of VEC consecutive columns BLOCK_X * VEC apart (so each vector access of a warp
-# is one contiguous run), of ROWS_PER_THREAD (or more) consecutive rows.
-VEC, PACK, BLOCK_X, BLOCK_Y, ROWS_PER_THREAD, MAX_GRID_Y, FINALIZE_THREADS = 4, 8, 32, 8, 4, 65535, 256
+# kernel.cu's tiling, shared by its forward and backward kernels: each thread owns PACKS vectors
+# of VEC consecutive columns, BLOCK_X * VEC apart (so each vector access of a warp is one
+# contiguous run), of ROWS_PER_THREAD (or more) consecutive rows. A vector is 16 bytes: VEC is 4
+# for float (and double, in two accesses) and 8 for the 16-bit types (vec_of).
+VEC, PACKS, BLOCK_X, BLOCK_Y, ROWS_PER_THREAD, MAX_GRID_Y, FINALIZE_THREADS = 4, 2, 32, 8, 4, 65535, 256
+PACK = VEC * PACKS
+
+
+def vec_of(itemsize: int) -> int:
+    return 8 if itemsize == 2 else VEC
 
 GPU_SIZES = (
     (1, 1),
     (3, 5),
-    (67, 1028),  # rows of whole vectors (1028 % VEC == 0): vector path plus a 4-column scalar tail
+    (67, 1028),  # whole float vectors (1028 % 4 == 0): vector path plus a 4-column scalar tail; 16-bit: scalar
     (129, 8200),  # vector path, an 8-column scalar tail; 129 rows leave a partial block of rows
     (257, 4099),  # odd width: the scalar path; over 2**20 elements
 )
@@ -38,21 +45,32 @@ def numba_layout() -> Layout:
                           f"{NUMBA_BLOCK} threads a block")
 
 
-def cuda_layout() -> Layout:
-    def locate(index: int, shape: tuple[int, ...]) -> Place:
-        if len(shape) == 1:  # grad_bias, written by the column-sum kernel
-            return (index // FINALIZE_THREADS, 0, 0), (index % FINALIZE_THREADS, 0, 0)
-        rows, cols = shape
-        row, col = divmod(index, cols)
-        # A block row of threads spans BLOCK_X * PACK columns; within it, thread x owns the VEC
-        # columns from x * VEC and again BLOCK_X * VEC columns further right.
-        span, offset = divmod(col, BLOCK_X * PACK)
-        lane, group = offset % (BLOCK_X * VEC) // VEC, row // rows_per_thread(rows)
-        return (span, group // BLOCK_Y, 0), (lane, group % BLOCK_Y, 0)
+@dataclass(frozen=True)
+class Tiles(Layout):
+    """kernel.cu's layout: which thread wrote an element depends on the element's size (a vector is
+    16 bytes), so `place` is the one to ask; `locate` is float's."""
 
-    return Layout(locate, f"y, grad_x: {PACK // VEC} x {VEC} columns ({BLOCK_X * VEC} apart) x {ROWS_PER_THREAD}+ rows a thread, "
-                          f"{BLOCK_X}x{BLOCK_Y} threads a block; grad_bias: a thread per column, "
-                          f"{FINALIZE_THREADS} a block")
+    def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        return locate_tile(index, shape, vec_of(itemsize))
+
+
+def locate_tile(index: int, shape: tuple[int, ...], vec: int) -> Place:
+    if len(shape) == 1:  # grad_bias, written by the column-sum kernel
+        return (index // FINALIZE_THREADS, 0, 0), (index % FINALIZE_THREADS, 0, 0)
+    rows, cols = shape
+    row, col = divmod(index, cols)
+    # A block row of threads spans BLOCK_X * PACKS * vec columns; within it, thread x owns the vec
+    # columns from x * vec and again BLOCK_X * vec columns further right.
+    span, offset = divmod(col, BLOCK_X * PACKS * vec)
+    lane, group = offset % (BLOCK_X * vec) // vec, row // rows_per_thread(rows)
+    return (span, group // BLOCK_Y, 0), (lane, group % BLOCK_Y, 0)
+
+
+def cuda_layout() -> Layout:
+    return Tiles(lambda index, shape: locate_tile(index, shape, VEC),
+                 f"y, grad_x: {PACKS} x 16-byte vectors ({VEC} floats or 8 16-bit values, {BLOCK_X} vectors apart) x "
+                 f"{ROWS_PER_THREAD}+ rows a thread, {BLOCK_X}x{BLOCK_Y} threads a block; grad_bias: a thread per column, "
+                 f"{FINALIZE_THREADS} a block")
 
 
 K, C = (2 / math.pi) ** 0.5, 0.044715  # reference.py's constants
