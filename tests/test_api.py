@@ -9,7 +9,7 @@ import pytest
 
 import brrr_kernels
 from brrr_kernels.api import Report
-from brrr_kernels.errors import BrrrError
+from brrr_kernels.base.errors import BrrrError
 
 
 @pytest.fixture(scope="module")
@@ -56,5 +56,5 @@ def test_bad_arguments_raise_the_message_the_cli_prints(op: str, stages: list[st
 def test_validate_stays_the_function_when_a_submodule_of_that_name_is_imported() -> None:
     import types
 
-    brrr_kernels.__setattr__("validate", types.ModuleType("brrr_kernels.validate"))  # as the import system does
-    assert callable(brrr_kernels.validate) and brrr_kernels.validate.__module__ == "brrr_kernels"
+    brrr_kernels.__setattr__("validate", types.ModuleType("brrr_kernels.validation.executor"))  # as the import system does
+    assert callable(brrr_kernels.validation.executor) and brrr_kernels.validation.executor.__module__ == "brrr_kernels"
