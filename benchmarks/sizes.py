@@ -39,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--all", action="store_true", help="also the headers and templates")
     args = parser.parse_args()
-    files = sorted(PIPELINE.glob("*.py"))
+    files = sorted(p for p in PIPELINE.rglob("*.py") if not {"include", "templates"} & set(p.parts))
     if args.all:
         files += sorted(p for p in PIPELINE.rglob("*") if p.is_file() and p.suffix in (".cuh", ".tmpl"))
     sizes = sorted(((code_lines(f), f) for f in files), key=lambda pair: -pair[0])

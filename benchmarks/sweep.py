@@ -14,11 +14,12 @@ from pathlib import Path
 
 import torch
 
-from brrr_kernels import bench, builder
-from brrr_kernels.compare import outputs_agree
-from brrr_kernels.contract import as_tuple
-from brrr_kernels.function import apply
-from brrr_kernels.loaders import load_cuda, load_op, load_reference
+from brrr_kernels.commands import bench
+from brrr_kernels.cuda import builder
+from brrr_kernels.op.contract import as_tuple
+from brrr_kernels.op.loaders import load_cuda, load_op, load_reference
+from brrr_kernels.validation.function import apply
+from brrr_kernels.verdict.compare import outputs_agree
 
 REPO = Path(__file__).resolve().parent.parent
 EXP2 = ("__device__ __forceinline__ brrr::acc_t<T> exp_acc(brrr::acc_t<T> d) { return exp(d); }\n",

@@ -10,7 +10,7 @@ import argparse
 
 import torch
 
-from brrr_kernels.numba_env import use_simulator
+from brrr_kernels.sim.numba_env import use_simulator
 
 
 def main() -> None:
@@ -20,9 +20,9 @@ def main() -> None:
     args = parser.parse_args()
     use_simulator(not args.gpu)
 
-    from brrr_kernels import builder
-    from brrr_kernels.function import apply
-    from brrr_kernels.loaders import load_cuda, load_numba, load_op, load_reference
+    from brrr_kernels.cuda import builder
+    from brrr_kernels.op.loaders import load_cuda, load_numba, load_op, load_reference
+    from brrr_kernels.validation.function import apply
 
     op = load_op(args.op)
     device = "cuda" if args.gpu else "cpu"

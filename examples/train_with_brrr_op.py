@@ -17,19 +17,19 @@ from torch import nn
 
 
 class BrrrActivation(nn.Module):
-    def __init__(self, stage) -> None:  # a brrr_kernels.loaders.Stage
+    def __init__(self, stage) -> None:  # a brrr_kernels.op.loaders.Stage
         super().__init__()
         self.stage = stage
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        from brrr_kernels.function import apply
+        from brrr_kernels.validation.function import apply
 
         return apply(self.stage, x)
 
 
 def load_stage(op_name: str, device: str):
-    from brrr_kernels import builder
-    from brrr_kernels.loaders import load_cuda, load_op, load_reference
+    from brrr_kernels.cuda import builder
+    from brrr_kernels.op.loaders import load_cuda, load_op, load_reference
 
     op = load_op(op_name)
     return load_cuda(op, builder.build_extension(op)) if device == "cuda" else load_reference(op)

@@ -9,16 +9,31 @@ The names an op folder uses, and the debugger for notebooks and tests:
     report.passed, report.failed, report.rows, report.to_json()   # the rows `brrr validate` prints
     brrr_kernels.debug("sigmoid", index=5)                  # pdb inside the thread that computes y[5]
     print(brrr_kernels.trace("sigmoid", block=0, thread=5))
+    op = brrr_kernels.load_op("sigmoid"); stage = brrr_kernels.load_reference(op)
+    brrr_kernels.apply(stage, x)                            # any stage as one autograd.Function
 
 Names are imported on first use, so `import brrr_kernels` stays cheap (numba loads only when a
-numba name is asked for).
+numba name is asked for). These names, `brrr_kernels.ops.register`, the CLI (`cli`) and the pytest
+plugin (`pytest_plugin`) are the stable face; the subpackages below can move.
+
+Layer map (each subpackage's __init__ has its own; imports point down this list):
+
+    base/        shared utilities: errors, files, outputs, progress, interrupts, workers, watch, assets
+    sim/         the numba stage simulated: numba's simulator, one thread at a time, with its checks
+    op/          what an op is: its spec, tolerances, calling contract, loaders
+    cuda/        the cuda stage's toolchain: nvcc and the CPU build, kernel.cu as C++, memory checks
+    translate/   brrr translate: numba_kernel.py as kernel.cu and binding.cpp
+    verdict/     how a result is judged and told: comparison, rounding spread, faults, report rows
+    validation/  what brrr validate runs: the plan, the executor, trials, rows, the runner
+    debugger/    brrr debug and trace: one thread of the numba stage (pdb) or of the cuda stage (gdb)
+    mutate/      brrr mutate: planted bugs and their verdicts
+    commands/    the other commands: new, export, bench, sanitize, walkthrough
+    api, ops, pytest_plugin, cli, __main__: the ways in
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,10 +43,13 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _PUBLIC = {
-    "OpSpec": "spec", "Inputs": "spec", "Size": "spec", "Layout": "spec", "Place": "spec",
-    "one_per_thread": "spec",
-    "Tolerance": "tolerances", "DEFAULT": "tolerances", "Widen": "tolerances", "Terms": "tolerances",
-    "import_cuda": "numba_env", "launch": "numba_env", "cdiv": "numba_env",
+    "OpSpec": "op.spec", "Inputs": "op.spec", "Size": "op.spec", "Layout": "op.spec", "Place": "op.spec",
+    "one_per_thread": "op.spec",
+    "Tolerance": "op.tolerances", "DEFAULT": "op.tolerances", "Widen": "op.tolerances", "Terms": "op.tolerances",
+    "import_cuda": "sim.numba_env", "launch": "sim.numba_env", "cdiv": "sim.numba_env",
+    "load_op": "op.loaders", "load_reference": "op.loaders", "load_numba": "op.loaders", "load_cuda": "op.loaders",
+    "apply": "validation.function",
+    "BrrrError": "base.errors",
     "Report": "api",
 }
 
@@ -53,7 +71,7 @@ def validate(op: str, stages: Any = None, seed: int | None = None, **options: An
 
 def debug(op: str, **selection: Any) -> Any:
     """Stop in pdb in one simulated thread; selection as `brrr debug` (index=, block=, thread=, ...)."""
-    from . import debugger
+    from .debugger import numba_stage as debugger
 
     session, module = debugger.prepare(op, **selection)
     return debugger.debug(session, module)
@@ -63,23 +81,9 @@ def trace(op: str, **selection: Any) -> str:
     """The lines one simulated thread executes, with changed locals and writes, as text."""
     import io
 
-    from . import debugger
+    from .debugger import numba_stage as debugger
 
     session, module = debugger.prepare(op, **selection)
     out = io.StringIO()
     debugger.trace(session, module, out)
     return out.getvalue()
-
-
-class _Package(types.ModuleType):
-    """The package keeps `validate` the function above when a submodule of the same name is imported
-    (importing brrr_kernels.X sets the package's attribute X to the module; the module stays reachable
-    by `from .X import ...` and in sys.modules)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in __all__ and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -8,8 +8,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from .errors import BrrrError
-from .report import FAIL, NOT_RUN, PASS, SKIP, Row, format_table, summary
+from .base.errors import BrrrError
+from .verdict.report import FAIL, NOT_RUN, PASS, SKIP, Row, format_table, summary
 
 StagesArg = str | Iterable[str] | None
 
@@ -64,7 +64,7 @@ class Report:
 
 
 def _stages(stages: StagesArg) -> tuple[str, ...]:
-    from .spec import STAGES
+    from .op.spec import STAGES
 
     chosen = (stages,) if isinstance(stages, str) else tuple(stages or STAGES)
     unknown = [s for s in chosen if s not in STAGES]
@@ -83,8 +83,10 @@ def validate(op: str | os.PathLike[str], stages: StagesArg = None, seed: int | N
     quiet: no progress lines on stderr.
     A folder that cannot be loaded raises BrrrError with the message `brrr validate` prints.
     """
-    from . import builder, progress, runner
-    from .numba_env import use_simulator
+    from .base import progress
+    from .cuda import builder
+    from .sim.numba_env import use_simulator
+    from .validation import runner
 
     chosen = _stages(stages)
     use_simulator(not gpu)

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import interrupts, workers
-from .errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, BrrrError
-from .interrupts import Interrupted
+from .base import interrupts, workers
+from .base.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, BrrrError
+from .base.interrupts import Interrupted
 
 if TYPE_CHECKING:
-    from .validate import Options
+    from .validation.executor import Options
 
-STAGE_CHOICES = ("reference", "numba", "cuda")
+from .op.names import STAGES as STAGE_CHOICES  # noqa: E402
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -162,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_list() -> int:
-    from .loaders import builtin_op_names
+    from .op.loaders import builtin_op_names
 
     for name in builtin_op_names():
         print(name)
@@ -170,9 +170,9 @@ def cmd_list() -> int:
 
 
 def cmd_walkthrough(args: argparse.Namespace) -> int:
-    from . import walkthrough
-    from .loaders import load_op
-    from .numba_env import use_simulator
+    from .commands import walkthrough
+    from .op.loaders import load_op
+    from .sim.numba_env import use_simulator
 
     use_simulator(True)
     total = len(walkthrough.STEPS)
@@ -184,9 +184,9 @@ def cmd_walkthrough(args: argparse.Namespace) -> int:
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
-    from . import translate
-    from .loaders import load_op
-    from .numba_env import use_simulator
+    from .op.loaders import load_op
+    from .sim.numba_env import use_simulator
+    from .translate import run as translate
 
     use_simulator(True)
     op = load_op(args.op)
@@ -203,9 +203,9 @@ def cmd_translate(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     import torch
 
-    from . import builder
-    from .errors import BuildError
-    from .loaders import load_op
+    from .base.errors import BuildError
+    from .cuda import builder
+    from .op.loaders import load_op
 
     gpu = torch.cuda.is_available()
     arch = args.arch or (builder.device_arch() if gpu else builder.DEFAULT_ARCH)
@@ -232,9 +232,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .contract import usage
-    from .export import export
-    from .loaders import load_op
+    from .commands.export import export
+    from .op.contract import usage
+    from .op.loaders import load_op
 
     op = load_op(args.op)
     folder = export(op, args.dir)
@@ -256,10 +256,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     import torch
 
-    from . import bench
-    from .files import write_atomic
-    from .loaders import builtin_op_names, load_op
-    from .numba_env import use_simulator
+    from .base.files import write_atomic
+    from .commands import bench
+    from .op.loaders import builtin_op_names, load_op
+    from .sim.numba_env import use_simulator
 
     bench.require_gpu()
     use_simulator(False)
@@ -297,9 +297,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_sanitize(args: argparse.Namespace) -> int:
-    from . import sanitize
-    from .files import write_atomic
-    from .loaders import builtin_op_names
+    from .base.files import write_atomic
+    from .commands import sanitize
+    from .op.loaders import builtin_op_names
 
     findings = sanitize.sanitize(args.ops or builtin_op_names(), tuple(args.tool or sanitize.TOOLS))
     if args.json:
@@ -308,7 +308,7 @@ def cmd_sanitize(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from .scaffold import new_op
+    from .commands.new import new_op
 
     folder = new_op(args.name, [x.strip() for x in args.inputs.split(",") if x.strip()], args.dir, kind=args.kind)
     print(f"wrote {folder}/: spec.py, reference.py, numba_kernel.py, kernel.cu, binding.cpp")
@@ -318,11 +318,11 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_debug(args: argparse.Namespace) -> int:
-    from . import debugger
-    from .faults import fault_from
+    from .debugger import numba_stage as debugger
+    from .verdict.faults import fault_from
 
     if getattr(args, "stage", "numba") == "cuda":
-        from . import cuda_debugger
+        from .debugger import cuda_stage as cuda_debugger
 
         return cuda_debugger.run(args.op, block=args.block, thread=args.thread, index=args.index,
                                  input_file=args.input, dtype=args.dtype, phase=args.phase, kernel=args.kernel,
@@ -347,8 +347,10 @@ def cmd_debug(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from . import builder, progress, runner
-    from .loaders import builtin_op_names
+    from .base import progress
+    from .cuda import builder
+    from .op.loaders import builtin_op_names
+    from .validation import runner
 
     progress.set_quiet(args.quiet)
     names = args.ops or builtin_op_names()
@@ -380,7 +382,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _validate_once(names: list[str], options: Options, jobs: int, args: argparse.Namespace) -> int:
     """Validate the ops, print each one's table, write --json; the exit code."""
-    from . import report, runner
+    from .validation import runner
+    from .verdict import report
 
     all_rows: list[report.Row] = []
     worst = EXIT_OK
@@ -415,9 +418,9 @@ def _watch(names: list[str], options: Options, args: argparse.Namespace) -> int:
     (its modification time: the wait to notice the save counts too)."""
     import time
 
-    from . import watch
-    from .files import shown
-    from .loaders import load_op
+    from .base import watch
+    from .base.files import shown
+    from .op.loaders import load_op
 
     folders = {name: load_op(name).folder for name in names}
     _validate_once(names, options, 1, args)
@@ -438,7 +441,7 @@ OUTPUT_FILES = {"json": "--json", "plot": "--plot", "profile": "--profile", "ncu
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Every place the command will write, checked before any work: a UsageError names the path and the setting."""
-    from . import outputs
+    from .base import outputs
 
     for attr, flag in OUTPUT_FILES.items():
         value = getattr(args, attr, None)
@@ -454,9 +457,9 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-    from . import mutate
-    from .files import write_atomic
-    from .standard_bugs import Kind
+    from .base.files import write_atomic
+    from .mutate import run as mutate
+    from .mutate.standard_bugs import Kind
 
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     report = mutate.mutate(args.op, seed, jobs=args.jobs or workers.cpus(), limit=args.timeout, stage=args.stage,

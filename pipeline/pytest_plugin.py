@@ -30,9 +30,10 @@ import pytest
 
 if TYPE_CHECKING:
     from .api import Report
-    from .report import Row
+    from .verdict.report import Row
 
-STAGE_NAMES = ("reference", "numba", "cuda")  # spec.STAGES, without importing brrr at pytest startup
+from .op.names import STAGES as STAGE_NAMES  # noqa: E402  (light: no torch, no numba)
+
 _reports: dict[tuple[str, tuple[str, ...], int | None], Report] = {}
 
 
@@ -77,7 +78,7 @@ def row_id(row: Row) -> str:
 
 def judge(row: Row, report: Report) -> None:
     """Pass, fail with brrr's reasons, or skip, as the row's verdict says."""
-    from .report import FAIL, SKIP, format_table
+    from .verdict.report import FAIL, SKIP, format_table
 
     if row.verdict == FAIL:
         lines = [f"brrr: {report.op} {row.stage} {row.check} [{row.dtype}] failed (seed {report.seed})",
@@ -98,7 +99,7 @@ class OpCollector(pytest.Collector):
         self.op = op
 
     def collect(self) -> Iterator[pytest.Item]:
-        from .errors import BrrrError
+        from .base.errors import BrrrError
 
         config = self.config
         try:

@@ -19,9 +19,11 @@ STAGES = REPO / "stages"
 
 import torch  # noqa: E402
 
-from brrr_kernels import builder, mutants, runner  # noqa: E402
-from brrr_kernels.loaders import load_op  # noqa: E402
-from brrr_kernels.report import FAIL, Row  # noqa: E402
+from brrr_kernels.cuda import builder  # noqa: E402
+from brrr_kernels.mutate import bug_files as mutants  # noqa: E402
+from brrr_kernels.op.loaders import load_op  # noqa: E402
+from brrr_kernels.validation import runner  # noqa: E402
+from brrr_kernels.verdict.report import FAIL, Row  # noqa: E402
 
 HAS_GPU = torch.cuda.is_available()
 HAS_NVCC = builder.find_nvcc() is not None  # a system toolkit, or the one `pip install '.[cuda]'` brings
@@ -99,7 +101,7 @@ def compile_only(op: str | Path) -> list[Row]:
     """The cuda stage as on a machine with neither a GPU nor a host compiler: nvcc's compile check alone."""
     from unittest import mock
 
-    from brrr_kernels import cpu_build
+    from brrr_kernels.cuda import cpu_build
 
     with mock.patch.object(cpu_build, "available", lambda: False):
         return runner.validate(load_op(str(op)), runner.Options(stages=("cuda",)))

@@ -9,7 +9,7 @@ import pytest
 
 import brrr_kernels
 from brrr_kernels.api import Report
-from brrr_kernels.errors import BrrrError
+from brrr_kernels.base.errors import BrrrError
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +53,12 @@ def test_bad_arguments_raise_the_message_the_cli_prints(op: str, stages: list[st
     assert info.value.exit_code == 2
 
 
-def test_validate_stays_the_function_when_a_submodule_of_that_name_is_imported() -> None:
-    import types
+def test_the_public_functions_stay_functions_when_every_subpackage_is_imported() -> None:
+    import importlib
 
-    brrr_kernels.__setattr__("validate", types.ModuleType("brrr_kernels.validate"))  # as the import system does
-    assert callable(brrr_kernels.validate) and brrr_kernels.validate.__module__ == "brrr_kernels"
+    from test_layout import SUBPACKAGES
+
+    for package in SUBPACKAGES:
+        importlib.import_module(f"brrr_kernels.{package}")
+    for name in ("validate", "debug", "trace"):
+        assert callable(getattr(brrr_kernels, name)) and getattr(brrr_kernels, name).__module__ == "brrr_kernels", name

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, brrr, copy_op, needs_nvcc, plant
 
-from brrr_kernels.loaders import builtin_op_names
+from brrr_kernels.op.loaders import builtin_op_names
 
 
 def test_help_imports_neither_torch_nor_numba() -> None:

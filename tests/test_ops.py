@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import gpu
 
-from brrr_kernels.loaders import builtin_op_names, load_op
+from brrr_kernels.op.loaders import builtin_op_names, load_op
 from brrr_kernels.ops import register
 
 

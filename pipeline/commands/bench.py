@@ -1,0 +1,359 @@
+"""`brrr bench`: each op's cuda stage against PyTorch eager, torch.compile and the other stages.
+
+Two times a call, because a training step pays the larger of the two (the GPU runs one op while
+the host issues the next ones):
+- device time (`ms`): what the GPU spends on the call's kernels when the host is ahead of it, as
+  in a training step that keeps the GPU busy. A batch of back-to-back calls is queued behind a
+  GPU sleep long enough for the host to issue all of them, between CUDA events, so no launch gap
+  of the host's is counted; the median of many batches. Inputs rotate among enough sets that
+  they cannot sit in L2 between calls.
+- host time (`host_ms`): how long the host takes to issue one call (Python, autograd, launches).
+  Where it is the larger, the op is host-bound at that size: back to back, it runs at host speed.
+Achieved bandwidth counts the bytes an op must move at least (each input read once, each result
+written once) over the device time, and is set against a device-to-device copy measured in the
+same run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..base.errors import BrrrError
+from ..base.files import replacing
+from ..op.contract import as_tuple
+from ..op.spec import Inputs, Op, Size
+from ..verdict.compare import outputs_agree
+
+RUNS = 15
+BATCH_MS = 3.0  # a timed batch of calls keeps the GPU busy at least this long (see time_ms)
+MAX_BATCH = 200
+HOST_MARGIN = 1.5  # the GPU sleep before a batch covers this many times the host's time to issue it
+VARIANT = "cuda "  # implementations named "cuda v1", ...: binding.cpp's forward_v1, ...
+L2_MULTIPLE = 3  # rotate enough input sets to cover this many times the L2 cache
+
+
+@dataclass
+class Timing:
+    op: str
+    size: str
+    dtype: str
+    pass_: str  # forward | forward+backward
+    impl: str  # eager | compile | reference | numba | cuda
+    ms: float  # device time a call (see the module doc)
+    gbps: float
+    copy_fraction: float
+    speedup_vs_eager: float | None = None
+    host_ms: float = float("nan")  # host time to issue a call
+
+    @property
+    def host_bound(self) -> bool:
+        return self.host_ms > self.ms
+
+
+def require_gpu() -> None:
+    if not torch.cuda.is_available():
+        raise BrrrError("brrr bench needs a CUDA GPU; torch sees none here")
+
+
+@dataclass
+class CallTime:
+    device_ms: float
+    host_ms: float
+
+
+_cycles_per_ms: float | None = None
+
+
+def _sleep_cycles_per_ms() -> float:
+    """GPU clock cycles a millisecond, as torch.cuda._sleep counts them (measured once)."""
+    global _cycles_per_ms
+    if _cycles_per_ms is None:
+        cycles = 2_000_000
+        torch.cuda._sleep(cycles)  # warm-up: its first launch loads the kernel
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        _cycles_per_ms = cycles / max(begin.elapsed_time(end), 1e-3)
+    return _cycles_per_ms
+
+
+def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> CallTime:
+    """Median device and host milliseconds per call of fn(i), i rotating over input sets.
+
+    Device time: a batch of back-to-back calls, lasting at least BATCH_MS on the GPU, is issued
+    while the GPU sleeps, and timed between CUDA events recorded after the sleep and after the
+    batch: the GPU then runs the calls back to back without waiting for the host. If the sleep
+    ran out before the host had issued the batch, that run is repeated with a longer sleep.
+    Host time: the wall time to issue the batch (the issuing never waits for the GPU, which is
+    still asleep or busy with earlier calls), over its calls.
+    """
+    for i in range(3):
+        fn(i % sets)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn(0)
+    torch.cuda.synchronize()
+    one = (time.perf_counter() - start) * 1e3
+    batch = max(1, min(MAX_BATCH, math.ceil(BATCH_MS / max(one, 1e-3))))
+    per_ms = _sleep_cycles_per_ms()
+    host_guess = one * batch
+    device, host = [], []
+    for r in range(runs):
+        for _attempt in range(4):
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            awake = torch.cuda.Event()
+            torch.cuda.synchronize()
+            torch.cuda._sleep(int(per_ms * (HOST_MARGIN * host_guess + 0.5)))
+            awake.record()
+            begin.record()
+            issue = time.perf_counter()
+            for k in range(batch):
+                fn((r * batch + k) % sets)
+            issued = (time.perf_counter() - issue) * 1e3
+            caught_up = awake.query()  # the sleep ended before the last call was issued
+            end.record()
+            torch.cuda.synchronize()  # every stream, not only the one the events are on
+            host_guess = max(host_guess, issued)
+            if not caught_up:
+                break
+        device.append(begin.elapsed_time(end) / batch)
+        host.append(issued / batch)
+    return CallTime(statistics.median(device), statistics.median(host))
+
+
+def copy_bandwidth(nbytes: int = 1 << 30) -> float:
+    """GB/s of a device-to-device copy, counting bytes read plus bytes written."""
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
+    dst = torch.empty_like(src)
+    ms = time_ms(lambda i: dst.copy_(src), 1).device_ms
+    return 2 * nbytes / ms / 1e6
+
+
+def _sets_for(nbytes: int) -> int:
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
+    return max(1, min(8, -(-L2_MULTIPLE * l2 // max(nbytes, 1))))
+
+
+def runner(op: Op, fn: Callable[..., Any], sets: list[Inputs], backward: bool,
+           upstreams: dict[int, tuple[torch.Tensor, ...]]) -> Callable[[int], None]:
+    """One call of fn on input set i: forward, or forward then backward from a random upstream gradient."""
+    spec = op.spec
+
+    def run(i: int) -> None:
+        xs = sets[i]
+        if backward:
+            xs = tuple(x.detach().requires_grad_(x.is_floating_point()) for x in xs)
+        out = as_tuple(fn(*xs, *spec.param_values))[: len(spec.outputs)]
+        if backward:
+            if i not in upstreams:
+                upstreams[i] = tuple(torch.randn_like(o) for o in out)
+            torch.autograd.grad(out, [x for x in xs if x.requires_grad], upstreams[i])
+
+    return run
+
+
+def profile(cases: list[tuple[Op, Size, torch.dtype, dict[str, Callable[..., Any]]]], path: Path) -> None:
+    """A torch.profiler Chrome trace of a few calls of each implementation in each case, taken after
+    and apart from the timed runs, whose numbers the profiler would disturb."""
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for case in cases:
+            profile_op(*case)
+    with replacing(path, suffix=".json") as tmp:
+        prof.export_chrome_trace(str(tmp))
+
+
+def profile_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[..., Any]], runs: int = 3) -> None:
+    """A few calls of each implementation (forward and backward, or forward for a first version), each under a labelled range."""
+    sets = [op.spec.make_inputs(size, dtype, torch.device("cuda"), torch.Generator().manual_seed(0))]
+    for name, fn in impls.items():
+        run = runner(op, fn, sets, not name.startswith(VARIANT), {})
+        try:
+            run(0)  # warm-up: compilation and first-call costs stay out of the trace
+        except Exception:
+            continue  # bench_op reports what fails
+        torch.cuda.synchronize()
+        with torch.profiler.record_function(f"{op.name} {name} {dtype} {size}"):
+            for _ in range(runs):
+                run(0)
+            torch.cuda.synchronize()
+
+
+def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[..., Any]], copy_gbps: float,
+             backward: bool) -> list[Timing]:
+    spec = op.spec
+    gen = torch.Generator().manual_seed(0)
+    probe = spec.make_inputs(size, dtype, torch.device("cuda"), gen)
+    in_bytes = sum(x.nbytes for x in probe)
+    sets = [probe] + [spec.make_inputs(size, dtype, torch.device("cuda"), gen) for _ in range(_sets_for(in_bytes) - 1)]
+    upstreams: dict[int, tuple[torch.Tensor, ...]] = {}
+    results: list[Timing] = []
+    eager_ms = None
+    for name, fn in impls.items():
+        if backward and name.startswith(VARIANT):
+            continue  # a first version registers forward only
+        run = runner(op, fn, sets, backward, upstreams)
+        try:
+            out = as_tuple(impls[name](*probe, *spec.param_values))
+            if name.startswith(VARIANT):
+                exact = impls["reference"](*(x.double() for x in probe), *spec.param_values)
+                _check_variant(op, name, probe, out, as_tuple(exact))
+            moved = in_bytes + sum(o.nbytes for o in out)
+            if backward:  # read the upstream gradient and what backward needs; write one gradient per input
+                moved += sum(o.nbytes for o in out[: len(spec.outputs)]) + in_bytes + in_bytes
+            timed = time_ms(run, len(sets))
+            ms = timed.device_ms
+        except Exception as e:  # one implementation failing (numba on an unsupported dtype) is reported, not fatal
+            why = str(e) if isinstance(e, VariantMismatch) else type(e).__name__
+            results.append(Timing(spec.name, str(size), str(dtype).removeprefix("torch."),
+                                  "forward+backward" if backward else "forward", f"{name} (failed: {why})",
+                                  float("nan"), float("nan"), float("nan")))
+            continue
+        upstreams.clear()
+        gbps = moved / ms / 1e6
+        eager_ms = ms if name == "eager" else eager_ms
+        results.append(Timing(spec.name, str(size), str(dtype).removeprefix("torch."),
+                              "forward+backward" if backward else "forward", name, ms, gbps, gbps / copy_gbps,
+                              eager_ms / ms if eager_ms else None, timed.host_ms))
+    return results
+
+
+def implementations(op: Op, with_numba: bool) -> dict[str, Callable[..., Any]]:
+    from ..cuda import builder
+    from ..op.loaders import load_cuda, load_numba, load_reference
+    from ..validation.function import apply
+
+    spec = op.spec
+    impls: dict[str, Callable[..., Any]] = {}
+    if spec.oracle is not None:
+        impls["eager"] = spec.oracle
+        impls["compile"] = torch.compile(spec.oracle)
+    ref = load_reference(op)
+    impls["reference"] = lambda *a: apply(ref, *a[: len(spec.inputs)])
+    if with_numba:
+        numba = load_numba(op, gpu=True)
+        impls["numba"] = lambda *a: apply(numba, *a[: len(spec.inputs)])
+    ext = builder.build_extension(op)
+    cuda = load_cuda(op, ext)
+    impls["cuda"] = lambda *a: apply(cuda, *a[: len(spec.inputs)])
+    for variant, fn in ext.variants().items():
+        impls[f"{VARIANT}{variant.removeprefix('forward_')}"] = fn
+    return impls
+
+
+class VariantMismatch(Exception):
+    pass
+
+
+def _check_variant(op: Op, name: str, inputs: Any, got: tuple[torch.Tensor, ...], exact: tuple[torch.Tensor, ...]) -> None:
+    """A first version is timed only if it matches the float64 reference the way validation demands."""
+    shapes = all(g.shape == w.shape for g, w in zip(got, exact))
+    if not shapes or not outputs_agree(op.spec, "cuda", tuple(x.double() for x in inputs), got, exact):
+        raise VariantMismatch(f"{name} disagrees with forward")
+
+
+def format_table(rows: list[Timing], copy_gbps: float, device: str) -> str:
+    lines = [f"{device}: device-to-device copy {copy_gbps:.0f} GB/s (read + write)",
+             "ms: GPU time a call with the host ahead (what a step pays while the GPU is the bottleneck); "
+             "host ms: time to issue a call (* where it is the larger: host-bound back to back)",
+             f"{'op':10s} {'size':>16s} {'dtype':8s} {'pass':16s} {'impl':22s} {'ms':>9s} {'GB/s':>7s} "
+             f"{'% copy':>7s} {'vs eager':>8s} {'host ms':>9s}"]
+    for r in rows:
+        vs = f"{r.speedup_vs_eager:.2f}x" if r.speedup_vs_eager else "-"
+        mark = "*" if r.host_bound else " "
+        lines.append(f"{r.op:10s} {r.size:>16s} {r.dtype:8s} {r.pass_:16s} {r.impl:22s} {r.ms:9.4f} {r.gbps:7.0f} "
+                     f"{100 * r.copy_fraction:6.1f}% {vs:>8s} {r.host_ms:8.4f}{mark}")
+    return "\n".join(lines)
+
+
+def to_dicts(rows: list[Timing]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in rows]
+
+
+def plot(rows: list[Timing], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise BrrrError("--plot needs matplotlib (pip install matplotlib)") from e
+    labels = [f"{r.op} {r.dtype} {'fwd' if r.pass_ == 'forward' else 'fwd+bwd'}\n{r.impl}" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(rows)), 4))
+    ax.bar(range(len(rows)), [100 * r.copy_fraction for r in rows])
+    ax.set_xticks(range(len(rows)), labels, rotation=90, fontsize=6)
+    ax.set_ylabel("% of device-to-device copy bandwidth")
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+
+
+# --- Nsight Compute -----------------------------------------------------------------------
+
+NCU_METRICS = re.compile(r"Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Registers Per Thread|"
+                         r"Achieved Occupancy|Block Size|Grid Size")
+
+
+def find_ncu() -> str | None:
+    from ..cuda.builder import cuda_home
+
+    home = cuda_home()
+    candidates = [shutil.which("ncu"), *(str(p) for p in sorted(Path("/opt/nvidia").glob("nsight-compute/*/ncu"))),
+                  str(home / "bin" / "ncu") if home else None]
+    return next((c for c in candidates if c and Path(c).is_file()), None)
+
+
+def ncu(op: Op, size: Size, dtype: torch.dtype, report: Path) -> str:
+    """Nsight Compute over one forward and one backward of the cuda stage, after a warm-up, with the
+    card's clocks left as they are (--clock-control none). Writes REPORT.ncu-rep; returns the
+    headline metrics of each kernel."""
+    exe = find_ncu()
+    if exe is None:
+        raise BrrrError("--ncu needs Nsight Compute: no ncu on PATH, in /opt/nvidia/nsight-compute or in CUDA_HOME/bin")
+    target = [sys.executable, "-m", __name__, str(op.folder), json.dumps(size), str(dtype).removeprefix("torch.")]
+    profiled = subprocess.run([exe, "--clock-control", "none", "--profile-from-start", "off", "--force-overwrite",
+                               "--export", str(report), *target], capture_output=True, text=True)
+    if profiled.returncode != 0:
+        raise BrrrError(f"ncu failed (exit {profiled.returncode}):\n{(profiled.stdout + profiled.stderr)[-2000:]}")
+    shown = subprocess.run([exe, "--import", f"{report}.ncu-rep"], capture_output=True, text=True)
+    lines = [ln.rstrip() for ln in shown.stdout.splitlines()
+             if NCU_METRICS.search(ln) or ("Context" in ln and "Device" in ln)]
+    return "\n".join(lines)
+
+
+def _ncu_target(folder: str, size_json: str, dtype_name: str) -> None:
+    """What ncu runs: the cuda stage, warmed up, then one forward and backward between profiler start and stop."""
+    from ..cuda import builder
+    from ..op.loaders import load_cuda, load_op
+    from ..validation.function import apply
+
+    op = load_op(folder)
+    size = json.loads(size_json)
+    size = tuple(size) if isinstance(size, list) else size
+    cuda = load_cuda(op, builder.build_extension(op))
+    sets = [op.spec.make_inputs(size, getattr(torch, dtype_name), torch.device("cuda"), torch.Generator().manual_seed(0))]
+    run = runner(op, lambda *a: apply(cuda, *a[: len(op.spec.inputs)]), sets, True, {})
+    run(0)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    run(0)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+if __name__ == "__main__":
+    _ncu_target(*sys.argv[1:4])

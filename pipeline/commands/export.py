@@ -1,0 +1,58 @@
+"""`brrr export OP DIR`: a standalone package (setup.py with CUDAExtension, the kernel, the op
+registration, a test) that builds ahead of time with pip and imports without brrr."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from string import Template
+
+import torch
+
+from ..base.assets import TEMPLATES as ASSET_TEMPLATES
+from ..base.errors import RefusedError
+from ..base.files import new_folder
+from ..cuda.builder import INCLUDE_DIR, cuda_sources
+from ..op.contract import saved_positions, schemas, usage
+from ..op.spec import Op
+
+TEMPLATES = ASSET_TEMPLATES / "export"
+
+
+def export(op: Op, directory: Path) -> Path:
+    spec, name = op.spec, op.spec.name
+    if directory.exists():
+        raise RefusedError(f"{directory} already exists; brrr export never overwrites anything")
+    package = f"brrr_{name}"
+    forward_schema, backward_schema = schemas(spec, name)
+    shapes = [tuple(x.shape) for x in spec.make_inputs(spec.gradcheck_size, torch.float64, torch.device("cpu"),
+                                                       torch.Generator().manual_seed(0))]
+    values = {
+        "name": name,
+        "package": package,
+        "namespace": f"brrr_{name}_export",
+        "inputs": repr(spec.inputs),
+        "outputs": repr(spec.outputs),
+        "stats": repr(spec.stats),
+        "saved": repr(spec.saved),
+        "saved_at": repr(saved_positions(spec)),
+        "params": repr(dict(spec.params)),
+        "shapes": repr(shapes),
+        "forward_schema": forward_schema,
+        "backward_schema": backward_schema,
+        "usage": usage(spec, f"{package}.{name}"),
+    }
+    with new_folder(directory) as staging:
+        csrc = staging / package / "csrc"
+        csrc.mkdir(parents=True)
+        (staging / "tests").mkdir()
+        for template, target in (("setup.py", "setup.py"), ("pyproject.toml", "pyproject.toml"),
+                                 ("__init__.py", f"{package}/__init__.py"), ("test_op.py", f"tests/test_{name}.py")):
+            text = Template((TEMPLATES / f"{template}.tmpl").read_text()).substitute(values)
+            (staging / target).write_text(text)
+        for source in cuda_sources(op):
+            shutil.copy2(source, csrc / source.name)
+        for header in ("brrr.cuh", "brrr_kernel.cuh"):
+            shutil.copy2(INCLUDE_DIR / header, csrc / header)
+        shutil.copy2(op.path("reference"), staging / package / "reference.py")
+    return directory

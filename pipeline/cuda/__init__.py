@@ -1,0 +1,11 @@
+"""The cuda stage's toolchain: compile kernel.cu and binding.cpp for a GPU (nvcc) or for execution on
+the CPU (the host compiler and brrr's runtime in include/cpu), and the memory checks of that build.
+
+Layer map:
+
+    builder     nvcc and the host compiler, objects cached by content, link and load on a GPU
+    cpu_build   the op's own CUDA C built and linked for execution on the CPU
+    cpu_source  kernel.cu as C++ the host compiler can build
+    cpu_ptx     inline PTX (mma.sync, ldmatrix, cp.async) as calls of the CPU runtime
+    memcheck    what the checked CPU build adds: bounds of tensors and shared memory
+"""

@@ -1,0 +1,126 @@
+"""Build an op's cuda stage for execution on the CPU: the op's own kernel.cu and binding.cpp,
+compiled with the host compiler, linked with brrr's scheduler into a library torch loads.
+
+- kernel.cu is rewritten where CUDA's syntax needs it (cpu_source) and compiled against the
+  stand-in CUDA headers in include/cpu/, with -ffp-contract=off (no fused multiply-adds the
+  source does not ask for) and -g, so gdb shows kernel.cu;
+- binding.cpp is compiled with BRRR_CPU defined, against torch's CPU headers (brrr.cuh's CPU
+  branch: CPU tensors, no streams);
+- include/cpu/brrr_cpu_runtime.cpp (fibers, barriers, warp intrinsics, shared memory) is
+  compiled once per content and linked into every op's library.
+
+Each object is cached as the GPU build's are (builder.compile_job: a key over what it is made
+from, a lock, an atomic rename), so editing kernel.cu recompiles kernel.cu alone and relinks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base.assets import CPU_INCLUDE
+from ..base.files import write_atomic
+from ..op.spec import Op
+from . import builder, memcheck
+from .builder import INCLUDE_DIR, Extension, Job
+from .cpu_source import rewrite
+
+RUNTIME_SOURCE = CPU_INCLUDE / "brrr_cpu_runtime.cpp"
+# -Bsymbolic: each op's library uses its own copy of the runtime, whatever else is loaded.
+CPU_LINK_LIBS = ("-lc10", "-ltorch_cpu", "-ltorch", "-lpthread", "-Wl,-Bsymbolic")
+
+
+def link_libs() -> tuple[str, ...]:
+    """CPU_LINK_LIBS, with gold where it is installed: it links against libtorch_cpu in a third of
+    the time ld.bfd takes (0.5 s against 1.3 s on 2 cores), which a kernel edit waits for."""
+    return (*CPU_LINK_LIBS, builder.GOLD) if shutil.which("ld.gold") else CPU_LINK_LIBS
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """How the kernel side is compiled. `name` goes into the library's namespace; `kernel_flags`
+    are optimisation and debug information; `extra` is what a check layered on the runtime adds
+    to kernel.cu and the runtime alike (instrumentation, defines)."""
+
+    name: str = "cpu"
+    kernel_flags: tuple[str, ...] = ("-O1", "-g")
+    extra: tuple[str, ...] = ()
+    checked: bool = False  # memory checks: kernel.cu instrumented, brrr_cpu_memcheck.cpp linked in (memcheck.py)
+
+
+DEFAULT = Flavour()
+# Out-of-bounds accesses and shared-memory races reported (pipeline/memcheck.py).
+CHECKED = Flavour("cpu_checked", checked=True)
+# `brrr debug --stage cuda`: unoptimised, so every line and local is there in gdb; checked too,
+# which is what finds the thread behind an element (and reports a bad access while debugging).
+DEBUG = Flavour("cpu_debug", kernel_flags=("-O0", "-g"), checked=True)
+
+
+def available() -> bool:
+    """A host compiler to build the CPU execution with."""
+    cxx = builder.find_cxx()
+    return Path(cxx).is_file() or shutil.which(cxx) is not None
+
+
+def cpu_headers() -> list[Path]:
+    """Every stand-in header, those in subfolders too (<cooperative_groups/reduce.h>): part of each key."""
+    # and libcu++'s <cuda/pipeline>, <cuda/barrier>, which have no extension
+    return sorted({*CPU_INCLUDE.rglob("*.h"), *(CPU_INCLUDE / "cuda").glob("*")})
+
+
+def runtime_job(flavour: Flavour = DEFAULT) -> Job:
+    cxx = builder.find_cxx()
+    command = [cxx, "-c", "-std=c++20", "-O2", "-g", "-fPIC", f"-I{CPU_INCLUDE}", *flavour.extra]
+    key = builder.object_key(None, RUNTIME_SOURCE, cpu_headers(), command, (builder.compiler_version(cxx),))
+    return Job(RUNTIME_SOURCE, command, key, builder.object_path(f"cpu-runtime-{flavour.name}", key), RUNTIME_SOURCE)
+
+
+def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
+    """kernel.cu rewritten for the CPU (written into the cache, named by its content) and its command."""
+    cxx = builder.find_cxx()
+    original = op.path("cuda")
+    text = rewrite(original.read_text(), original)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    source = builder.cache_root() / "cpu-src" / f"{op.name}-kernel-{digest}.cpp"
+    if not source.is_file() or source.read_text() != text:
+        write_atomic(source, text)
+    command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", f"-I{CPU_INCLUDE}",
+               f"-I{INCLUDE_DIR}", f"-I{op.folder}", *flavour.extra, *(memcheck.CHECK_FLAGS if flavour.checked else ())]
+    key = builder.object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()], command,
+                             (builder.compiler_version(cxx),))
+    return Job(source, command, key, builder.object_path(f"{op.name}-kernel-{flavour.name}", key), original)
+
+
+def binding_job(op: Op) -> Job:
+    """binding.cpp against torch's CPU headers, with brrr.cuh's CPU branch."""
+    import torch
+
+    cxx = builder.find_cxx()
+    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
+    source = op.path("binding")
+    command = [cxx, "-c", *builder.CXX_FLAGS, abi, "-DBRRR_CPU", f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}",
+               f"-I{op.folder}", *builder.torch_include_flags()]
+    versions = (builder.compiler_version(cxx), torch.__version__)
+    # Keyed without the op folder's path (its headers' content is in the key): a copy of an op, as
+    # the planted-bug tests make, reuses the object instead of spending torch's headers again.
+    keyed = [part.replace(str(op.folder), "<op>") for part in command]
+    key = builder.object_key(op, source, [INCLUDE_DIR / "brrr.cuh", INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()],
+                             keyed, versions)
+    return Job(source, command, key, builder.object_path(f"{op.name}-binding-cpu", key), source)
+
+
+def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = False) -> Extension:
+    """Compile (or reuse) the three objects, link them and load the library: torch.ops.<namespace>.forward
+    and .backward then run the op's kernels on the CPU, on CPU tensors."""
+    start = time.monotonic()
+    jobs = [kernel_job(op, flavour), binding_job(op), runtime_job(flavour)]
+    if flavour.checked:
+        memcheck.install_allocation_registry()  # before the tensors a checked launch receives are made
+        jobs.append(memcheck.memcheck_job(flavour.extra))
+    kernel, binding, *runtime = builder.compile_all(jobs, f"compiling {op.name} for the CPU", "cpu", verbose)
+    builder.check_launchers(op, kernel, binding)
+    return builder.link_and_load(op, [binding, kernel, *runtime], (f"brrr_{flavour.name}", link_libs()), start,
+                                 verbose)

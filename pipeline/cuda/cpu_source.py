@@ -1,0 +1,384 @@
+"""kernel.cu as C++ the host compiler can build for the CPU execution of the cuda stage.
+
+Only what CUDA's syntax needs is rewritten; everything else is compiled as written, against the
+stand-in headers in include/cpu/ (see brrr_cpu.h):
+
+- `kernel<<<grid, block, smem, stream>>>(args)` becomes `::brrr_cpu::launch(config, site, kernel, args)`;
+- a `__shared__` declaration becomes a reference to per-block storage (`extern __shared__`, a
+  pointer to the launch's dynamic shared memory);
+- an `asm` statement with a PTX instruction brrr knows becomes the same computation in C++.
+
+Every line keeps its number and a `#line` directive names the original kernel.cu, so compiler
+errors, runtime faults and gdb all point at kernel.cu. A construct brrr cannot rewrite is a
+CpuSourceError naming kernel.cu and the line, never a silently different program.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base.errors import BuildError
+from ..base.files import shown
+from .cpu_ptx import UnsupportedPtx, translate
+
+
+class CpuSourceError(BuildError):
+    """kernel.cu uses something the CPU execution does not support (exit 1, like a compile error)."""
+
+
+@dataclass(frozen=True)
+class _Edit:
+    start: int
+    end: int
+    text: str
+
+
+def masked(text: str) -> str:
+    """`text` with comments, string and character literals blanked (newlines kept): positions match."""
+    out = list(text)
+    i, n = 0, len(text)
+
+    def blank(a: int, b: int) -> None:
+        for k in range(a, b):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            blank(i, j)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            blank(i, j)
+            i = j
+        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'R"([^(\s]*)\(', text[i:])
+            if not m:
+                i += 1
+                continue
+            close = ")" + m.group(1) + '"'
+            j = text.find(close, i + m.end())
+            j = n if j < 0 else j + len(close)
+            blank(i + 1, j)
+            i = j
+        elif c in "\"'":
+            if c == "'" and i > 0 and text[i - 1].isalnum():  # a digit separator: 1'000'000
+                i += 1
+                continue
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            blank(i + 1, min(j, n))
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _matching(mask: str, open_at: int, pair: str = "()") -> int:
+    """Index of the bracket closing the one at `open_at`, or -1."""
+    depth = 0
+    for k in range(open_at, len(mask)):
+        if mask[k] == pair[0]:
+            depth += 1
+        elif mask[k] == pair[1]:
+            depth -= 1
+            if depth == 0:
+                return k
+    return -1
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split at `sep` outside (), [], {} and <>."""
+    parts, depth, start = [], 0, 0
+    for k, c in enumerate(text):
+        if c in "([{<":
+            depth += 1
+        elif c in ")]}>":
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _c_string(text: str) -> str:
+    flat = " ".join(text.split())
+    return '"' + flat.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class _Rewriter:
+    def __init__(self, text: str, path: Path) -> None:
+        self.text = text
+        self.mask = masked(text)
+        self.path = path
+        self.edits: list[_Edit] = []
+        self.counter = 0
+
+    def line_of(self, pos: int) -> int:
+        return self.text.count("\n", 0, pos) + 1
+
+    def error(self, pos: int, what: str, hint: str | None = None) -> CpuSourceError:
+        return CpuSourceError(f"{shown(self.path)}:{self.line_of(pos)}: not supported on the CPU: {what}", hint=hint)
+
+    def keep_lines(self, start: int, end: int, replacement: str) -> _Edit:
+        """Replace text[start:end], padding with the newlines it had so that later lines keep their numbers."""
+        missing = self.text.count("\n", start, end) - replacement.count("\n")
+        assert missing >= 0, "a rewrite must not add lines"
+        return _Edit(start, end, replacement + "\n" * missing)
+
+    # -- kernel<<<...>>>(...) --------------------------------------------------------------------
+
+    def launches(self) -> None:
+        for m in re.finditer(r"<<<", self.mask):
+            start = m.start()
+            close = self.mask.find(">>>", m.end())
+            if close < 0:
+                raise self.error(start, "a '<<<' without its '>>>'")
+            config = self.text[m.end():close]
+            paren = close + 3
+            while paren < len(self.mask) and self.mask[paren].isspace():
+                paren += 1
+            if paren >= len(self.mask) or self.mask[paren] != "(":
+                raise self.error(start, "a kernel launch without an argument list after '>>>'")
+            end = _matching(self.mask, paren)
+            if end < 0:
+                raise self.error(start, "a kernel launch whose argument list is not closed")
+            kstart = self._kernel_start(start)
+            kernel = self.text[kstart:start].strip()
+            if not kernel:
+                raise self.error(start, "a kernel launch whose kernel is not a name (a function pointer or an expression)",
+                                 hint="launch a kernel by its name: name<<<grid, block>>>(...) or name<T><<<...>>>(...)")
+            args = self.text[paren + 1:end]
+            site = f"::brrr_cpu::Site{{__FILE__, {self.line_of(kstart)}, {_c_string(kernel)}, {_c_string(args)}}}"
+            call = (f"::brrr_cpu::launch(::brrr_cpu::LaunchConfig({config}), {site}, {kernel}"
+                    + (f", {args})" if args.strip() else ")"))
+            self.edits.append(self.keep_lines(kstart, end + 1, call))
+
+    def _kernel_start(self, lt: int) -> int:
+        """Where the kernel expression before '<<<' begins: a qualified name with template arguments."""
+        k = lt
+        while k > 0 and self.mask[k - 1].isspace():
+            k -= 1
+        while True:
+            if k > 0 and self.mask[k - 1] == ">":
+                depth = 0
+                j = k - 1
+                while j >= 0:
+                    if self.mask[j] == ">":
+                        depth += 1
+                    elif self.mask[j] == "<":
+                        depth -= 1
+                        if depth == 0:
+                            break
+                    elif self.mask[j] in ";{}":
+                        return lt
+                    j -= 1
+                k = j
+                while k > 0 and self.mask[k - 1].isspace():
+                    k -= 1
+            j = k
+            while j > 0 and (self.mask[j - 1].isalnum() or self.mask[j - 1] == "_"):
+                j -= 1
+            if j == k:
+                return k
+            k = j
+            if k >= 2 and self.mask[k - 2:k] == "::":
+                k -= 2
+                continue
+            return k
+
+    # -- __shared__ --------------------------------------------------------------------------------
+
+    def shared(self) -> None:
+        for m in re.finditer(r"\b__shared__\b", self.mask):
+            self._shared_declaration(m.start())
+
+    def _in_code(self, pos: int) -> bool:
+        """Inside a function body (not at namespace or class scope)."""
+        kinds: list[str] = []
+        for k in range(pos):
+            c = self.mask[k]
+            if c == "{":
+                before = self.mask[max(0, k - 200):k]
+                if re.search(r"\bnamespace\b[\w\s:]*$", before) or re.search(r'extern\s*$', before):
+                    kinds.append("namespace")
+                elif re.search(r"\b(struct|class|union|enum)\b[^;{}()]*$", before):
+                    kinds.append("class")
+                else:
+                    kinds.append("code")
+            elif c == "}" and kinds:
+                kinds.pop()
+        return "code" in kinds
+
+    def _shared_declaration(self, pos: int) -> None:
+        start = max(self.mask.rfind(c, 0, pos) for c in ";{}") + 1
+        # A preprocessor line before the declaration is not part of it.
+        line_start = self.mask.rfind("\n", 0, pos) + 1
+        if self.mask[start:line_start].lstrip().startswith("#"):
+            start = line_start
+        end = self.mask.find(";", pos)
+        if end < 0:
+            raise self.error(pos, "a __shared__ declaration without its ';'")
+        while start < pos and self.mask[start].isspace():
+            start += 1
+        if not self._in_code(pos):
+            raise self.error(pos, "a __shared__ variable outside a function body",
+                             hint="declare __shared__ variables inside the kernel (or a __device__ function)")
+        decl = self.mask[start:end]
+        if "=" in decl:
+            raise self.error(pos, "a __shared__ variable with an initializer (CUDA does not allow one either)")
+        source = decl  # comments blanked: a declaration has no string literals
+        is_extern = re.search(r"\bextern\b", source) is not None
+        align = "0"
+        am = re.search(r"(__align__|alignas)\s*\(([^()]*)\)", source) or re.search(
+            r"__attribute__\s*\(\(\s*aligned\s*\(([^()]*)\)\s*\)\)", source)
+        if am:
+            align = am.group(am.lastindex or 1)
+            source = source[:am.start()] + source[am.end():]
+        source = re.sub(r"\b(__shared__|extern|static)\b", " ", source)
+        parts = _split_top(source)
+        first = re.match(r"^(?P<type>.*?[\w>*&\s])\s*\b(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\]]*\]\s*)*)$",
+                         parts[0].strip(), re.S)
+        if not first or not first.group("type").strip():
+            raise self.error(pos, f"this form of __shared__ declaration ({' '.join(self.text[start:end].split())})",
+                             hint="write it as: __shared__ TYPE NAME[N]...;")
+        base = " ".join(first.group("type").split())
+        declarators = [(first.group("name"), first.group("dims"))]
+        for extra in parts[1:]:
+            dm = re.match(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\]]*\]\s*)*)$", extra)
+            if not dm:
+                raise self.error(pos, f"this __shared__ declarator ({extra.strip()})")
+            declarators.append((dm.group("name"), dm.group("dims")))
+        out = []
+        for name, dims in declarators:
+            self.counter += 1
+            alias = f"brrr_shared_t{self.counter}"
+            dims = " ".join(dims.split())
+            if is_extern:
+                if not dims.startswith("[]"):
+                    raise self.error(pos, "an extern __shared__ variable that is not an array of unknown size")
+                out.append(f"using {alias} = std::remove_extent_t<{base} {dims}>; {alias}* const {name} = "
+                           f"::brrr_cpu::dynamic_shared<{alias}>(__FILE__, __LINE__);")
+            else:
+                site = f"brrr_shared_site{self.counter}"
+                out.append(f"using {alias} = {base} {dims}; static char {site}; {alias}& {name} = "
+                           f"::brrr_cpu::shared_at<{alias}>(&{site}, {align}, {_c_string(name)}, __FILE__, __LINE__);")
+        self.edits.append(self.keep_lines(start, end + 1, " ".join(out)))
+
+    # -- asm ---------------------------------------------------------------------------------------
+
+    def asm(self) -> None:
+        for m in re.finditer(r"\b(asm|__asm__|__asm)\b(\s*(volatile|__volatile__))?\s*\(", self.mask):
+            open_at = m.end() - 1
+            close = _matching(self.mask, open_at)
+            if close < 0:
+                raise self.error(m.start(), "an asm statement that is not closed")
+            end = close + 1
+            while end < len(self.mask) and self.mask[end].isspace():
+                end += 1
+            if end >= len(self.mask) or self.mask[end] != ";":
+                raise self.error(m.start(), "an asm expression that is not a statement of its own")
+            self.edits.append(self.keep_lines(m.start(), end + 1, self._ptx(m.start(), self.text[open_at + 1:close])))
+
+    def _ptx(self, pos: int, body: str) -> str:
+        sections = _split_asm(body)
+        template = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', sections[0])).replace("\\n", " ").replace("\\t", " ")
+        template = " ".join(template.split()).rstrip("; ")
+        outputs = _operands(sections[1]) if len(sections) > 1 else []
+        inputs = _operands(sections[2]) if len(sections) > 2 else []
+        operands = outputs + inputs
+        if not template and not operands:
+            return ";"  # asm volatile("" ::: "memory"): a compiler barrier, nothing to do on the CPU
+        try:  # tensor cores and asynchronous copies (cpu_ptx)
+            call = translate(template, sections)
+        except UnsupportedPtx as e:
+            raise self.error(pos, e.what, hint=e.hint) from None
+        if call is not None:
+            return call
+        im = re.match(r"^([a-z][\w.]*)\s+(.*)$", template)
+        if not im or ";" in template:
+            raise self.error(pos, f'inline PTX "{template}"',
+                             hint="use CUDA's C++ functions and intrinsics; brrr translates only single PTX "
+                                  "instructions it knows (rcp, ex2, lg2, sqrt, rsqrt, tanh, sin, cos .approx; mov of %laneid)")
+        instr, args = im.group(1), [a.strip() for a in im.group(2).split(",")]
+        if instr in ("mov.u32", "mov.b32") and len(args) == 2 and args[1] == "%laneid" and len(outputs) == 1:
+            return f"({outputs[0]}) = ::brrr_cpu::ptx::laneid();"
+        fn = instr.replace(".", "_")
+        if fn in _PTX_UNARY and args == ["%0", "%1"] and len(outputs) == 1 and len(inputs) == 1:
+            return f"({outputs[0]}) = ::brrr_cpu::ptx::{fn}(({inputs[0]}));"
+        raise self.error(pos, f'inline PTX "{template}"',
+                         hint="brrr translates only single PTX instructions it knows: " + ", ".join(sorted(_PTX_UNARY)))
+
+    def result(self) -> str:
+        out, at = [], 0
+        for e in sorted(self.edits, key=lambda e: e.start):
+            if e.start < at:
+                raise self.error(e.start, "overlapping CUDA constructs brrr cannot rewrite one by one")
+            out.append(self.text[at:e.start])
+            out.append(e.text)
+            at = e.end
+        out.append(self.text[at:])
+        return "".join(out)
+
+
+_PTX_UNARY = {
+    "rcp_approx_f32", "rcp_approx_ftz_f32", "rcp_rn_f32", "rcp_rn_f64", "ex2_approx_f32", "ex2_approx_ftz_f32",
+    "lg2_approx_f32", "lg2_approx_ftz_f32", "sqrt_approx_f32", "sqrt_approx_ftz_f32", "rsqrt_approx_f32",
+    "rsqrt_approx_ftz_f32", "rsqrt_approx_f64", "tanh_approx_f32", "sin_approx_f32", "sin_approx_ftz_f32",
+    "cos_approx_f32", "cos_approx_ftz_f32",
+}
+
+
+def _split_asm(body: str) -> list[str]:
+    """An asm body's template, outputs, inputs and clobbers: split at ':' outside strings and brackets."""
+    parts, depth, start, in_string = [], 0, 0, False
+    k = 0
+    while k < len(body):
+        c = body[k]
+        if in_string:
+            if c == "\\":
+                k += 1
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == ":" and depth == 0:
+            parts.append(body[start:k])
+            start = k + 1
+        k += 1
+    parts.append(body[start:])
+    return parts
+
+
+def _operands(section: str) -> list[str]:
+    """The C++ expressions of '"=f"(r), "f"(d)'."""
+    found = []
+    for part in _split_top(section):
+        m = re.match(r'^\s*"[^"]*"\s*\((.*)\)\s*$', part, re.S)
+        if m:
+            found.append(m.group(1).strip())
+    return found
+
+
+def rewrite(text: str, path: Path) -> str:
+    """kernel.cu's text as C++ for the CPU execution; raises CpuSourceError naming what is unsupported."""
+    r = _Rewriter(text, path)
+    r.launches()
+    r.shared()
+    r.asm()
+    body = r.result()
+    # The runtime first, then kernel.cu as it is, numbered as it is.
+    quoted = str(path.resolve()).replace("\\", "\\\\").replace('"', '\\"')
+    return f'#include "brrr_cpu.h"\n#include "brrr_cpu_mma.h"\n#include "brrr_cpu_printf.h"\n#line 1 "{quoted}"\n{body}'

@@ -1,0 +1,431 @@
+"""`brrr mutate OP`: plant each standard bug in one stage of an op, validate every mutant, report the survivors.
+
+The numba stage (numba_kernel.py, mutated through its syntax tree) runs anywhere, in the simulator;
+the cuda stage (kernel.cu, mutated through its tokens) where it can run: on a GPU.
+
+A mutant validation kills is a bug the op's sizes, edge cases and checks catch. One that survives
+is either equivalent (its outputs, gradients and inputs are bit for bit the original's on every
+case validation uses and on more random draws: brrr cannot see a difference), explained (the op's
+spec says why it survives, under its key in `OpSpec.mutants`), or a gap in the op's tests, shown
+with its diff. Mutants run in parallel worker processes; one that runs past the time limit is
+killed and counted as caught (a hang is as visible as a failure).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from ..base.errors import BrrrError, CheckFailed, UsageError
+from ..base.workers import share_of_cpus
+from .standard_bugs import Kind, Mutant, cuda_mutants, known_bugs, python_mutants
+
+FILES = {"numba": "numba_kernel.py", "cuda": "kernel.cu"}
+
+
+class Verdict(str, Enum):
+    KILLED = "killed"
+    SURVIVED = "survived"
+    EQUIVALENT = "equivalent"
+    EXPLAINED = "explained"
+
+
+@dataclass
+class Result:
+    key: str
+    kind: str
+    verdict: Verdict
+    reason: str  # what killed it, or why it survives
+    diff: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class Report:
+    op: str
+    folder: str
+    seed: int
+    stage: str = "numba"
+    results: list[Result] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # explanations in the spec that name no mutant
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(r.verdict == verdict for r in self.results)
+
+    @property
+    def score(self) -> float:
+        """Killed over the mutants that can be killed (all but the equivalent ones)."""
+        judged = len(self.results) - self.count(Verdict.EQUIVALENT)
+        return self.count(Verdict.KILLED) / judged if judged else 1.0
+
+    @property
+    def unexplained(self) -> list[Result]:
+        return [r for r in self.results if r.verdict == Verdict.SURVIVED]
+
+    def as_json(self) -> str:
+        summary = {v.value: self.count(v) for v in Verdict}
+        data = {"op": self.op, "folder": self.folder, "seed": self.seed, "stage": self.stage, "mutants": len(self.results),
+                "score": self.score, **summary, "stale_explanations": self.stale,
+                "results": [asdict(r) | {"verdict": r.verdict.value} for r in self.results]}
+        return json.dumps(data, indent=2)
+
+
+@dataclass(frozen=True)
+class Task:
+    folder: str  # the op folder
+    seed: int
+    mutant: Mutant | None  # None: the op as it is (the baseline must pass)
+    stage: str = "numba"
+
+
+# --- one mutant, in a worker process -----------------------------------------------------------
+
+def run_task(task: Task) -> Result:
+    from ..base import progress
+    from ..op.loaders import load_op
+
+    progress.set_quiet(True)
+    start = time.monotonic()
+    original = load_op(task.folder)
+    if task.mutant is None:
+        failed = _failures(original, task.seed, task.stage)
+        verdict = Verdict.KILLED if failed else Verdict.SURVIVED
+        return Result("baseline", "", verdict, failed, seconds=time.monotonic() - start)
+    source = original.path(task.stage).read_text()
+    with tempfile.TemporaryDirectory(prefix="brrr-mutant-") as tmp:
+        folder = Path(tmp) / original.folder.name
+        shutil.copytree(original.folder, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        (folder / FILES[task.stage]).write_text(task.mutant.apply(source))
+        try:
+            mutant_op = load_op(str(folder))
+            failed = _failures(mutant_op, task.seed, task.stage)
+        except BrrrError as e:
+            failed = f"does not load: {e}"
+        if failed:
+            failed = failed.replace(str(folder), str(original.folder))  # name the op's own file, not the copy
+            result = Result(task.mutant.key, task.mutant.kind.value, Verdict.KILLED, failed)
+        else:
+            difference = _first_difference(original, mutant_op, task.seed, task.stage)
+            verdict = Verdict.SURVIVED if difference else Verdict.EQUIVALENT
+            reason = difference or SAME[task.stage]
+            if not difference and task.stage == "numba" and task.mutant.line and \
+                    not _reached(original, task.seed, _edited_lines(task.mutant)):
+                verdict = Verdict.SURVIVED
+                reason = (f"line {task.mutant.line} never ran on validation's cases (nor on three more draws): "
+                          "no case reaches it")
+            result = Result(task.mutant.key, task.mutant.kind.value, verdict, reason, task.mutant.diff(source))
+    result.seconds = time.monotonic() - start
+    return result
+
+
+SAME = {
+    "numba": "bit for bit the original's outputs, gradients and every tensor the calls received, on every case, "
+             "and the changed line ran",
+    "cuda": "bit for bit the original's outputs, gradients and every tensor the calls received, on every case "
+            "(on a GPU brrr cannot see a write past the end of a tensor, nor whether the changed line ran: "
+            "brrr sanitize can)",
+}
+
+
+@contextmanager
+def lines_run(path: Path | None) -> Iterator[set[int]]:
+    """The lines of `path` executed inside this block, in any thread (the simulator runs each GPU thread
+    as a Python thread)."""
+    ran: set[int] = set()
+    if path is None:
+        yield ran
+        return
+    target = str(path.resolve())
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename != target:
+            return None
+        if event == "line":
+            ran.add(frame.f_lineno)
+        return tracer
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    threading.settrace(tracer)
+    try:
+        yield ran
+    finally:
+        sys.settrace(old)
+        threading.settrace(None)  # type: ignore[arg-type]
+
+
+def _edited_lines(mutant: Mutant) -> set[int]:
+    """The original's lines a mutant changes; an added line counts as the one it follows."""
+    edit = mutant.edit
+    return set(range(edit.line, edit.end_line + 1))
+
+
+def _failures(op: Any, seed: int, stage: str) -> str:
+    """The first failing row of validating one stage of the op, as one line; "" when all pass."""
+    from ..validation.executor import Options, validate
+
+    for row in validate(op, Options(stages=(stage,), seed=seed, fail_fast=True)):
+        if row.failed:
+            first = row.detail.splitlines()[0] if row.detail else ""
+            return f"{row.stage} {row.check} {row.dtype}: {first}"
+    return ""
+
+
+def _load(op: Any, stage: str) -> Any:
+    """The stage where validation runs it: kernel.cu on the GPU, or executed on the CPU without one."""
+    from ..op.loaders import load_numba, load_stage
+    from ..validation.executor import CUDA_BUILDS, Options
+
+    if stage == "numba":
+        return load_numba(op)
+    options = Options()
+    where = options.where("cuda")
+    return load_stage(op, "cuda", where, CUDA_BUILDS[where](op, options))
+
+
+def probe_sizes(spec: Any) -> list[Any]:
+    """Validation's simulator sizes, and the GPU sizes small enough for the simulator (up to 20000 in
+    the product of their dimensions): a mutant the small sizes cannot tell apart may show at the others."""
+    extra = [s for s in spec.gpu_sizes if s not in spec.sim_sizes and math.prod(s if isinstance(s, tuple) else (s,)) <= 20000]
+    return list(spec.sim_sizes) + extra
+
+
+def _probe_cases(spec: Any, seed: int, stage: str) -> Iterator[tuple[Any, str, Any, Any]]:
+    """(dtype, label, inputs, generator) for validation's cases, the GPU sizes the simulator affords,
+    and three more random draws of each."""
+    import torch
+
+    for draw in range(4):
+        gen = torch.Generator().manual_seed(seed + draw)
+        for dtype in spec.stage_dtypes(stage):
+            cases = [(f"size {s}", spec.make_inputs(s, dtype, torch.device("cpu"), gen)) for s in probe_sizes(spec)]
+            cases += [(name, make(dtype, torch.device("cpu"))) for name, make in spec.edge_cases.items()]
+            for label, inputs in cases:
+                yield dtype, label, inputs, gen
+
+
+def _first_difference(original: Any, mutant: Any, seed: int, stage: str) -> str:
+    """Run both stages on the probe cases; the first output, gradient or tensor received whose bits
+    differ, or "" when none does."""
+    import torch
+
+    from ..validation.trial import Trial, stage_fn
+
+    spec = original.spec
+    a, b = _load(original, stage), _load(mutant, stage)
+    for i, (dtype, label, inputs, gen) in enumerate(_probe_cases(spec, seed, stage)):
+        key = (str(original.folder), seed, stage, i)
+        if key not in _ORIGINAL_RUNS:
+            run = Trial(stage_fn(a), inputs, a.device, dtype)
+            upstream = tuple(torch.randn(o.shape, dtype=torch.float64, generator=gen) for o in run.outputs)
+            run.backward(upstream)
+            _ORIGINAL_RUNS[key] = (_observed(spec, run), upstream)
+        else:  # the same draws from gen, so the next case's inputs are the same too
+            for u in _ORIGINAL_RUNS[key][1]:
+                torch.randn(u.shape, dtype=torch.float64, generator=gen)
+        want, upstream = _ORIGINAL_RUNS[key]
+        run = Trial(stage_fn(b), inputs, b.device, dtype)
+        run.backward(upstream)
+        got = _observed(spec, run)
+        for name, x in want.items():
+            y = got[name]
+            if x is not None and (y is None or not _same(x, y)):
+                return f"survives validation, but {name} differs from the original's ({dtype}, {label})"
+    return ""
+
+
+# The original's runs on each probe case, by (op folder, seed, stage, case number): every mutant a
+# worker process compares is compared with the same runs, so they are made once a process.
+_ORIGINAL_RUNS: dict[tuple[str, int, str, int], tuple[dict[str, Any], tuple[Any, ...]]] = {}
+
+
+def _observed(spec: Any, run: Any) -> dict[str, Any]:
+    """What a mutant is compared on: outputs, gradients, inputs after the call, and tensors written."""
+    return (dict(zip(spec.outputs, run.outputs)) | {f"grad_{n}": g for n, g in zip(spec.inputs, run.grads)}
+            | {f"input {n}": x for n, x in zip(spec.inputs, run.xs)}
+            | {f"a tensor the call received ({w})": True for w in run.writes})
+
+
+def _reached(original: Any, seed: int, lines: set[int]) -> bool:
+    """Whether the original numba stage runs any of `lines` on the probe cases, stopping at the first
+    case that does. Traced apart from the comparison: tracing every simulated thread is slow, and
+    only a mutant with no difference needs it."""
+    import torch
+
+    from ..validation.trial import Trial, stage_fn
+
+    stage = _load(original, "numba")
+    with lines_run(original.path("numba")) as ran:
+        for dtype, _, inputs, gen in _probe_cases(original.spec, seed, "numba"):
+            run = Trial(stage_fn(stage), inputs, stage.device, dtype)
+            run.backward(tuple(torch.randn(o.shape, dtype=torch.float64, generator=gen) for o in run.outputs))
+            if ran & lines:
+                return True
+    return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    import torch
+
+    from ..verdict.compare import same_bits
+
+    if not isinstance(a, torch.Tensor):
+        return a == b
+    return isinstance(b, torch.Tensor) and same_bits(a.detach().cpu(), b.detach().cpu())
+
+
+# --- the pool --------------------------------------------------------------------------------------
+
+def _worker(tasks: Any, results: Any, threads: int) -> None:
+    from ..base.workers import use_threads
+
+    use_threads(threads)
+    while True:
+        item = tasks.get()
+        if item is None:
+            return
+        index, task = item
+        results.put(("start", index, os.getpid()))
+        try:
+            results.put(("done", index, run_task(task)))
+        except Exception as e:  # a mutant that breaks brrr itself still gets a verdict
+            key = task.mutant.key if task.mutant else "baseline"
+            kind = task.mutant.kind.value if task.mutant else ""
+            results.put(("done", index, Result(key, kind, Verdict.KILLED, f"raised {type(e).__name__}: {e}")))
+
+
+class Pool:
+    """Worker processes fed from one queue; a task past `limit` seconds has its worker killed and replaced."""
+
+    def __init__(self, jobs: int, limit: float) -> None:
+        self.context = multiprocessing.get_context("spawn")  # fork after torch started threads is unsafe
+        self.tasks, self.results = self.context.Queue(), self.context.Queue()
+        self.limit = limit
+        self.threads = share_of_cpus(jobs)
+        self.workers = {}
+        for _ in range(jobs):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        p = self.context.Process(target=_worker, args=(self.tasks, self.results, self.threads), daemon=True)
+        p.start()
+        self.workers[p.pid] = p
+
+    def run(self, tasks: list[Task]) -> Any:
+        """Yield (index, Result) as each task finishes."""
+        for item in enumerate(tasks):
+            self.tasks.put(item)
+        running: dict[int, tuple[int, float]] = {}  # task index -> (worker pid, start)
+        left = len(tasks)
+        while left:
+            try:
+                event, index, value = self.results.get(timeout=1.0)
+            except queue.Empty:
+                event = ""
+            if event == "start":
+                running[index] = (value, time.monotonic())
+            elif event == "done":
+                running.pop(index, None)
+                left -= 1
+                yield index, value
+            for index, (pid, began) in list(running.items()):
+                if time.monotonic() - began > self.limit:
+                    self.workers.pop(pid).kill()
+                    running.pop(index)
+                    left -= 1
+                    self._spawn()
+                    mutant = tasks[index].mutant
+                    yield index, Result(mutant.key if mutant else "baseline", mutant.kind.value if mutant else "",
+                                        Verdict.KILLED, f"ran past {self.limit:.0f}s: it hangs")
+
+    def close(self) -> None:
+        for _ in self.workers:
+            self.tasks.put(None)
+        for p in self.workers.values():
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+
+
+def mutate(name: str, seed: int, jobs: int, limit: float, stage: str = "numba",
+           kinds: tuple[Kind, ...] = ()) -> Report:
+    """Plant every standard bug in one stage of the op and validate each mutant (and the op as it is)."""
+    from ..base.files import shown
+    from ..op.loaders import load_op
+
+    op = load_op(name)
+    if stage == "cuda" and not _cuda_runs_here():
+        raise UsageError("brrr mutate --stage cuda validates kernel.cu's mutants by running them, and the cuda "
+                         "stage cannot run here: no GPU, and no host compiler (g++) to execute it on the CPU; "
+                         "mutate the numba stage, or install g++")
+    file = FILES[stage]
+    source = op.path(stage).read_text()
+    mutants = python_mutants(source, file) if stage == "numba" else cuda_mutants(source, file)
+    mutants += known_bugs(op.folder, file)
+    if kinds:
+        mutants = [m for m in mutants if m.kind in kinds]
+    report = Report(op=op.name, folder=shown(op.folder), seed=seed, stage=stage)
+    explained = dict(op.spec.mutants)
+    tasks = [Task(str(op.folder), seed, None, stage)] + [Task(str(op.folder), seed, m, stage) for m in mutants]
+    print(f"  {op.name}: the op as it is, then {len(mutants)} mutants of {file} in {jobs} processes ...",
+          file=sys.stderr, flush=True)
+    pool = Pool(jobs, limit)
+    try:
+        done = 0
+        for index, result in pool.run(tasks):
+            if index == 0:
+                if result.verdict == Verdict.KILLED:
+                    raise CheckFailed(f"{op.name} fails validation as it is ({result.reason}): fix that before mutating it")
+                continue
+            if result.verdict == Verdict.SURVIVED and result.key in explained:
+                result.verdict, result.reason = Verdict.EXPLAINED, explained[result.key]
+            report.results.append(result)
+            done += 1
+            print(f"  [{done}/{len(mutants)}] {result.verdict.value:10s} {result.key}", file=sys.stderr, flush=True)
+    finally:
+        pool.close()
+    keys = {m.key for m in mutants}
+    report.stale = [k for k in explained if k not in keys]
+    order = {m.key: i for i, m in enumerate(mutants)}
+    report.results.sort(key=lambda r: order.get(r.key, 0))
+    return report
+
+
+def _cuda_runs_here() -> bool:
+    from ..validation.executor import Options
+
+    return Options().where("cuda") is not None
+
+
+def format_report(report: Report) -> str:
+    lines = [f"== {report.op}  ({report.folder}, {report.stage} stage, seed {report.seed})",
+             f"{'verdict':10s}  {'kind':12s}  mutant and reason"]
+    for r in report.results:
+        lines.append(f"{r.verdict.value:10s}  {r.kind:12s}  {r.key}")
+        if r.verdict != Verdict.KILLED or r.reason.startswith("ran past"):
+            lines.append(f"{'':26s}{r.reason}")
+        else:
+            lines.append(f"{'':26s}caught by {r.reason[:160]}")
+    for r in report.unexplained:
+        lines.append(f"\nsurvivor: {r.key}\n{r.diff.rstrip()}")
+    for key in report.stale:
+        lines.append(f"\nstale: the spec explains {key!r}, which is no longer a mutant")
+    killed, judged = report.count(Verdict.KILLED), len(report.results) - report.count(Verdict.EQUIVALENT)
+    lines.append(f"-- {report.op}: mutation score {killed}/{judged} = {100 * report.score:.0f}% "
+                 f"({len(report.results)} mutants: {killed} killed, {report.count(Verdict.EQUIVALENT)} equivalent, "
+                 f"{report.count(Verdict.EXPLAINED)} explained, {report.count(Verdict.SURVIVED)} survived)")
+    return "\n".join(lines)

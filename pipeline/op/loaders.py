@@ -1,0 +1,213 @@
+"""Finding op folders and loading them: the spec, and each stage where it runs, as a `Stage`.
+
+A stage runs in one of a few places (`Where`): the reference on the CPU, the numba stage in
+numba's CUDA simulator or on a GPU, the cuda stage on a GPU. `load_stage` knows which loader
+serves which (stage, place); a new place for a stage is a `Where` value and one loader.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .. import stages as _builtin_ops
+from ..base.errors import OpLoadError, innermost_line_in
+from .spec import STAGE_FILES, Op, OpSpec, Size, StageName
+
+BUILTIN_DIR = Path(_builtin_ops.__file__).resolve().parent
+
+
+class Where(Enum):
+    """Where a stage runs; the value completes "numba stage ..." in progress lines."""
+
+    CPU = "on the CPU"
+    SIMULATOR = "in the CUDA simulator"
+    GPU = "on the GPU"
+    CPU_EXECUTION = "executed on the CPU (cpu_build: fibers for threads, not a GPU)"
+
+    @property
+    def device(self) -> str:
+        """Where the stage's tensors live."""
+        return "cuda" if self is Where.GPU else "cpu"
+
+    @property
+    def place(self) -> str:
+        """The label of rows from a stage run away from its usual place ("cpu": the cuda stage on the CPU)."""
+        return "cpu" if self is Where.CPU_EXECUTION else ""
+
+    def sizes(self, spec: OpSpec) -> tuple[Size, ...]:
+        """The random sizes a stage is checked at here: large on a GPU, small where every thread is costly.
+        Executed on the CPU, the simulator sizes and the GPU sizes up to CPU_SIZE_BUDGET input elements:
+        several blocks ending in a partial one, widths that leave a scalar tail, at a CPU's pace."""
+        if self is Where.GPU:
+            return spec.gpu_sizes
+        if self is Where.CPU_EXECUTION:
+            affordable = (s for s in spec.gpu_sizes if _input_elements(spec, s) <= CPU_SIZE_BUDGET)
+            return tuple(dict.fromkeys([*spec.sim_sizes, *affordable]))
+        return spec.sim_sizes
+
+
+# Input elements up to which a GPU size is also run by the CPU execution of the cuda stage: at this
+# size each of the seven built-in ops' kernels takes well under a second a call on one core.
+CPU_SIZE_BUDGET = 1 << 18
+
+
+_elements: dict[tuple[int, Size], int] = {}
+
+
+def _input_elements(spec: OpSpec, size: Size) -> int:
+    """How many elements the inputs at `size` have (made once, on the CPU, to count them)."""
+    import torch
+
+    if (id(spec), size) not in _elements:
+        inputs = spec.make_inputs(size, torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
+        _elements[(id(spec), size)] = sum(x.numel() for x in inputs)
+    return _elements[(id(spec), size)]
+
+
+@dataclass(frozen=True)
+class Stage:
+    op: Op
+    name: StageName
+    forward: Callable[..., Any]
+    backward: Callable[..., Any]
+    source: Path
+    where: Where
+    module: Any = None  # the imported stage file, where there is one
+    # First versions binding.cpp registers beside forward (forward_v1, ...), by name; forward only.
+    variants: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+    @property
+    def device(self) -> str:
+        return self.where.device
+
+
+def _functions(op: Op, stage: str, module: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    found = []
+    for fn in ("forward", "backward"):
+        f = getattr(module, fn, None)
+        if not callable(f):
+            raise OpLoadError(
+                f"{op.path(stage)} does not define {fn}()",
+                hint="every stage defines forward(...) and backward(...) with the same signatures",
+            )
+        found.append(f)
+    return found[0], found[1]
+
+
+def load_reference(op: Op) -> Stage:
+    module = import_file(op.path("reference"), module_name(op, "reference"))
+    fwd, bwd = _functions(op, "reference", module)
+    return Stage(op, "reference", fwd, bwd, op.path("reference"), Where.CPU, module)
+
+
+def load_numba(op: Op, gpu: bool = False) -> Stage:
+    """Import the numba stage in the simulator (CPU tensors) or, with gpu=True, on the GPU."""
+    from ..sim.numba_env import use_simulator
+
+    use_simulator(not gpu)
+    module = import_file(op.path("numba"), module_name(op, "numba" if not gpu else "numba_gpu"))
+    fwd, bwd = _functions(op, "numba", module)
+    return Stage(op, "numba", fwd, bwd, op.path("numba"), Where.GPU if gpu else Where.SIMULATOR, module)
+
+
+def load_cuda(op: Op, build: Any, where: Where = Where.GPU) -> Stage:
+    """Wrap a built extension (see builder.build_extension) as a stage."""
+    return Stage(op, "cuda", build.forward, build.backward, op.path("cuda"), where, variants=build.variants())
+
+
+def load_stage(op: Op, name: StageName, where: Where, build: Any = None) -> Stage:
+    """The stage `name` of `op`, loaded to run at `where` (the cuda stage from its `build`)."""
+    loaders: dict[tuple[str, Where], Callable[[], Stage]] = {
+        ("reference", Where.CPU): lambda: load_reference(op),
+        ("numba", Where.SIMULATOR): lambda: load_numba(op, gpu=False),
+        ("numba", Where.GPU): lambda: load_numba(op, gpu=True),
+        ("cuda", Where.GPU): lambda: load_cuda(op, build, Where.GPU),
+        ("cuda", Where.CPU_EXECUTION): lambda: load_cuda(op, build, Where.CPU_EXECUTION),
+    }
+    if (name, where) not in loaders:
+        raise OpLoadError(f"the {name} stage cannot run {where.value} (yet)")
+    return loaders[(name, where)]()
+
+
+# --- op folders -------------------------------------------------------------------------------
+
+
+def import_file(path: Path, module_name: str) -> ModuleType:
+    """Import one Python file; a syntax or import error becomes an OpLoadError naming the file."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise OpLoadError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        del sys.modules[module_name]
+        raise OpLoadError(f"{e.filename}:{e.lineno}: syntax error: {e.msg}", hint=(e.text or "").rstrip()) from e
+    except OpLoadError as e:  # OpSpec's own checks, while spec.py builds SPEC: point at the line
+        del sys.modules[module_name]
+        where = innermost_line_in(e, path)
+        if not where or str(path) in e.message:
+            raise
+        raise OpLoadError(f"{path}{where}: {e.message}", hint=e.hint) from e
+    except Exception as e:
+        del sys.modules[module_name]
+        where = innermost_line_in(e, path)
+        raise OpLoadError(f"{path}{where}: importing it raised {type(e).__name__}: {e}") from e
+    return module
+
+
+def resolve_op_folder(name_or_path: str) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.is_dir():
+        return candidate.resolve()
+    builtin = BUILTIN_DIR / name_or_path
+    if "/" not in name_or_path and builtin.is_dir():
+        return builtin
+    known = ", ".join(builtin_op_names()) or "none"
+    raise OpLoadError(f"no op named {name_or_path!r}: not a folder, and not a built-in op (built-in: {known})")
+
+
+def builtin_op_names() -> list[str]:
+    if not BUILTIN_DIR.is_dir():
+        return []
+    return sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / STAGE_FILES["spec"]).is_file())
+
+
+def load_op(name_or_path: str) -> Op:
+    folder = resolve_op_folder(name_or_path)
+    missing = [f for f in STAGE_FILES.values() if not (folder / f).is_file()]
+    if missing == [STAGE_FILES["binding"]]:
+        raise OpLoadError(
+            f"op folder {folder} is missing binding.cpp",
+            hint="the CUDA C stage is two files: kernel.cu holds the kernels and a launcher on raw pointers "
+                 "for each, binding.cpp holds forward/backward on at::Tensor calling them (see stages/sigmoid/)",
+        )
+    if missing:
+        raise OpLoadError(
+            f"op folder {folder} is missing {', '.join(missing)}",
+            hint=f"an op folder holds {', '.join(STAGE_FILES.values())} ('brrr new NAME' writes a skeleton)",
+        )
+    module = import_file(folder / STAGE_FILES["spec"], f"brrr_ops.{_module_key(folder)}.spec")
+    spec = getattr(module, "SPEC", None)
+    if not isinstance(spec, OpSpec):
+        raise OpLoadError(f"{folder / 'spec.py'} must define SPEC = OpSpec(...), found {type(spec).__name__}")
+    from .spec_checks import check_spec
+
+    check_spec(spec, folder / STAGE_FILES["spec"])
+    return Op(spec=spec, folder=folder)
+
+
+def _module_key(folder: Path) -> str:
+    return "".join(c if c.isalnum() else "_" for c in str(folder))
+
+
+def module_name(op: Op, stage: str) -> str:
+    return f"brrr_ops.{_module_key(op.folder)}.{stage}"

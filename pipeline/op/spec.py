@@ -1,0 +1,135 @@
+"""What an op folder declares in its `spec.py`: OpSpec, and the names it is written with.
+
+An op folder holds five files side by side:
+
+    spec.py          SPEC = OpSpec(...): inputs, sizes, edge cases, tolerances, oracle, dtypes
+    reference.py     forward / backward in plain PyTorch (the autograd contract)
+    numba_kernel.py  @cuda.jit kernels plus forward / backward launch wrappers on torch tensors
+    kernel.cu        CUDA C kernels and their launchers on raw pointers (CUDA headers only)
+    binding.cpp      forward / backward on at::Tensor: checks, allocation, dtype dispatch,
+                     calls into kernel.cu (compiled once, apart, because torch's headers are slow)
+
+Every stage exposes the same two functions:
+
+    forward(*inputs, *params)            -> outputs + stats   (a tensor or a tuple of tensors)
+    backward(*grad_outputs, *saved, *params) -> one gradient per input (a tensor or a tuple)
+
+`saved` names tensors among the inputs, outputs and stats; `stats` are extra forward results
+(a layer norm's mean, say) that only backward sees. contract.py calls stages this way; loaders.py
+finds op folders and imports their files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from ..base.errors import OpLoadError
+from .names import STAGE_FILES, STAGES, StageName  # noqa: F401  (re-exported: spec.STAGES)
+from .tolerances import Rule, Widen, rule_for
+
+Size = int | tuple[int, ...]
+Inputs = tuple[torch.Tensor, ...]
+# (block index, thread index) as 3-tuples, the way CUDA and the simulator name them.
+Place = tuple[tuple[int, int, int], tuple[int, int, int]]
+
+Phase = Literal["forward", "backward"]  # which call of a stage: forward, or backward after it
+
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a kernel maps output elements to threads: which thread wrote element `index`.
+
+    The runner asks `place`; `locate` maps a thread's unit (an element, or a pack of `pack_bytes`)
+    and is what `brrr debug --index` uses for the numba stage. A kernel whose mapping depends on
+    more than that (the element size, or a launcher choosing between kernels by shape) subclasses
+    Layout and overrides `place`: stages/square, softmax and matmul do.
+    """
+
+    locate: Callable[[int, tuple[int, ...]], Place]
+    description: str
+    pack_bytes: int = 0  # each thread owns one pack of this many bytes, not one element
+
+    def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        per_thread = max(1, self.pack_bytes // itemsize) if self.pack_bytes else 1
+        return self.locate(index // per_thread, shape)
+
+
+def one_per_thread(block: int, pack_bytes: int = 0) -> Layout:
+    """1-D grid, one thread per element (or per `pack_bytes` pack) of the flattened output."""
+
+    def locate(index: int, shape: tuple[int, ...]) -> Place:
+        return (index // block, 0, 0), (index % block, 0, 0)
+
+    unit = f"{pack_bytes}-byte pack" if pack_bytes else "element"
+    return Layout(locate, f"one thread per {unit}, {block} threads a block", pack_bytes)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    inputs: tuple[str, ...]
+    make_inputs: Callable[[Size, torch.dtype, torch.device, torch.Generator], Inputs]
+    sim_sizes: tuple[Size, ...]
+    gpu_sizes: tuple[Size, ...]
+    gradcheck_size: Size
+    outputs: tuple[str, ...] = ("y",)
+    stats: tuple[str, ...] = ()
+    saved: tuple[str, ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)
+    edge_cases: dict[str, Callable[[torch.dtype, torch.device], Inputs]] = field(default_factory=dict)
+    oracle: Callable[..., Any] | None = None
+    dtypes: dict[str, tuple[torch.dtype, ...]] = field(
+        default_factory=lambda: {s: (torch.float32, torch.float64) for s in STAGES}
+    )
+    # Wider bounds for outputs whose computation cancels, each with its reason (see tolerances.py).
+    tolerances: tuple[Widen, ...] = ()
+    layouts: dict[str, Layout] = field(default_factory=dict)
+    # Elementwise ops only: inputs with more than 2**31 elements, made on `device` with a
+    # generator there (for `brrr validate --huge`, which catches 32-bit index arithmetic).
+    huge: Callable[[torch.device, torch.Generator], Inputs] | None = None
+    # Sizes for `brrr bench` (default: the largest GPU validation size).
+    bench_sizes: tuple[Size, ...] = ()
+    doc: str = ""
+    # Why a mutant `brrr mutate` plants survives validation, by its key ("numba_kernel.py:19:8: v >= 0 -> v > 0").
+    mutants: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        known = set(self.inputs) | set(self.outputs) | set(self.stats)
+        unknown = [n for n in self.saved if n not in known]
+        if unknown:
+            raise OpLoadError(f"op {self.name!r}: saved names {unknown} are not inputs, outputs or stats")
+        for stage in self.dtypes:
+            if stage not in STAGES:
+                raise OpLoadError(f"op {self.name!r}: dtypes names unknown stage {stage!r} (stages: {STAGES})")
+
+    def rule(self, output: str, dtype: torch.dtype, stage: str) -> Rule:
+        """The comparison rule for one output ("y", "grad_x", ...) of `stage` in `dtype`."""
+        return rule_for(output, dtype, stage, self.tolerances)
+
+    def stage_dtypes(self, stage: StageName) -> tuple[torch.dtype, ...]:
+        return self.dtypes.get(stage, ())
+
+    @property
+    def param_values(self) -> tuple[Any, ...]:
+        return tuple(self.params.values())
+
+
+@dataclass(frozen=True)
+class Op:
+    """An op folder on disk and its loaded spec."""
+
+    spec: OpSpec
+    folder: Path
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def path(self, stage: str) -> Path:
+        return self.folder / STAGE_FILES[stage]

@@ -1,0 +1,102 @@
+"""One autograd.Function for every stage: forward and backward go through the stage's own code.
+
+`apply(stage, *inputs)` gives the op's visible outputs with a grad_fn whose backward calls the
+stage's backward, so gradcheck, the runner and users call every stage the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import torch
+
+from ..base.errors import OpLoadError
+from ..op.contract import as_tuple, call_backward, call_forward, result_names, saved_tensors, visible
+from ..op.loaders import Stage
+
+# While validation watches (see `watching_writes`), every tensor a stage call receives is compared
+# bit for bit before and after the call, and each one written is recorded by name. Otherwise
+# nothing is copied: an op used from PyTorch pays nothing for it.
+_writes: ContextVar[list[str] | None] = ContextVar("brrr_writes", default=None)
+
+
+@contextmanager
+def watching_writes() -> Iterator[list[str]]:
+    """Within this block, stage calls record "forward wrote into x", "backward wrote into grad_y", ..."""
+    writes: list[str] = []
+    token = _writes.set(writes)
+    try:
+        yield writes
+    finally:
+        _writes.reset(token)
+
+
+def _snapshot(received: dict[str, Any]) -> dict[str, torch.Tensor] | None:
+    if _writes.get() is None:
+        return None
+    return {name: t.detach().clone() for name, t in received.items() if isinstance(t, torch.Tensor)}
+
+
+def _record_writes(phase: str, before: dict[str, torch.Tensor] | None, received: dict[str, Any]) -> None:
+    from ..verdict.compare import same_bits
+
+    writes = _writes.get()
+    if writes is None or before is None:
+        return
+    for name, old in before.items():
+        if not same_bits(received[name], old):
+            writes.append(f"{phase} wrote into {name}")
+
+
+class StageFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, stage: Stage, *inputs: torch.Tensor) -> Any:
+        spec = stage.op.spec
+        received = dict(zip(spec.inputs, inputs))
+        before = _snapshot(received)
+        results = call_forward(spec, stage, inputs)
+        _record_writes("forward", before, received)
+        expected = len(result_names(spec))
+        if len(results) != expected or not all(isinstance(r, torch.Tensor) for r in results):
+            raise OpLoadError(
+                f"{stage.source}: forward returned {_describe(results)}, the spec declares {expected} tensor(s) "
+                f"{result_names(spec)}"
+            )
+        ctx.save_for_backward(*saved_tensors(spec, inputs, results))
+        ctx.stage = stage
+        outputs = visible(spec, results)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: torch.Tensor) -> Any:
+        stage: Stage = ctx.stage
+        spec = stage.op.spec
+        grads_in = [g.contiguous() for g in grad_outputs]
+        received = dict(zip((f"grad_{n}" for n in spec.outputs), grads_in))
+        received |= {f"{n} (saved for backward)": t for n, t in zip(spec.saved, ctx.saved_tensors)}
+        before = _snapshot(received)
+        grads = call_backward(spec, stage, grads_in, ctx.saved_tensors)
+        _record_writes("backward", before, received)
+        if len(grads) != len(spec.inputs):
+            raise OpLoadError(
+                f"{stage.source}: backward returned {_describe(grads)}, expected one gradient per input {spec.inputs}"
+            )
+        wanted = ctx.needs_input_grad[1:]
+        return (None, *(g if need else None for g, need in zip(grads, wanted)))
+
+
+def _describe(values: tuple[Any, ...]) -> str:
+    kinds = ", ".join(type(v).__name__ for v in values)
+    return f"{len(values)} value(s) ({kinds})"
+
+
+def apply(stage: Stage, *inputs: torch.Tensor) -> Any:
+    return StageFunction.apply(stage, *inputs)
+
+
+def call(stage: Stage, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Forward through the stage; always a tuple of the visible outputs."""
+    return as_tuple(apply(stage, *inputs))

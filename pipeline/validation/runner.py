@@ -1,0 +1,59 @@
+"""Validate many ops, each in its own process when asked; a loading error becomes part of the outcome.
+
+What is checked is plan.py; how a check runs is validate.py (`validate(op, options)` for one op
+in this process).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..base.errors import BrrrError
+from ..base.files import shown
+from ..verdict.report import Row
+from .executor import Options, validate
+
+__all__ = ["Options", "Outcome", "validate", "validate_many", "validate_named"]
+
+
+@dataclass
+class Outcome:
+    """One op's validation as it travels back from a worker process."""
+
+    name: str
+    folder: str = ""
+    rows: list[Row] = field(default_factory=list)
+    error: str | None = None
+    exit_code: int = 0
+    traceback: str = ""
+
+
+def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
+    """Load and validate one op; a loading error becomes part of the outcome, not an exception.
+    quiet: in a worker process (no tickers; estimates still show)."""
+    import traceback as tb
+
+    from ..base import progress
+    from ..op.loaders import load_op
+
+    if quiet:
+        progress.set_worker()
+    try:
+        op = load_op(name)
+        return Outcome(name=op.name, folder=shown(op.folder), rows=validate(op, options))
+    except BrrrError as e:
+        return Outcome(name=name, error=str(e), exit_code=e.exit_code, traceback=tb.format_exc())
+
+
+def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Outcome]:
+    """Validate ops in order; with jobs > 1, in that many worker processes (each its own numba mode)."""
+    if jobs <= 1 or len(names) <= 1:
+        for name in names:
+            yield validate_named(name, options)
+        return
+    from ..base.workers import in_processes
+
+    print(f"  validating {len(names)} ops in {min(jobs, len(names))} processes ...", file=sys.stderr, flush=True)
+    yield from in_processes(validate_named, names, jobs, options, True)

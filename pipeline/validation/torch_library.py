@@ -1,0 +1,94 @@
+"""An op's stages as real PyTorch ops: torch.ops.brrr.NAME and torch.ops.brrr.NAME_backward.
+
+On CUDA tensors they run the cuda stage, on CPU tensors the reference stage. The fake (meta)
+implementation is the reference stage itself, run on fake tensors, which is why a reference must
+not have data-dependent shapes. Autograd is registered with torch.library.register_autograd, so
+loss.backward() goes through the cuda backward and torch.compile(fullgraph=True) sees one op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..op.contract import as_tuple, saved_tensors, schemas
+from ..op.loaders import load_op
+from ..op.spec import Op
+
+_libraries: dict[tuple[str, str], torch.library.Library] = {}
+
+
+def _fresh(result: Any) -> Any:
+    """Custom ops may not return their inputs or views of them; a reference might."""
+    values = as_tuple(result)
+    fixed = tuple(v.clone() if v._base is not None else v for v in values)
+    return fixed if len(fixed) > 1 else fixed[0]
+
+
+def _with_defaults(fn: Any, n_tensors: int, params: tuple[Any, ...]) -> Any:
+    """fn with the spec's params filled in where a call leaves them out: torch hands a Python kernel
+    only the arguments up to the last one that differs from its schema default."""
+
+    def call(*args: Any) -> Any:
+        given = args[n_tensors:]
+        return fn(*args[:n_tensors], *given, *params[len(given):])
+
+    return call
+
+
+def registered(namespace: str, name: str) -> Any:
+    """torch.ops.NAMESPACE.NAME if this process has defined it already, else None."""
+    return getattr(getattr(torch.ops, namespace), name) if (namespace, name) in _libraries else None
+
+
+def register(name_or_path: str, namespace: str = "brrr") -> Any:
+    """Register (once per process and namespace) and return torch.ops.NAMESPACE.NAME (torch.ops.brrr.NAME):
+    the reference on CPU tensors, the cuda stage (built here) on CUDA tensors."""
+    from ..cuda import builder
+    from ..op.loaders import load_cuda, load_reference
+
+    op: Op = load_op(name_or_path)
+    if (known := registered(namespace, op.spec.name)) is not None:
+        return known
+    ref = load_reference(op)
+    impls = {"CPU": (ref.forward, ref.backward)}
+    if torch.cuda.is_available():
+        cuda = load_cuda(op, builder.build_extension(op))
+        impls["CUDA"] = (cuda.forward, cuda.backward)
+    return define(op, namespace, impls, ref)
+
+
+def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) -> Any:
+    """torch.ops.NAMESPACE.NAME with forward and backward per dispatch key ("CPU", "CUDA"), the
+    reference stage `ref` as the fake implementation, and the autograd formula from the spec."""
+    spec, name = op.spec, op.spec.name
+    lib = torch.library.Library(namespace, "FRAGMENT")
+    for schema in schemas(spec, name):
+        lib.define(schema)
+
+    n_inputs, n_outputs = len(spec.inputs), len(spec.outputs)
+    params = spec.param_values
+    fwd = lambda f: _with_defaults(f, n_inputs, params)  # noqa: E731
+    bwd = lambda f: _with_defaults(f, n_outputs + len(spec.saved), params)  # noqa: E731
+    for key, (forward, backward) in impls.items():
+        lib.impl(name, fwd(lambda *a, f=forward: _fresh(f(*a))), key)
+        lib.impl(f"{name}_backward", bwd(lambda *a, f=backward: _fresh(f(*a))), key)
+    torch.library.register_fake(f"{namespace}::{name}", fwd(lambda *a: _fresh(ref.forward(*a))), lib=lib)
+    torch.library.register_fake(f"{namespace}::{name}_backward", bwd(lambda *a: _fresh(ref.backward(*a))), lib=lib)
+
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.save_for_backward(*saved_tensors(spec, inputs, as_tuple(output)))
+        given = inputs[n_inputs:]
+        ctx.params = (*given, *params[len(given):])
+
+    def backward(ctx: Any, *grad_results: Any) -> tuple[Any, ...]:
+        grad_outputs = [g.contiguous() for g in grad_results[:n_outputs]]  # autograd materializes unused ones as zeros
+        result = as_tuple(getattr(getattr(torch.ops, namespace), f"{name}_backward")(*grad_outputs, *ctx.saved_tensors,
+                                                                                    *ctx.params))
+        wanted = ctx.needs_input_grad
+        return tuple(g if wanted[i] else None for i, g in enumerate(result)) + (None,) * len(ctx.params)
+
+    torch.library.register_autograd(f"{namespace}::{name}", backward, setup_context=setup_context, lib=lib)
+    _libraries[(namespace, name)] = lib
+    return getattr(getattr(torch.ops, namespace), name)

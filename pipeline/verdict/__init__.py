@@ -1,0 +1,10 @@
+"""How a result is judged and told: element-wise comparison against the tolerance, the rounding
+spread an op's math allows, faults reduced to file and line, and the report's rows.
+
+Layer map:
+
+    compare   element-wise comparison of a stage's tensors against expected ones
+    rounding  how much rounding an op's own math amplifies, element by element
+    faults    an exception inside a stage, reduced to file, line, block, thread, locals
+    report    report rows: the printed table and the same rows as JSON
+"""

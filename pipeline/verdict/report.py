@@ -1,0 +1,118 @@
+"""Report rows: the table printed after validation, and the same rows as JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..op.spec import StageName
+from .compare import Worst
+
+Verdict = Literal["pass", "FAIL", "compiled, not run: no GPU", "skip", "not run"]
+PASS: Verdict = "pass"
+FAIL: Verdict = "FAIL"
+NOT_RUN: Verdict = "compiled, not run: no GPU"  # the cuda stage without a GPU: compiled only, not a failure
+SKIP: Verdict = "skip"
+UNRUN: Verdict = "not run"  # no case reached the check: an earlier call or stage failed (the reason is under the row)
+
+
+@dataclass
+class Row:
+    op: str
+    stage: StageName
+    check: str  # as plan.py names it
+    dtype: str  # a torch dtype's name, "all", or for the compile check the target architecture
+    verdict: Verdict
+    max_abs: float | None = None  # the largest |got - expected| of any element
+    max_rel: float | None = None  # the largest |got - expected| / max(|expected|, tiny) of any element
+    worst: Worst | None = None
+    seconds: float = 0.0
+    detail: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+    # Where the stage ran, when not where it usually does: "cpu" for the cuda stage executed on the
+    # CPU (shown as cuda@cpu), so no one takes the row for a GPU result.
+    place: str = ""
+    cases: list[str] = field(default_factory=list)  # the cases the check ran on: sizes, edge cases, variants
+    of_bound: float | None = None  # the worst element's |got - expected| over its bound: above 1 fails
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == FAIL
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2e}"
+
+
+def _worst_text(w: Worst | None) -> str:
+    if w is None:
+        return ""
+    where = f"{w.tensor}[{','.join(map(str, w.index))}]"
+    if w.case:
+        where += f" ({w.case})"
+    text = where
+    if w.input is not None:
+        text += f" x={w.input:.6g}"
+    text += f" expected={w.expected:.6g} got={w.got:.6g}"
+    if w.block is not None:
+        text += f" block={w.block} thread={w.thread}"
+    return text
+
+
+def covered(cases: list[str]) -> str:
+    """The cases of a row, short: "1, 127" for sizes, "3x37" for shapes, edge cases by name, "nc" for strided,
+    "mis" for misaligned."""
+    short = []
+    for label in cases:
+        text = label.replace("non-contiguous, ", "nc ").replace("misaligned, ", "mis ").replace("size ", "")
+        if "(" in text:
+            text = text.replace("(", "").replace(")", "").replace(", ", "x").replace(",", "")
+        short.append(text)
+    return ", ".join(short) or "-"
+
+
+def format_table(rows: list[Row]) -> str:
+    headers = ("stage", "check", "dtype", "verdict", "of bound", "max rel", "time", "cases", "worst element")
+    cells = [
+        (f"{r.stage}@{r.place}" if r.place else r.stage, r.check, r.dtype, r.verdict,  # cuda@cpu: not a GPU's
+         _num(r.of_bound), _num(r.max_rel), f"{r.seconds:.2f}s", covered(r.cases), _worst_text(r.worst))
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    widths[-1] = len(headers[-1])
+    line = lambda c: "  ".join(str(v).ljust(w) for v, w in zip(c, widths)).rstrip()  # noqa: E731
+    out = [line(headers), line(["-" * w for w in widths])]
+    for r, c in zip(rows, cells):
+        out.append(line(c))
+        if r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP, UNRUN) or "not run:" in r.detail):
+            for d in r.detail.splitlines():
+                out.append(f"    {d}")
+    widened = list(dict.fromkeys(why for r in rows for why in r.extras.get("widened", [])))
+    if widened:
+        out.append("bounds the spec widens, and why:")
+        out += [f"    {why}" for why in widened]
+    return "\n".join(out)
+
+
+def summary(rows: list[Row]) -> str:
+    counts = {v: sum(r.verdict == v for r in rows) for v in (PASS, FAIL, NOT_RUN, SKIP, UNRUN)}
+    parts = [f"{counts[PASS]} passed", f"{counts[FAIL]} failed"]
+    if counts[UNRUN]:
+        parts.append(f"{counts[UNRUN]} not run")
+    if counts[NOT_RUN]:
+        parts.append(f"{counts[NOT_RUN]} compiled, not run (no GPU)")
+    if counts[SKIP]:
+        parts.append(f"{counts[SKIP]} skipped")
+    return ", ".join(parts)
+
+
+def to_json(rows: list[Row], meta: dict[str, Any]) -> str:
+    return json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=2, default=str)
+
+
+def write_json(path: Path, rows: list[Row], meta: dict[str, Any]) -> None:
+    from ..base.files import write_atomic
+
+    write_atomic(path, to_json(rows, meta))

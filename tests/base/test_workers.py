@@ -1,0 +1,63 @@
+"""workers.py: results in order from worker processes, and a worker that outlives brrr ends silently."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from brrr_kernels.base import workers
+
+STOCK = "from multiprocessing.spawn import spawn_main; spawn_main({args})"
+
+
+def square(n: int) -> int:
+    return n * n
+
+
+def torch_threads(_: int) -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 64])
+def test_workers_share_the_cpus_for_torchs_threads(jobs: int) -> None:
+    shares = list(workers.in_processes(torch_threads, [0, 1], jobs))
+    assert shares == [max(1, workers.cpus() // min(jobs, 2))] * 2
+
+
+def test_results_come_in_the_order_asked() -> None:
+    assert list(workers.in_processes(square, [3, 1, 2], 2)) == [9, 1, 4]
+
+
+@pytest.mark.parametrize("bootstrap, quiet", [(workers._BOOTSTRAP, True), (STOCK, False)], ids=["brrr's", "stock"])
+def test_a_worker_whose_parent_closed_its_pipe_ends_without_a_traceback(bootstrap: str, quiet: bool) -> None:
+    """Ctrl-C while workers start: brrr ends and closes the pipe a worker reads its start-up data from.
+    multiprocessing's own command line prints EOFError's traceback there; brrr's exits 1 silently."""
+    read, write = os.pipe()
+    os.close(write)
+    try:
+        proc = subprocess.run([sys.executable, "-c", bootstrap.format(args=f"pipe_handle={read}"),
+                               "--multiprocessing-fork"], pass_fds=(read,), capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(read)
+    assert proc.returncode == 1
+    assert (proc.stderr == "") is quiet, proc.stderr
+    assert ("EOFError" in proc.stderr) is not quiet
+
+
+def test_a_process_spawned_but_never_registered_is_killed_with_the_workers() -> None:
+    """Ctrl-C while multiprocessing writes a new worker's start-up data: the pool never learns its pid."""
+    from multiprocessing import util
+
+    spawned: set[int] = set()
+    with workers._quiet_bootstrap(spawned):
+        pid = util.spawnv_passfds(b"/bin/sleep", [b"sleep", b"30"], ())
+    assert spawned == {pid}
+    workers._kill_workers(object(), spawned)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL

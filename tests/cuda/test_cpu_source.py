@@ -1,0 +1,82 @@
+"""cpu_source: kernel.cu rewritten for the CPU keeps its lines, and what it cannot rewrite is named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import STAGES
+
+from brrr_kernels.cuda.cpu_source import CpuSourceError, masked, rewrite
+
+OPS = ("sigmoid", "mul", "square", "bias_gelu", "softmax", "layernorm", "matmul")
+KERNEL = Path("/ops/demo/kernel.cu")
+
+
+def body(text: str) -> list[str]:
+    """The rewritten kernel.cu's own lines (after the runtime's includes and the #line directive)."""
+    out = rewrite(text, KERNEL)
+    prelude, rest = out.split(f'#line 1 "{KERNEL}"\n', 1)
+    includes = prelude.splitlines()
+    assert includes[0] == '#include "brrr_cpu.h"' and '#include "brrr_cpu_printf.h"' in includes
+    assert all(line.startswith("#include ") for line in includes)
+    return rest.split("\n")
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_every_builtin_kernel_keeps_its_line_numbers(op: str) -> None:
+    text = (STAGES / op / "kernel.cu").read_text()
+    lines = body(text)
+    assert len(lines) == len(text.split("\n"))
+    original = text.split("\n")
+    for i, (old, new) in enumerate(zip(original, lines)):
+        if "<<<" not in old and "__shared__" not in old and "asm(" not in old and old != new:
+            # Only the line a construct starts on changes; the lines it spanned are left empty.
+            assert new == "" and "<<<" not in "".join(original[max(0, i - 3):i + 1]) or new == old, (i + 1, old, new)
+    assert "<<<" not in "\n".join(lines) and "__shared__" not in "\n".join(lines)
+
+
+def test_a_launch_becomes_a_runtime_call_on_the_same_line() -> None:
+    lines = body("void f(float* y, int n, cudaStream_t s) {\n"
+                 "    k<float, 4><<<dim3(n, 2), 256, 0,\n       s>>>(y,\n n);\n}\n")
+    assert lines[1].strip().startswith("::brrr_cpu::launch(::brrr_cpu::LaunchConfig(dim3(n, 2), 256, 0,")
+    assert '::brrr_cpu::Site{__FILE__, 2, "k<float, 4>", "y, n"}, k<float, 4>, y,' in lines[1] + lines[2]
+    assert lines[3] == " n);" and lines[4] == "}"
+
+
+def test_shared_declarations_become_per_block_storage() -> None:
+    lines = body("__global__ void k() {\n"
+                 "    __shared__ __align__(16) float tile[8][132];  // a comment, [with] brackets\n"
+                 "    extern __shared__ double dyn[];\n"
+                 "    __shared__ int a, b[4];\n}\n")
+    assert "using brrr_shared_t1 = float [8][132];" in lines[1]
+    assert "shared_at<brrr_shared_t1>(&brrr_shared_site1, 16, \"tile\"" in lines[1]
+    assert "brrr_shared_t2* const dyn = ::brrr_cpu::dynamic_shared<brrr_shared_t2>" in lines[2]
+    assert '"a"' in lines[3] and '"b"' in lines[3] and "int [4]" in lines[3]
+
+
+def test_known_ptx_becomes_cpp() -> None:
+    lines = body('float f(float d) {\n    float r;\n    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));\n'
+                 '    asm volatile("" ::: "memory");\n    return r;\n}\n')
+    assert lines[2].strip() == "(r) = ::brrr_cpu::ptx::rcp_approx_ftz_f32((d));"
+    assert lines[3].strip() == ";"
+
+
+@pytest.mark.parametrize("source, named", [
+    ('void f() {\n  int r;\n  asm("add.s32 %0, %1, %2;" : "=r"(r) : "r"(1), "r"(2));\n}\n', 'inline PTX "add.s32 %0, %1, %2"'),
+    ("__shared__ float g[32];\n", "outside a function body"),
+    ("namespace n {\n__shared__ float g[32];\n}\n", "outside a function body"),
+    ("void f() {\n\n  __shared__ float s = 0;\n}\n", "initializer"),
+    ("void f(void (*p)()) {\n  (p)<<<1, 1>>>();\n}\n", "kernel is not a name"),
+])
+def test_what_cannot_be_rewritten_is_an_error_naming_the_line(source: str, named: str) -> None:
+    with pytest.raises(CpuSourceError) as e:
+        rewrite(source, KERNEL)
+    line = next(i + 1 for i, text in enumerate(source.split("\n")) if any(w in text for w in ("asm", "__shared__", "<<<")))
+    assert f"kernel.cu:{line}: not supported on the CPU" in str(e.value) and named in str(e.value)
+
+
+def test_comments_and_strings_are_not_rewritten() -> None:
+    text = 'void f() {\n  // k<<<1, 1>>>(); __shared__ x;\n  const char* s = "__shared__ <<<";\n}\n'
+    assert masked(text).count("__shared__") == 0
+    assert body(text)[:4] == text.split("\n")[:4]

@@ -1,0 +1,63 @@
+"""brrr mutate: mutants validated in worker processes, survivors classified, the score and the JSON."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from conftest import brrr, copy_op
+
+from brrr_kernels.mutate.run import Report, Result, Verdict, format_report, lines_run
+
+
+def test_input_writes_are_all_killed_grad_y_and_saved_y_included(tmp_path) -> None:
+    """Before every tensor a call receives was watched, the grad_y write survived validation."""
+    out = tmp_path / "mutate.json"
+    run = brrr("mutate", "sigmoid", "--kind", "input write", "--seed", "3", "--json", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = json.loads(out.read_text())
+    assert data["mutants"] == 3 and data["killed"] == 3 and data["score"] == 1.0
+    reasons = {r["key"].split(": ", 1)[1]: r["reason"] for r in data["results"]}
+    assert "numba backward wrote into grad_y" in reasons["grad_y[i] = 2 * grad_y[i] + 1 added"]
+    assert "backward wrote into y (saved for backward)" in reasons["y[i] = 2 * y[i] + 1 added"]
+    assert "mutation score 3/3 = 100%" in run.stdout
+
+
+def test_a_survivor_fails_the_command_unless_the_spec_explains_it(tmp_path) -> None:
+    """With size 1 alone, a grid one block short is still one block: both last-block mutants pass
+    validation, and differ from the original at the GPU sizes (255, 257). The spec explains one."""
+    folder = copy_op("sigmoid", tmp_path)
+    spec = folder / "spec.py"
+    key = "numba_kernel.py:39:39: grid cdiv(n, BLOCK) -> max(1, cdiv(n, BLOCK) - 1)"
+    text = spec.read_text().replace("sim_sizes=(1, BLOCK - 1, BLOCK + 1, 3 * BLOCK + 17)", "sim_sizes=(1,)")
+    spec.write_text(text.replace("    huge=huge,", f"    huge=huge,\n    mutants={{{key!r}: 'a test: one size only'}},"))
+    run = brrr("mutate", str(folder), "--kind", "last block", "--seed", "1")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"explained   last block    {key}" in run.stdout, run.stdout
+    assert "a test: one size only" in run.stdout
+    assert "survivor: numba_kernel.py:48:40" in run.stdout and "differs from the original's" in run.stdout
+    assert "mutation score 0/2 = 0%" in run.stdout
+
+
+def test_the_score_leaves_out_equivalent_mutants_and_lists_survivors_with_their_diff() -> None:
+    results = [Result("a", "index", Verdict.KILLED, "numba forward float32: ..."),
+               Result("b", "comparison", Verdict.EQUIVALENT, "same bits"),
+               Result("c", "constant", Verdict.SURVIVED, "never ran", diff="-    x = 1.0\n+    x = 1.001\n"),
+               Result("d", "barrier", Verdict.EXPLAINED, "a single warp")]
+    report = Report("op", "ops/op", 1, results=results)
+    assert report.score == 1 / 3 and [r.key for r in report.unexplained] == ["c"]
+    text = format_report(report)
+    assert "mutation score 1/3 = 33%" in text and "+    x = 1.001" in text and "a single warp" in text
+    assert json.loads(report.as_json())["survived"] == 1
+
+
+def test_lines_run_sees_lines_executed_in_other_threads(tmp_path) -> None:
+    src = tmp_path / "k.py"
+    src.write_text("def f(box):\n    box.append(1)\n    if not box:\n        box.append(2)\n")
+    namespace: dict = {}
+    exec(compile(src.read_text(), str(src.resolve()), "exec"), namespace)
+    with lines_run(src) as ran:
+        t = threading.Thread(target=namespace["f"], args=([],))
+        t.start()
+        t.join()
+    assert ran == {2, 3}

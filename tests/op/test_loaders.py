@@ -1,0 +1,26 @@
+"""Loading each stage where it runs: the place decides the device and the sizes it is checked at."""
+
+from __future__ import annotations
+
+import pytest
+
+from brrr_kernels.base.errors import OpLoadError
+from brrr_kernels.op.loaders import Where, load_op, load_stage
+
+
+def test_where_a_stage_runs_picks_its_device_and_sizes() -> None:
+    spec = load_op("sigmoid").spec
+    assert (Where.GPU.device, Where.GPU.sizes(spec)) == ("cuda", spec.gpu_sizes)
+    for where in (Where.CPU, Where.SIMULATOR):
+        assert (where.device, where.sizes(spec)) == ("cpu", spec.sim_sizes)
+
+
+@pytest.mark.parametrize(("name", "where"), [("reference", Where.CPU), ("numba", Where.SIMULATOR)])
+def test_load_stage_gives_the_stage_where_it_runs(name: str, where: Where) -> None:
+    stage = load_stage(load_op("sigmoid"), name, where)
+    assert (stage.name, stage.where, stage.device) == (name, where, "cpu") and callable(stage.forward)
+
+
+def test_a_place_a_stage_cannot_run_is_a_loading_error() -> None:
+    with pytest.raises(OpLoadError, match="the reference stage cannot run on the GPU"):
+        load_stage(load_op("sigmoid"), "reference", Where.GPU)

@@ -1,0 +1,61 @@
+"""Comparisons: tolerances, NaN from unwritten outputs, infinities, the worst element."""
+
+from __future__ import annotations
+
+import torch
+
+from brrr_kernels.op.tolerances import rule_for
+from brrr_kernels.verdict.compare import Around, compare, same_bits
+
+F32 = rule_for("y", torch.float32, "numba")
+
+
+def test_equal_tensors_pass() -> None:
+    x = torch.randn(100)
+    c = compare("y", x, x.double(), F32)
+    assert c.ok and c.max_abs == 0
+
+
+def test_nan_where_a_number_is_expected_fails_and_is_named() -> None:
+    expected = torch.randn(10, dtype=torch.float64)
+    got = expected.float().clone()
+    got[7] = float("nan")
+    c = compare("y", got, expected, F32, Around(probe=expected))
+    assert not c.ok
+    assert c.worst is not None and c.worst.flat_index == 7
+    assert "NaN where a number was expected" in c.reason
+
+
+def test_matching_infinities_pass_and_opposite_fail() -> None:
+    e = torch.tensor([float("inf"), float("-inf"), 1.0], dtype=torch.float64)
+    assert compare("y", e.float(), e, F32).ok
+    flipped = torch.tensor([float("-inf"), float("-inf"), 1.0])
+    assert not compare("y", flipped, e, F32).ok
+
+
+def test_worst_is_the_largest_violation() -> None:
+    e = torch.ones(5, dtype=torch.float64)
+    g = e.float().clone()
+    g[1] += 1e-3
+    g[3] += 1e-1
+    c = compare("y", g, e, F32)
+    assert not c.ok and c.bad_count == 2 and c.worst.index == (3,)
+
+
+def test_shape_mismatch_is_reported() -> None:
+    c = compare("y", torch.zeros(3), torch.zeros(4, dtype=torch.float64), F32)
+    assert not c.ok and "shape (3,), expected (4,)" in c.reason
+
+
+def test_float32_tolerance_catches_a_relative_error_of_1e_4() -> None:
+    e = torch.rand(1000, dtype=torch.float64) + 1
+    assert not compare("y", (e * (1 + 1e-4)).float(), e, F32).ok
+    assert compare("y", e.float(), e, F32).ok
+
+
+def test_same_bits_sees_a_write_and_nan_payloads() -> None:
+    a = torch.tensor([1.0, float("nan")])
+    assert same_bits(a, a.clone())
+    b = a.clone()
+    b[0] = 2.0
+    assert not same_bits(a, b)
