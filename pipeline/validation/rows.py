@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -10,8 +11,8 @@ import torch
 from ..debugger.numba_stage import Failure, save_failure
 from ..op.spec import Op
 from ..verdict.compare import Comparison
-from ..verdict.faults import StageFault
-from ..verdict.report import FAIL, PASS, UNRUN, Row
+from ..verdict.faults import StageFault, fault_key
+from ..verdict.report import FAIL, PASS, UNRUN, Problem, Row
 from .trial import Case
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class RowBuilder:
         if comparison.worst is not None:
             comparison.worst.case = case.label
         if not comparison.ok:
-            self.problems.append(f"[{case.label}] {comparison.reason}")
+            self._problem(case.label, comparison.reason)
             worst = comparison.worst
             if replay is not None and worst is not None:
                 # `brrr debug --index` names an element of the phase's first result; any other tensor's
@@ -72,13 +73,19 @@ class RowBuilder:
 
     def fault(self, fault: StageFault, case: Case, replay: Replay | None = None) -> None:
         self.ran(case)
-        self.problems.append(f"[{case.label}] {fault.describe()}")
+        self._problem(case.label, fault.describe())
         if replay is not None and fault.block is not None:
             self._keep(Failure(self.op, *_cast(case, replay), self.phase, block=fault.block, thread=fault.thread,
                                stage=self.row.stage))
 
     def fail(self, text: str) -> None:
-        self.problems.append(text)
+        """A reason the row fails; a leading "[case label] " names the case it was met on."""
+        m = _LABELLED.match(text)
+        self._problem(m.group(1) if m else "", text[m.end():] if m else text)
+
+    def _problem(self, case: str, text: str) -> None:
+        self.problems.append(f"[{case}] {text}" if case else text)
+        self.row.problems.append(Problem(case, text, fault_key(text)))
 
     def _keep(self, failure: Failure, excess: float = float("inf")) -> None:
         """Remember the worst failing case; finish() saves it for `brrr debug` (a reference has no kernels)."""
@@ -99,19 +106,25 @@ class RowBuilder:
         if self.problems:
             row.verdict = FAIL
             row.detail = _lines(self.problems + self.unrun)
+            row.notes = _lines(self.unrun).splitlines() if self.unrun else []
             if self.failure is not None:
                 slug = "".join(c if c.isalnum() else "-" for c in f"{row.stage}-{row.check}-{row.dtype}")
                 try:
-                    row.detail += "\n" + save_failure(self.failure, slug)
+                    saved = save_failure(self.failure, slug)
                 except OSError as e:  # the report matters more than the replay: say so in one more line
-                    row.detail += (f"\nthe failing inputs could not be saved for brrr debug: "
-                                   f"{e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}")
+                    saved = (f"the failing inputs could not be saved for brrr debug: "
+                             f"{e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}")
+                row.detail += "\n" + saved
+                row.notes.append(saved)
         elif self.unrun or (self.needs_cases and not self.covered):
             # Nothing failed, but not every case ran: the cases not run are named under the row, and
             # with none run at all the row measured nothing, so it is not a pass.
             row.verdict = UNRUN if not self.covered else PASS
             row.detail = _lines(self.unrun or ["not run: no case reached this check"])
         return row
+
+
+_LABELLED = re.compile(r"\[([^\]\n]*)\] ")
 
 
 def _lines(lines: list[str], keep: int = 6) -> str:

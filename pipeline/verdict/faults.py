@@ -48,6 +48,22 @@ class StageFault:
         return text
 
 
+# A fault as describe() writes it: "FILE:LINE in FUNCTION, block (..) thread (..): KIND: ...".
+_DESCRIBED = re.compile(r"(?P<file>[^\s:\[\]]+):(?P<line>\d+) in (?P<function>[^\n]+?), block \([\d, ]+\) "
+                        r"thread \([\d, ]+\): (?P<kind>[^:\n]+)")
+
+
+def fault_key(text: str) -> str:
+    """What makes two reports the same fault, met again in another case or row: the file, line and
+    kind of a located kernel fault (its block, thread, element and locals differ from case to case),
+    or else the text itself."""
+    for pattern in (_DESCRIBED, _CPU_FAULT):
+        m = pattern.search(text)
+        if m:
+            return f"{Path(m.group('file')).name}:{m.group('line')}: {m.group('kind').strip()}"
+    return text
+
+
 def scalar_locals(frame_locals: dict[str, Any]) -> dict[str, Any]:
     """The plain numbers among a frame's locals (Python or numpy scalars), as Python numbers."""
     scalars = {}

@@ -19,6 +19,16 @@ UNRUN: Verdict = "not run"  # no case reached the check: an earlier call or stag
 
 
 @dataclass
+class Problem:
+    """One reason a row failed, on one case. `key` is the same for the same fault met again in
+    another case or row (faults.fault_key), so the table names it once; --json keeps each one."""
+
+    case: str  # the case's label, or "" for a reason that is not about one case
+    text: str  # without the case label
+    key: str
+
+
+@dataclass
 class Row:
     op: str
     stage: StageName
@@ -36,6 +46,10 @@ class Row:
     place: str = ""
     cases: list[str] = field(default_factory=list)  # the cases the check ran on: sizes, edge cases, variants
     of_bound: float | None = None  # the worst element's |got - expected| over its bound: above 1 fails
+    # Every reason the row failed, one per case (detail keeps the first few as text), and the lines
+    # printed after them (cases not run, the `brrr debug` command).
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -84,9 +98,12 @@ def format_table(rows: list[Row]) -> str:
     widths[-1] = len(headers[-1])
     line = lambda c: "  ".join(str(v).ljust(w) for v, w in zip(c, widths)).rstrip()  # noqa: E731
     out = [line(headers), line(["-" * w for w in widths])]
+    folded = _Folded(rows)
     for r, c in zip(rows, cells):
         out.append(line(c))
-        if r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP, UNRUN) or "not run:" in r.detail):
+        if r.problems:
+            out += [f"    {d}" for d in folded.lines(r) + r.notes]
+        elif r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP, UNRUN) or "not run:" in r.detail):
             for d in r.detail.splitlines():
                 out.append(f"    {d}")
     widened = list(dict.fromkeys(why for r in rows for why in r.extras.get("widened", [])))
@@ -94,6 +111,51 @@ def format_table(rows: list[Row]) -> str:
         out.append("bounds the spec widens, and why:")
         out += [f"    {why}" for why in widened]
     return "\n".join(out)
+
+
+def _row_name(r: Row) -> str:
+    return f"{r.stage}@{r.place} {r.check} {r.dtype}" if r.place else f"{r.stage} {r.check} {r.dtype}"
+
+
+class _Folded:
+    """A fault met in many cases and rows (a missing barrier fails every case of every check) is
+    printed once, in full, where it is first met, with where else it recurred; a later row that
+    failed only by it says so in a line."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.met: dict[str, list[tuple[Row, str]]] = {}
+        for r in rows:
+            for p in r.problems:
+                self.met.setdefault(p.key, []).append((r, p.case))
+        self.first = {key: where[0][0] for key, where in self.met.items()}
+
+    def lines(self, row: Row, keep: int = 6) -> list[str]:
+        out: list[str] = []
+        firsts: dict[str, Problem] = {}
+        for p in row.problems:
+            firsts.setdefault(p.key, p)
+        distinct = list(firsts.values())
+        for p in distinct[:keep]:
+            cases = [case for r, case in self.met[p.key] if r is row and case]
+            if self.first[p.key] is not row:
+                where = _row_name(self.first[p.key])
+                out.append(f"{_labels(cases)}same fault as under {where}: {p.key.splitlines()[0][:100]}")
+                continue
+            out += f"{_labels(cases[:1])}{p.text}".splitlines()
+            others = sorted({_row_name(r) for r, _ in self.met[p.key] if r is not row})
+            more = [f"{len(cases) - 1} more case{'s' if len(cases) > 2 else ''} of this row ({', '.join(cases[1:])})"
+                    ] if len(cases) > 1 else []
+            if others:
+                more.append(f"{len(others)} more row{'s' if len(others) > 1 else ''}: {', '.join(others)}")
+            if more:
+                out.append(f"  same fault in {' and in '.join(more)}")
+        if len(distinct) > keep:
+            out.append(f"... {len(distinct) - keep} more (--json has every one)")
+        return out
+
+
+def _labels(cases: list[str]) -> str:
+    return f"[{', '.join(cases)}] " if cases else ""
 
 
 def summary(rows: list[Row]) -> str:

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from brrr_kernels.verdict.compare import Worst
-from brrr_kernels.verdict.report import FAIL, NOT_RUN, PASS, Row, format_table, summary, write_json
+from brrr_kernels.verdict.faults import fault_key
+from brrr_kernels.verdict.report import FAIL, NOT_RUN, PASS, Problem, Row, format_table, summary, write_json
 
 
 def rows() -> list[Row]:
@@ -34,3 +35,49 @@ def test_json_holds_the_same_rows(tmp_path: Path) -> None:
     assert data["meta"] == {"seed": 3} and [r["verdict"] for r in data["rows"]] == [FAIL, PASS, NOT_RUN]
     assert data["rows"][0]["worst"]["thread"] == [5, 0, 0]
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+
+
+RACE = ("stages/op/numba_kernel.py:64 in row_max, block ({b}, 0, 0) thread (1, 0, 0): SharedMemoryRace: "
+        "shared-memory race on part_max[0]\n      m = part_max[0]\n      locals: row={b}")
+
+
+def race(case: str, block: int) -> Problem:
+    text = RACE.format(b=block)
+    return Problem(case, text, fault_key(text))
+
+
+def failing(check: str, *problems: Problem) -> Row:
+    return Row("op", "numba", check, "float32", FAIL, detail="\n".join(p.text for p in problems),
+               problems=list(problems), notes=["debug it: brrr debug op --input f.pt --index 0"])
+
+
+def test_a_fault_met_in_many_cases_and_rows_is_named_once_in_full() -> None:
+    first = failing("forward", race("size 1", 0), race("size 127", 3), race("size 129", 1))
+    later = [failing(check, race("size 1", 0), race("size 7", 2)) for check in ("backward", "edge forward")]
+    other = Problem("size 7", "y: 1 of 7 elements out of tolerance", "y: 1 of 7 elements out of tolerance")
+    later[1].problems.append(other)
+    text = format_table([first, *later])
+    assert text.count("SharedMemoryRace") == 3  # in full once, then one line a row naming where
+    assert text.count("locals:") == 1 and text.count("m = part_max[0]") == 1
+    assert "[size 1] stages/op/numba_kernel.py:64 in row_max, block (0, 0, 0)" in text
+    assert ("same fault in 2 more cases of this row (size 127, size 129) and in 2 more rows: "
+            "numba backward float32, numba edge forward float32") in text
+    assert "[size 1, size 7] same fault as under numba forward float32: numba_kernel.py:64: SharedMemoryRace" in text
+    assert "[size 7] y: 1 of 7 elements out of tolerance" in text  # another fault is not folded into it
+    assert text.count("debug it:") == 3
+
+
+def test_json_keeps_every_occurrence_of_a_folded_fault(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    write_json(path, [failing("forward", race("size 1", 0), race("size 127", 3))], {})
+    problems = json.loads(path.read_text())["rows"][0]["problems"]
+    assert [p["case"] for p in problems] == ["size 1", "size 127"] and "block (3, 0, 0)" in problems[1]["text"]
+
+
+def test_fault_key_ignores_the_thread_and_element_but_not_the_line_or_kind() -> None:
+    assert fault_key(RACE.format(b=0)) == fault_key(RACE.format(b=5))
+    assert fault_key(RACE.format(b=0)) != fault_key(RACE.format(b=0).replace(":64", ":65"))
+    cpu = ("/tmp/x/kernel.cu:31: race on shared memory in k<float>, block (0, 0, 0), thread (3, 0, 0): writes a[1]")
+    described = "kernel.cu:31 in k<float>, block (1, 0, 0) thread (9, 0, 0): race on shared memory: writes a[4]"
+    assert fault_key(cpu) == fault_key(described) == "kernel.cu:31: race on shared memory"
+    assert fault_key("y: 3 of 7 out") == "y: 3 of 7 out"
