@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from cpu_programs import build, run
 
-from brrr_kernels.cpu_source import CpuSourceError, rewrite
-from brrr_kernels.tolerances import tensor_core_bound
+from brrr_kernels.cuda.cpu_source import CpuSourceError, rewrite
+from brrr_kernels.op.tolerances import tensor_core_bound
 
 CASES = Path(__file__).with_name("tensor_core_cases.cu")
 SOURCE = CASES.resolve()

@@ -224,8 +224,9 @@ void barrier_wait(BarrierState* b, unsigned phase, const char* file, int line) {
             if (!(t.waiting && t.waiting->phase == t.waiting_phase)) stuck = false;
         }
         if (stuck) {
-            fault("deadlock", "this thread waits on a cuda::barrier whose phase needs " + std::to_string(b->pending) +
-                                  " more arrivals, and no other thread of the block can arrive (each has returned or waits)",
+            fault("deadlock", "this thread waits on a cuda::barrier whose phase still needs " + std::to_string(b->pending) +
+                                  " of its " + std::to_string(b->expected) + " arrivals, and no other thread of the "
+                                  "block can arrive (each has returned or waits)",
                   file, line);
         }
         me.waiting = b;

@@ -82,6 +82,10 @@ struct Shared {
     // touches, so a 16-byte pack of floats is 4 cells, and two threads writing different bytes
     // of one element count as touching the same element.
     std::vector<Cell> cells;
+    // Elements an asynchronous copy (cp.async, brrr_cpu_async_impl.h) will write when its wait lands
+    // it: the issuing thread and line, kept across barriers (a barrier does not complete a copy).
+    std::vector<Access> flights;
+    std::size_t in_flight = 0;
 };
 
 // Per OS thread: the block it runs (blocks may run on several OS threads at once).
@@ -354,7 +358,24 @@ bool conflicts(const Access& a, int32_t thread, uint32_t wsync) {
     report("race on shared memory", detail, now);
 }
 
+// An access to an element an asynchronous copy has yet to land: the copy's line and this one.
+void in_flight_check(const Shared& s, uintptr_t addr, std::size_t size, bool write, const void* pc) {
+    const std::size_t first = (addr - s.lo) / s.element, last = (addr + size - 1 - s.lo) / s.element;
+    for (std::size_t i = first; i <= last; ++i) {
+        const Access& f = s.flights[i];
+        if (f.thread < 0) continue;
+        const Place now = symbolize(pc), copy = symbolize(f.pc);
+        const std::string detail = std::string(write ? "writes " : "reads ") + element_name(s, s.lo + i * s.element) +
+                                   ", which the asynchronous copy thread " + triple(thread_of(f.thread)) +
+                                   " issued at " + copy.file + ":" + std::to_string(copy.line) +
+                                   " has not landed: no cp.async.wait_group, __pipeline_wait_prior or pipeline/barrier "
+                                   "wait of that thread completed it before this access";
+        report(write ? "write before an asynchronous copy landed" : "read before an asynchronous copy landed", detail, now);
+    }
+}
+
 void shared_access(Shared& s, uintptr_t addr, std::size_t size, bool write, const void* pc) {
+    if (s.in_flight) in_flight_check(s, addr, size, write, pc);
     const uint32_t ws = B->wsync[B->thread];
     const Access me{B->thread, ws, pc};
     const std::size_t first = (addr - s.lo) / s.element, last = (addr + size - 1 - s.lo) / s.element;
@@ -536,6 +557,41 @@ extern "C" void __asan_handle_no_return() {}
 // The atomics of brrr_cpu.h, which the instrumentation leaves out, report here.
 extern "C" void brrr_cpu_atomic_checked(const void* address, std::size_t size, const void* pc) {
     check(reinterpret_cast<uintptr_t>(address), size, true, pc, true);
+}
+
+// Accesses brrr's headers make for the kernel, outside the instrumentation (wmma loads and stores,
+// ldmatrix rows, an asynchronous copy's source and destination): checked as the kernel's, at pc.
+extern "C" void brrr_cpu_access_checked(const void* address, std::size_t size, int write, const void* pc) {
+    check(reinterpret_cast<uintptr_t>(address), size, write != 0, pc);
+}
+
+// An asynchronous copy into shared memory issued (its bytes in flight) and landed: `record` makes
+// the landing a write by the running thread at pc (a thread's own wait), so another thread that
+// reads it without a barrier races; a barrier's phase lands its copies for every participant.
+extern "C" void brrr_cpu_async_issued(const void* dst, std::size_t size, const void* pc) {
+    if (B == nullptr || !B->running) return;
+    const auto addr = reinterpret_cast<uintptr_t>(dst);
+    for (Shared& s : B->shared) {
+        if (addr < s.lo || addr + size > s.hi) continue;
+        if (s.flights.empty()) s.flights.resize(s.cells.size());
+        for (std::size_t i = (addr - s.lo) / s.element; i <= (addr + size - 1 - s.lo) / s.element; ++i) {
+            if (s.flights[i].thread < 0) ++s.in_flight;
+            s.flights[i] = Access{B->thread, 0, pc};
+        }
+    }
+}
+
+extern "C" void brrr_cpu_async_landed(const void* dst, std::size_t size, const void* pc, int record) {
+    if (B == nullptr || !B->running) return;
+    const auto addr = reinterpret_cast<uintptr_t>(dst);
+    for (Shared& s : B->shared) {
+        if (addr < s.lo || addr + size > s.hi || s.flights.empty()) continue;
+        for (std::size_t i = (addr - s.lo) / s.element; i <= (addr + size - 1 - s.lo) / s.element; ++i) {
+            if (s.flights[i].thread >= 0) --s.in_flight;
+            s.flights[i] = Access{};
+        }
+        if (record) shared_access(s, addr, size, true, pc);
+    }
 }
 
 // --- for brrr's Python side ----------------------------------------------------------------------------

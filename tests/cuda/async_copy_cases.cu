@@ -1,0 +1,196 @@
+// Kernels for tests/cuda/test_cpu_async_copy.py: asynchronous copies into shared memory on the CPU
+// execution (cp.async in inline PTX, the pipeline primitives, cuda::memcpy_async with cuda::pipeline
+// and cuda::barrier). Each correct kernel stages tiles of `in` through shared memory and writes
+// out[i] = 2 in[i] + 1; each planted one gets the synchronisation wrong. `prog CASE` prints `out`,
+// or the launch's fault. The test builds this file twice: plain, and with the memory checks.
+#include <cuda/barrier>
+#include <cuda/pipeline>
+#include <cuda_pipeline.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+constexpr int64_t kTile = 128;  // floats a block stages at a time: 4 per thread of 32
+
+__device__ void cp16(float* dst, const float* src) {
+    const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src));
+}
+
+// ---- correct ---------------------------------------------------------------------------------------
+
+// Two buffers: tile t + 1 is in flight while tile t is read (wait_group 1), the last with wait_group 0.
+__global__ void ptx_double_buffer(const float* in, float* out, int64_t tiles) {
+    __shared__ alignas(16) float buf[2][kTile];
+    const int64_t t4 = threadIdx.x * 4;
+    cp16(&buf[0][t4], in + t4);
+    asm volatile("cp.async.commit_group;\n" ::);
+    for (int64_t t = 0; t < tiles; ++t) {
+        if (t + 1 < tiles) {
+            cp16(&buf[(t + 1) % 2][t4], in + (t + 1) * kTile + t4);
+            asm volatile("cp.async.commit_group;\n" ::);
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(1));
+        } else {
+            asm volatile("cp.async.wait_all;\n" ::);
+        }
+        __syncthreads();
+        for (int64_t k = 0; k < 4; ++k) {
+            const int64_t i = (threadIdx.x + 32 * k) % kTile;  // another thread's elements: needs the barrier
+            out[t * kTile + i] = 2.0f * buf[t % 2][i] + 1.0f;
+        }
+        __syncthreads();
+    }
+}
+
+// The tail of a row with cp.async's src-size: 8 bytes read, 8 bytes of zeros.
+__global__ void ptx_zero_fill(const float* in, float* out) {
+    __shared__ alignas(16) float buf[8];
+    const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(&buf[4 * threadIdx.x]));
+    const int bytes = threadIdx.x == 0 ? 16 : 8;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(in + 4 * threadIdx.x), "r"(bytes));
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    for (int64_t k = 0; k < 4; ++k) out[4 * threadIdx.x + k] = 2.0f * buf[4 * threadIdx.x + k] + 1.0f;
+}
+
+__global__ void primitives(const float* in, float* out, int64_t tiles) {
+    __shared__ alignas(16) float buf[2][kTile];
+    const int64_t t4 = threadIdx.x * 4;
+    for (int64_t t = 0; t < tiles; ++t) {
+        __pipeline_memcpy_async(&buf[t % 2][t4], in + t * kTile + t4, 16);
+        __pipeline_commit();
+        __pipeline_wait_prior(0);
+        __syncthreads();
+        for (int64_t k = 0; k < 4; ++k) {
+            const int64_t i = (threadIdx.x + 32 * k) % kTile;
+            out[t * kTile + i] = 2.0f * buf[t % 2][i] + 1.0f;
+        }
+    }
+}
+
+__global__ void thread_pipeline(const float* in, float* out, int64_t tiles) {
+    __shared__ alignas(16) float buf[2][kTile];
+    auto pipe = cuda::make_pipeline();
+    const int64_t t4 = threadIdx.x * 4;
+    for (int64_t t = 0; t < tiles; ++t) {
+        pipe.producer_acquire();
+        cuda::memcpy_async(&buf[t % 2][t4], in + t * kTile + t4, cuda::aligned_size_t<16>(16), pipe);
+        pipe.producer_commit();
+        pipe.consumer_wait();
+        for (int64_t k = 0; k < 4; ++k) out[t * kTile + t4 + k] = 2.0f * buf[t % 2][t4 + k] + 1.0f;  // its own
+        pipe.consumer_release();
+    }
+}
+
+// A block-wide copy with a cuda::barrier: every thread copies a slice; the phase lands all of them.
+struct Block {
+    unsigned thread_rank() const { return threadIdx.x; }
+    unsigned num_threads() const { return blockDim.x; }
+};
+
+__global__ void block_barrier(const float* in, float* out, int64_t tiles) {
+    __shared__ alignas(16) float buf[kTile];
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    if (threadIdx.x == 0) init(&bar, blockDim.x);
+    __syncthreads();
+    for (int64_t t = 0; t < tiles; ++t) {
+        cuda::memcpy_async(Block{}, buf, in + t * kTile, cuda::aligned_size_t<16>(kTile * sizeof(float)), bar);
+        bar.arrive_and_wait();
+        for (int64_t k = 0; k < 4; ++k) {
+            const int64_t i = (threadIdx.x + 32 * k) % kTile;
+            out[t * kTile + i] = 2.0f * buf[i] + 1.0f;
+        }
+        bar.arrive_and_wait();  // the tile is read before the next copy overwrites it
+    }
+}
+
+// ---- planted ---------------------------------------------------------------------------------------
+
+// Reads the tile after __syncthreads but before any wait: the copies have not landed.
+__global__ void read_before_wait(const float* in, float* out) {
+    __shared__ alignas(16) float buf[kTile];
+    cp16(&buf[threadIdx.x * 4], in + threadIdx.x * 4);
+    asm volatile("cp.async.commit_group;\n" ::);
+    __syncthreads();
+    for (int64_t k = 0; k < 4; ++k) out[threadIdx.x * 4 + k] = 2.0f * buf[threadIdx.x * 4 + k] + 1.0f;
+    asm volatile("cp.async.wait_group 0;\n" ::);
+}
+
+// The double buffer's last tile waited for with wait_group 1: its group is still pending.
+__global__ void wait_group_too_lax(const float* in, float* out, int64_t tiles) {
+    __shared__ alignas(16) float buf[2][kTile];
+    const int64_t t4 = threadIdx.x * 4;
+    cp16(&buf[0][t4], in + t4);
+    asm volatile("cp.async.commit_group;\n" ::);
+    for (int64_t t = 0; t < tiles; ++t) {
+        if (t + 1 < tiles) {
+            cp16(&buf[(t + 1) % 2][t4], in + (t + 1) * kTile + t4);
+            asm volatile("cp.async.commit_group;\n" ::);
+        }
+        asm volatile("cp.async.wait_group 1;\n" ::);
+        __syncthreads();
+        for (int64_t k = 0; k < 4; ++k) out[t * kTile + t4 + k] = 2.0f * buf[t % 2][t4 + k] + 1.0f;  // the last: in flight
+        __syncthreads();
+    }
+}
+
+// Each thread waits for its own copy, then reads another thread's with no __syncthreads between.
+__global__ void landed_without_barrier(const float* in, float* out) {
+    __shared__ alignas(16) float buf[kTile];
+    __pipeline_memcpy_async(&buf[threadIdx.x * 4], in + threadIdx.x * 4, 16);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    out[threadIdx.x] = buf[(threadIdx.x * 4 + 4) % kTile];
+}
+
+__global__ void misaligned_copy(const float* in, float* out) {
+    __shared__ alignas(16) float buf[kTile];
+    __pipeline_memcpy_async(&buf[threadIdx.x * 4], in + threadIdx.x * 4 + 1, 16);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    out[threadIdx.x] = buf[threadIdx.x * 4];
+}
+
+// A barrier expecting every thread, and thread 5 returns without arriving.
+__global__ void barrier_missing_arrival(const float* in, float* out) {
+    __shared__ alignas(16) float buf[kTile];
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    if (threadIdx.x == 0) init(&bar, blockDim.x);
+    __syncthreads();
+    if (threadIdx.x == 5) return;
+    cuda::memcpy_async(&buf[threadIdx.x * 4], in + threadIdx.x * 4, cuda::aligned_size_t<16>(16), bar);
+    bar.arrive_and_wait();
+    out[threadIdx.x] = buf[threadIdx.x * 4];
+}
+
+int main(int argc, char** argv) {
+    const std::string c = argc > 1 ? argv[1] : "";
+    const int64_t tiles = 5;
+    std::vector<float> in(tiles * kTile), out(tiles * kTile, -7.0f);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 97) * 0.25f - 3.0f;
+    int64_t n = tiles * kTile;
+    try {
+        if (c == "ptx_double_buffer") ptx_double_buffer<<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "ptx_zero_fill") ptx_zero_fill<<<1, 2>>>(in.data(), out.data()), n = 8;
+        else if (c == "primitives") primitives<<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "thread_pipeline") thread_pipeline<<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "block_barrier") block_barrier<<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "read_before_wait") read_before_wait<<<1, 32>>>(in.data(), out.data()), n = kTile;
+        else if (c == "wait_group_too_lax") wait_group_too_lax<<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "landed_without_barrier") landed_without_barrier<<<1, 32>>>(in.data(), out.data()), n = 32;
+        else if (c == "misaligned_copy") misaligned_copy<<<1, 32>>>(in.data(), out.data()), n = 32;
+        else if (c == "barrier_missing_arrival") barrier_missing_arrival<<<1, 32>>>(in.data(), out.data()), n = 32;
+        else {
+            std::printf("unknown case %s\n", c.c_str());
+            return 2;
+        }
+        for (int64_t i = 0; i < n; ++i) std::printf("%.9g ", static_cast<double>(out[i]));
+        std::printf("\n");
+    } catch (const std::exception& e) {
+        std::printf("FAULT: %s\n", e.what());
+    }
+    return 0;
+}

@@ -1,0 +1,99 @@
+"""Asynchronous copies on the CPU (include/cpu/brrr_cpu_async.h, brrr_cpu_libcudacxx.h; cp.async through
+pipeline/cpu_ptx.py): tiles staged through shared memory arrive where a GPU puts them, and a copy's
+destination touched before the wait that lands it is a fault naming both lines (checked build), or
+reads what was there before (plain build) rather than passing by luck of the sequential order."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from cpu_programs import build, run
+
+from brrr_kernels.cuda import builder, cpu_build, memcheck
+from brrr_kernels.cuda.cpu_source import rewrite
+
+CASES = Path(__file__).with_name("async_copy_cases.cu")
+SOURCE = CASES.resolve()
+TILE, TILES = 128, 5
+INPUT = [(i % 97) * 0.25 - 3.0 for i in range(TILE * TILES)]
+CORRECT = ["ptx_double_buffer", "primitives", "thread_pipeline", "block_barrier"]
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(CASES, tmp_path_factory.mktemp("cpu-async"))
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cases with the memory checks, as `brrr validate` runs a kernel (no allocation registry:
+    shared memory is checked, global bounds are not)."""
+    folder = tmp_path_factory.mktemp("cpu-async-checked")
+    runtime = builder.compile_job(cpu_build.runtime_job())
+    checks = builder.compile_job(memcheck.memcheck_job())
+    source = folder / "cases.cpp"
+    source.write_text(rewrite(CASES.read_text(), CASES))
+    exe = folder / "cases"
+    subprocess.run([builder.find_cxx(), "-std=c++20", "-O1", "-g", "-ffp-contract=off", f"-I{cpu_build.CPU_INCLUDE}",
+                    *memcheck.CHECK_FLAGS, str(source), str(runtime.path), str(checks.path), "-o", str(exe),
+                    "-lpthread"], check=True)
+    return exe
+
+
+def values(out: str) -> list[float]:
+    assert not out.startswith("FAULT"), out
+    return [float(v) for v in out.split()]
+
+
+def line_of(text: str) -> int:
+    lines = [n for n, line in enumerate(CASES.read_text().splitlines(), 1) if text in line]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@pytest.mark.parametrize("case", CORRECT)
+@pytest.mark.parametrize("build_kind", ["plain", "checked"])
+def test_staged_tiles_arrive(request: pytest.FixtureRequest, case: str, build_kind: str) -> None:
+    program = request.getfixturevalue(build_kind)
+    assert values(run(program, case)) == [2 * x + 1 for x in INPUT]
+
+
+def test_cp_async_src_size_fills_the_rest_with_zeros(checked: Path) -> None:
+    assert values(run(checked, "ptx_zero_fill")) == [2 * x + 1 for x in INPUT[:6]] + [1.0, 1.0]
+
+
+@pytest.mark.parametrize("case, read, tile", [
+    ("read_before_wait", "out[threadIdx.x * 4 + k] = 2.0f * buf[threadIdx.x * 4 + k] + 1.0f;", 0),
+    ("wait_group_too_lax", "// the last: in flight", TILES - 1),
+])
+def test_planted_read_before_wait_group(plain: Path, checked: Path, case: str, read: str, tile: int) -> None:
+    out = run(checked, case)
+    copy = line_of('asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n"')
+    assert out.startswith(f"FAULT: {SOURCE}:{line_of(read)}: read before an asynchronous copy landed"), out
+    assert f"issued at {SOURCE}:{copy} has not landed" in out, out
+    # Without the checks the tile is not there: sequential execution does not hide the bug.
+    got = values(run(plain, case))
+    assert got[tile * TILE:(tile + 1) * TILE] != [2 * x + 1 for x in INPUT[tile * TILE:(tile + 1) * TILE]]
+
+
+def test_a_landed_copy_read_by_another_thread_without_a_barrier_races(checked: Path) -> None:
+    out = run(checked, "landed_without_barrier")
+    copy = line_of("__pipeline_memcpy_async(&buf[threadIdx.x * 4], in + threadIdx.x * 4, 16);")
+    read = line_of("out[threadIdx.x] = buf[(threadIdx.x * 4 + 4) % kTile];")
+    assert out.startswith(f"FAULT: {SOURCE}:{copy}: race on shared memory"), out
+    assert f"read at {SOURCE}:{read} with no __syncthreads" in out, out
+
+
+@pytest.mark.parametrize("case, marker, kind, detail", [
+    ("misaligned_copy", "in + threadIdx.x * 4 + 1, 16);", "asynchronous copy", "needs both aligned to 16 bytes"),
+    ("barrier_missing_arrival", "bar.arrive_and_wait();\n    out[threadIdx.x] = buf", "deadlock",
+     "phase still needs 1 of its 32 arrivals"),
+])
+def test_planted_misuse_is_named_at_once(plain: Path, case: str, marker: str, kind: str, detail: str) -> None:
+    out = run(plain, case)  # BRRR_CPU_TIMEOUT is 2 s: a deadlock reported by the time-out would say so
+    text = CASES.read_text()
+    line = text.count("\n", 0, text.index(marker)) + 1
+    assert out.startswith(f"FAULT: {SOURCE}:{line}: {kind}"), out
+    assert detail in out and "BRRR_CPU_TIMEOUT" not in out, out
