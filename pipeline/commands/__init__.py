@@ -2,6 +2,9 @@
 
 Layer map:
 
+    validate     brrr validate on the command line: tables, --json, --watch
+    debug        brrr debug and trace on the command line
+    build        brrr build: compile only, and each kernel's resources
     new          brrr new: an op folder from templates that validates at once
     export       brrr export: a standalone pip-installable package
     bench        brrr bench: the cuda stage against eager and torch.compile

@@ -16,6 +16,7 @@ same run.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -31,7 +32,7 @@ from typing import Any
 
 import torch
 
-from ..base.errors import BrrrError
+from ..base.errors import EXIT_OK, BrrrError
 from ..base.files import replacing
 from ..op.contract import as_tuple
 from ..op.spec import Inputs, Op, Size
@@ -357,3 +358,56 @@ def _ncu_target(folder: str, size_json: str, dtype_name: str) -> None:
 
 if __name__ == "__main__":
     _ncu_target(*sys.argv[1:4])
+
+
+def _parse_size(text: str) -> int | tuple[int, ...]:
+    try:
+        parts = tuple(int(p) for p in text.lower().split("x"))
+    except ValueError as e:
+        raise BrrrError(f"--size expects N or NxM..., got {text!r}") from e
+    return parts[0] if len(parts) == 1 else parts
+
+
+def main(args: argparse.Namespace) -> int:
+    """brrr bench: every op, size, dtype and direction timed; the table, --json, --plot, --profile, --ncu."""
+    import json
+
+    import torch
+
+    from ..base.files import write_atomic
+    from ..op.loaders import builtin_op_names, load_op
+    from ..sim.numba_env import use_simulator
+
+    require_gpu()
+    use_simulator(False)
+    dtypes = [getattr(torch, d) for d in (args.dtype or ["float32"])]
+    copy_gbps = copy_bandwidth()
+    rows = []
+    profiled = []  # what --profile traces once the timing is done
+    for name in args.ops or builtin_op_names():
+        op = load_op(name)
+        sizes = [_parse_size(s) for s in args.size] if args.size else list(op.spec.bench_sizes or op.spec.gpu_sizes[-1:])
+        impls = implementations(op, with_numba=not args.no_numba)
+        for dtype in dtypes:
+            if dtype not in op.spec.stage_dtypes("cuda"):
+                continue
+            for size in sizes:
+                for backward in (False, True):
+                    rows += bench_op(op, size, dtype, impls, copy_gbps, backward)
+                profiled.append((op, size, dtype, impls))
+        print(format_table([r for r in rows if r.op == op.name], copy_gbps, torch.cuda.get_device_name()), flush=True)
+        if args.ncu:
+            dtype = next((d for d in dtypes if d in op.spec.stage_dtypes("cuda")), torch.float32)
+            report = args.ncu.with_name(f"{args.ncu.name.removesuffix('.ncu-rep')}-{op.name}")
+            print(f"Nsight Compute, {op.name} {sizes[0]} {dtype}: {report}.ncu-rep", flush=True)
+            print(ncu(op, sizes[0], dtype, report), flush=True)
+    if args.profile:
+        profile(profiled, args.profile)
+        print(f"wrote the profiler trace to {args.profile} (open it in chrome://tracing or ui.perfetto.dev)")
+    if args.json:
+        meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+                "copy_gbps": copy_gbps}
+        write_atomic(args.json, json.dumps({"meta": meta, "rows": to_dicts(rows)}, indent=2))
+    if args.plot:
+        plot(rows, args.plot)
+    return EXIT_OK

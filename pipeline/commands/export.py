@@ -3,6 +3,7 @@ registration, a test) that builds ahead of time with pip and imports without brr
 
 from __future__ import annotations
 
+import argparse
 import shutil
 from pathlib import Path
 from string import Template
@@ -10,7 +11,7 @@ from string import Template
 import torch
 
 from ..base.assets import TEMPLATES as ASSET_TEMPLATES
-from ..base.errors import RefusedError
+from ..base.errors import EXIT_OK, RefusedError
 from ..base.files import new_folder
 from ..cuda.builder import INCLUDE_DIR, cuda_sources
 from ..op.contract import saved_positions, schemas, usage
@@ -56,3 +57,15 @@ def export(op: Op, directory: Path) -> Path:
             shutil.copy2(INCLUDE_DIR / header, csrc / header)
         shutil.copy2(op.path("reference"), staging / package / "reference.py")
     return directory
+
+
+def main(args: argparse.Namespace) -> int:
+    """brrr export: write the package and say how to install and call it."""
+    from ..op.contract import usage
+    from ..op.loaders import load_op
+
+    op = load_op(args.op)
+    folder = export(op, args.dir)
+    print(f"wrote {folder}: pip install {folder}  (offline: pip install --no-build-isolation {folder}), "
+          f"then: import brrr_{op.name}; {usage(op.spec, f'brrr_{op.name}.{op.name}')}")
+    return EXIT_OK

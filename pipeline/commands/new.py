@@ -3,13 +3,14 @@ a stage still as its template left it ("unfinished") from one that fails its che
 
 from __future__ import annotations
 
+import argparse
 import keyword
 from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Literal
 
 from ..base.assets import TEMPLATES
-from ..base.errors import RefusedError, UsageError
+from ..base.errors import EXIT_OK, RefusedError, UsageError
 from ..base.files import new_folder
 from ..op.names import STAGE_FILES
 
@@ -81,3 +82,13 @@ def new_op(name: str, inputs: list[str], directory: Path, kind: Kind = "elementw
         if folder.exists():
             raise RefusedError(f"{folder} appeared while writing; brrr new never overwrites anything")
     return folder
+
+
+def main(args: argparse.Namespace) -> int:
+    """brrr new: write the op folder and say what to run next."""
+
+    folder = new_op(args.name, [x.strip() for x in args.inputs.split(",") if x.strip()], args.dir, kind=args.kind)
+    print(f"wrote {folder}/: spec.py, reference.py, numba_kernel.py, kernel.cu, binding.cpp")
+    shown = folder if folder.is_absolute() or str(folder).startswith(".") else f"./{folder}"
+    print(f"next: brrr validate {shown}   (each unfinished stage says which function to write)")
+    return EXIT_OK

@@ -10,6 +10,7 @@ CPU and copies them over, so no torch kernel but the op's runs before the op doe
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -18,7 +19,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from ..base.errors import UsageError
+from ..base.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 
 Tool = Literal["memcheck", "racecheck", "synccheck", "initcheck"]
 TOOLS: tuple[Tool, ...] = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -137,3 +138,14 @@ def _child(op_ref: str, sizes: list[str]) -> None:
 
 if __name__ == "__main__":
     _child(sys.argv[1], sys.argv[2:])
+
+
+def main(args: argparse.Namespace) -> int:
+    """brrr sanitize: each op and tool under compute-sanitizer; exit 1 if one reported an error."""
+    from ..base.files import write_atomic
+    from ..op.loaders import builtin_op_names
+
+    findings = sanitize(args.ops or builtin_op_names(), tuple(args.tool or TOOLS))
+    if args.json:
+        write_atomic(args.json, to_json(findings))
+    return EXIT_OK if all(f.ok for f in findings) else EXIT_CHECK_FAILED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import textwrap
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from typing import TextIO
 
 import torch
 
+from ..base.errors import EXIT_OK, BrrrError
 from ..op.spec import Op
 
 Step = Callable[["Tour"], None]
@@ -193,3 +195,17 @@ def run(op: Op, steps: list[int], out: TextIO, pause: bool) -> None:
         STEPS[n - 1](Tour(op, out, pause))
         if n != steps[-1]:
             Tour(op, out, pause).wait()
+
+
+def main(args: argparse.Namespace) -> int:
+    """brrr walkthrough: the steps asked for, live."""
+    from ..op.loaders import load_op
+    from ..sim.numba_env import use_simulator
+
+    use_simulator(True)
+    total = len(STEPS)
+    if args.step is not None and not 1 <= args.step <= total:
+        raise BrrrError(f"--step must be between 1 and {total}")
+    steps = [args.step] if args.step else list(range(1, total + 1))
+    run(load_op(args.op), steps, sys.stdout, pause=not args.no_pause)
+    return EXIT_OK

@@ -13,6 +13,7 @@ killed and counted as caught (a hang is as visible as a failure).
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import multiprocessing
@@ -30,7 +31,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import BrrrError, CheckFailed, UsageError
+from ..base import workers
+from ..base.errors import EXIT_CHECK_FAILED, EXIT_OK, BrrrError, CheckFailed, UsageError
 from ..base.workers import share_of_cpus
 from .standard_bugs import Kind, Mutant, cuda_mutants, known_bugs, python_mutants
 
@@ -429,3 +431,17 @@ def format_report(report: Report) -> str:
                  f"({len(report.results)} mutants: {killed} killed, {report.count(Verdict.EQUIVALENT)} equivalent, "
                  f"{report.count(Verdict.EXPLAINED)} explained, {report.count(Verdict.SURVIVED)} survived)")
     return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    """brrr mutate: every mutant validated; the report, --json; exit 1 if a survivor is unexplained."""
+    from ..base.files import write_atomic
+    from ..standard_bugs import Kind
+
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    report = mutate(args.op, seed, jobs=args.jobs or workers.cpus(), limit=args.timeout, stage=args.stage,
+                           kinds=tuple(Kind(k) for k in args.kind or ()))
+    print(format_report(report))
+    if args.json:
+        write_atomic(args.json, report.as_json())
+    return EXIT_CHECK_FAILED if report.unexplained else EXIT_OK

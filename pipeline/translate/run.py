@@ -10,6 +10,7 @@ files carry the unfinished mark, so validation reports the stage as unfinished.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pathlib import Path
 import torch
 
 from ..base.assets import TEMPLATES
-from ..base.errors import RefusedError
+from ..base.errors import EXIT_OK, RefusedError
 from ..base.files import write_atomic
 from ..op.contract import saved_tensors
 from ..op.names import UNFINISHED_MARK
@@ -275,3 +276,20 @@ def write(op: Op, result: Translation, out: Path | None) -> list[Path]:
     for target, text in zip(targets, (result.kernel_cu, result.binding_cpp)):
         write_atomic(target, text)
     return targets
+
+
+def main(args: argparse.Namespace) -> int:
+    """brrr translate: write the two files and say what to run next."""
+    from ..op.loaders import load_op
+    from ..sim.numba_env import use_simulator
+
+    use_simulator(True)
+    op = load_op(args.op)
+    result = translate(op)
+    written = write(op, result, args.out)
+    print(f"wrote {' and '.join(str(p) for p in written)}")
+    if result.todos:
+        print(f"{len(result.todos)} TODO(s) left, so validation reports the cuda stage unfinished: " + "; ".join(result.todos))
+    shown = written[0].parent if written[0].parent.is_absolute() else f"./{written[0].parent}"
+    print(f"next: brrr validate {shown} --stage cuda")
+    return EXIT_OK
