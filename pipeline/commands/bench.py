@@ -42,6 +42,7 @@ RUNS = 15
 BATCH_MS = 3.0  # a timed batch of calls keeps the GPU busy at least this long (see time_ms)
 MAX_BATCH = 200
 HOST_MARGIN = 1.5  # the GPU sleep before a batch covers this many times the host's time to issue it
+SLOW_MS, SLOW_RUNS = 20.0, 3  # calls slower than SLOW_MS get SLOW_RUNS runs (bench over every op stays in minutes)
 VARIANT = "cuda "  # implementations named "cuda v1", ...: binding.cpp's forward_v1, ...
 L2_MULTIPLE = 3  # rotate enough input sets to cover this many times the L2 cache
 
@@ -111,6 +112,8 @@ def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> CallTime:
     torch.cuda.synchronize()
     one = (time.perf_counter() - start) * 1e3
     batch = max(1, min(MAX_BATCH, math.ceil(BATCH_MS / max(one, 1e-3))))
+    if one > SLOW_MS:  # a call this long (numba's matmul: 0.4 s) varies little; its runs would take seconds
+        runs = min(runs, SLOW_RUNS)
     per_ms = _sleep_cycles_per_ms()
     host_guess = one * batch
     device, host = [], []
@@ -205,6 +208,9 @@ def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[.
     upstreams: dict[int, tuple[torch.Tensor, ...]] = {}
     results: list[Timing] = []
     eager_ms = None
+    # torch.compile is one wrapper of the oracle for every case; dynamo counts its recompiles (a
+    # dtype, requires_grad) against the oracle's code and, past its limit (8), silently runs it eager.
+    torch._dynamo.reset()
     for name, fn in impls.items():
         if backward and name.startswith(VARIANT):
             continue  # a first version registers forward only
