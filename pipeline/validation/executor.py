@@ -320,10 +320,12 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
             c = compare(name, g, w, spec.rule(name, dtype, stage), Around(terms, _probe(case.inputs, g), spread.of(0, i)))
             shapes_ok &= c.shape_ok
             fwd.add(c, case, (upstream, dtype))
+        fwd.spread_seconds += spread.take_seconds()
         if bwd is not None and want_bwd and not shapes_ok:
             bwd.not_run(case, "its forward's outputs have the wrong shape")
         elif bwd is not None and want_bwd:
             _compare_backward(v, bwd, (got, want), case, (upstream, dtype, terms, spread))
+            bwd.spread_seconds += spread.take_seconds()
         if v.intact is not None:
             v.intact.ran(case)
             for write in got.written(spec.inputs):
@@ -364,6 +366,7 @@ class _LazySpread:
     def __init__(self, v: Validation, want_sides: Sides, case: Case, upstream: Any, dtype: torch.dtype) -> None:
         self.v, self.want_sides, self.case, self.upstream, self.dtype = v, want_sides, case, upstream, dtype
         self.measured: tuple[list[torch.Tensor | None], list[torch.Tensor | None]] | None = None
+        self.seconds = 0.0  # spent measuring, not yet charged to a row (take_seconds)
 
     def of(self, part: int, index: int) -> Callable[[], torch.Tensor | None]:
         """part 0: the outputs, 1: the gradients of the inputs."""
@@ -375,8 +378,15 @@ class _LazySpread:
 
     def measure(self) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
         if self.measured is None:
+            start = time.monotonic()
             self.measured = self._measure()
+            self.seconds += time.monotonic() - start
         return self.measured
+
+    def take_seconds(self) -> float:
+        """The seconds measuring took since the last call: the row that asked for it shows them."""
+        seconds, self.seconds = self.seconds, 0.0
+        return seconds
 
     def _measure(self) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
         v, nudged_in = self.v, NUDGED_IN.get(self.dtype)

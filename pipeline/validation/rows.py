@@ -37,6 +37,7 @@ class RowBuilder:
         self.covered: list[str] = []  # the cases this check ran on, by label
         self.unrun: list[str] = []  # the cases it could not run on, each with why
         self.start = time.monotonic()
+        self.spread_seconds = 0.0  # of which measuring the spread under rounding (executor._LazySpread)
 
     def ran(self, case: Case) -> None:
         if case.label not in self.covered:
@@ -103,12 +104,15 @@ class RowBuilder:
                 itemsize = getattr(torch, row.dtype).itemsize if hasattr(torch, row.dtype) else 1
                 row.worst.block, row.worst.thread = layout.place(row.worst.flat_index, row.worst.shape, itemsize)
         row.cases = list(self.covered)
+        if self.spread_seconds:
+            row.extras["spread_s"] = round(self.spread_seconds, 3)
         if self.problems:
             row.verdict = FAIL
             row.detail = _lines(self.problems + self.unrun)
             row.notes = _lines(self.unrun).splitlines() if self.unrun else []
             if self.failure is not None:
                 slug = "".join(c if c.isalnum() else "-" for c in f"{row.stage}-{row.check}-{row.dtype}")
+                saving = time.monotonic()
                 try:
                     saved = save_failure(self.failure, slug)
                 except OSError as e:  # the report matters more than the replay: say so in one more line
@@ -116,6 +120,10 @@ class RowBuilder:
                              f"{e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}")
                 row.detail += "\n" + saved
                 row.notes.append(saved)
+                row.extras["save_s"] = round(time.monotonic() - saving, 3)
+            # A failing verdict should cost about what a passing one does: the row says what this one cost.
+            spent = f", {self.spread_seconds:.1f}s of it measuring the spread under rounding" if self.spread_seconds else ""
+            row.detail += f"\nfailed in {time.monotonic() - self.start:.1f}s{spent}"
         elif self.unrun or (self.needs_cases and not self.covered):
             # Nothing failed, but not every case ran: the cases not run are named under the row, and
             # with none run at all the row measured nothing, so it is not a pass.
