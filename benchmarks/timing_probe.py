@@ -16,10 +16,11 @@ import time
 import torch
 from triton.testing import do_bench
 
-from brrr_kernels import bench, builder
-from brrr_kernels.function import apply
-from brrr_kernels.loaders import load_cuda, load_op
+from brrr_kernels.commands import bench
+from brrr_kernels.cuda import builder
+from brrr_kernels.op.loaders import load_cuda, load_op
 from brrr_kernels.ops import register
+from brrr_kernels.validation.function import apply
 
 CASES = (("softmax", torch.bfloat16, (4096, 8192)), ("layernorm", torch.float32, (4096, 8192)),
          ("bias_gelu", torch.float32, (8192, 8192)))
