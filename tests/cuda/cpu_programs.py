@@ -7,20 +7,26 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from brrr_kernels import builder, cpu_build
-from brrr_kernels.cpu_source import rewrite
+from brrr_kernels.cuda import builder, cpu_build, memcheck
+from brrr_kernels.cuda.cpu_source import rewrite
 
 
-def build(cases: Path, folder: Path) -> Path:
+def build(cases: Path, folder: Path, checked: bool = False) -> Path:
     """`cases` rewritten and compiled with the CPU runtime into `folder`/cases (DWARF 4: addr2line
-    names kernel.cu's lines after #line, as in a checked build)."""
-    runtime = builder.compile_job(cpu_build.runtime_job())
+    names kernel.cu's lines after #line, as in a checked build). `checked`: as brrr validate builds
+    kernel.cu, every load and store calling the memory checks (without torch's allocation registry,
+    so only shared memory is bounded)."""
+    objects = [builder.compile_job(cpu_build.runtime_job()).path]
+    flags: tuple[str, ...] = ()
+    if checked:
+        objects.append(builder.compile_job(memcheck.memcheck_job()).path)
+        flags = memcheck.CHECK_FLAGS
     source = folder / "cases.cpp"
     source.write_text(rewrite(cases.read_text(), cases))
     exe = folder / "cases"
-    subprocess.run([builder.find_cxx(), "-std=c++20", "-O1", "-g", "-gdwarf-4", "-ffp-contract=off",
-                    f"-I{cpu_build.CPU_INCLUDE}", str(source), str(runtime.path), "-o", str(exe), "-lpthread"],
-                   check=True)
+    subprocess.run([builder.find_cxx(), "-std=c++20", "-O1", "-g", "-gdwarf-4", "-ffp-contract=off", *flags,
+                    f"-I{cpu_build.CPU_INCLUDE}", str(source), *map(str, objects), "-o", str(exe), "-lpthread",
+                    "-ldl"], check=True)
     return exe
 
 

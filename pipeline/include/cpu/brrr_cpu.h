@@ -344,8 +344,12 @@ extern "C" void brrr_cpu_atomic_checked(const void* address, size_t size, const 
 #define BRRR_CPU_ATOMIC_CHECK(address) \
     if (brrr_cpu_atomic_checked) brrr_cpu_atomic_checked(address, sizeof(*(address)), __builtin_return_address(0))
 namespace brrr_cpu {
+// Every atomic is a poll the scheduler watches for a thread spinning on memory (a lock, a flag:
+// brrr_cpu_runtime.cpp): a write if it changed the memory, a read if it did not (a failed CAS).
+void watch(const void* address, bool write, const void* pc);
+
 template <typename T, typename F>
-__attribute__((no_sanitize_address)) T atomic_update(T* address, F f) {
+__attribute__((no_sanitize_address)) T atomic_update(T* address, F f, const void* pc) {
     static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "atomics on 2, 4 or 8 bytes");
     using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
     Bits* p = reinterpret_cast<Bits*>(address);
@@ -356,63 +360,89 @@ __attribute__((no_sanitize_address)) T atomic_update(T* address, F f) {
         T updated = f(value);
         Bits desired;
         std::memcpy(&desired, &updated, sizeof(T));
-        if (__atomic_compare_exchange_n(p, &old, desired, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return value;
+        if (__atomic_compare_exchange_n(p, &old, desired, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+            watch(address, desired != old, pc);
+            return value;
+        }
     }
+}
+// An integer atomic the CPU has: its old value, watched as above.
+template <typename T>
+T atomic_done(T* address, T old, T now, const void* pc) {
+    watch(address, old != now, pc);
+    return old;
 }
 }  // namespace brrr_cpu
 
+#define BRRR_CPU_HERE_PC __builtin_return_address(0)
 template <typename T>
 BRRR_CPU_ATOMIC T atomicAdd(T* address, T val) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    if constexpr (std::is_integral_v<T>) return __atomic_fetch_add(address, val, __ATOMIC_SEQ_CST);
-    else return brrr_cpu::atomic_update(address, [val](T v) { return static_cast<T>(v + val); });
+    if constexpr (std::is_integral_v<T>) {
+        const T old = __atomic_fetch_add(address, val, __ATOMIC_SEQ_CST);
+        return brrr_cpu::atomic_done(address, old, static_cast<T>(old + val), BRRR_CPU_HERE_PC);
+    } else {
+        return brrr_cpu::atomic_update(address, [val](T v) { return static_cast<T>(v + val); }, BRRR_CPU_HERE_PC);
+    }
 }
 template <typename T>
 BRRR_CPU_ATOMIC T atomicSub(T* address, T val) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    if constexpr (std::is_integral_v<T>) return __atomic_fetch_sub(address, val, __ATOMIC_SEQ_CST);
-    else return brrr_cpu::atomic_update(address, [val](T v) { return static_cast<T>(v - val); });
+    if constexpr (std::is_integral_v<T>) {
+        const T old = __atomic_fetch_sub(address, val, __ATOMIC_SEQ_CST);
+        return brrr_cpu::atomic_done(address, old, static_cast<T>(old - val), BRRR_CPU_HERE_PC);
+    } else {
+        return brrr_cpu::atomic_update(address, [val](T v) { return static_cast<T>(v - val); }, BRRR_CPU_HERE_PC);
+    }
 }
 template <typename T>
 BRRR_CPU_ATOMIC T atomicExch(T* address, T val) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    return brrr_cpu::atomic_update(address, [val](T) { return val; });
+    return brrr_cpu::atomic_update(address, [val](T) { return val; }, BRRR_CPU_HERE_PC);
 }
 template <typename T>
 BRRR_CPU_ATOMIC T atomicMax(T* address, T val) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    return brrr_cpu::atomic_update(address, [val](T v) { return v < val ? val : v; });
+    return brrr_cpu::atomic_update(address, [val](T v) { return v < val ? val : v; }, BRRR_CPU_HERE_PC);
 }
 template <typename T>
 BRRR_CPU_ATOMIC T atomicMin(T* address, T val) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    return brrr_cpu::atomic_update(address, [val](T v) { return val < v ? val : v; });
+    return brrr_cpu::atomic_update(address, [val](T v) { return val < v ? val : v; }, BRRR_CPU_HERE_PC);
 }
 template <typename T>
 BRRR_CPU_ATOMIC T atomicAnd(T* address, T val) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    return __atomic_fetch_and(address, val, __ATOMIC_SEQ_CST); }
+    const T old = __atomic_fetch_and(address, val, __ATOMIC_SEQ_CST);
+    return brrr_cpu::atomic_done(address, old, static_cast<T>(old & val), BRRR_CPU_HERE_PC);
+}
 template <typename T>
 BRRR_CPU_ATOMIC T atomicOr(T* address, T val) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    return __atomic_fetch_or(address, val, __ATOMIC_SEQ_CST); }
+    const T old = __atomic_fetch_or(address, val, __ATOMIC_SEQ_CST);
+    return brrr_cpu::atomic_done(address, old, static_cast<T>(old | val), BRRR_CPU_HERE_PC);
+}
 template <typename T>
 BRRR_CPU_ATOMIC T atomicXor(T* address, T val) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    return __atomic_fetch_xor(address, val, __ATOMIC_SEQ_CST); }
+    const T old = __atomic_fetch_xor(address, val, __ATOMIC_SEQ_CST);
+    return brrr_cpu::atomic_done(address, old, static_cast<T>(old ^ val), BRRR_CPU_HERE_PC);
+}
 template <typename T>
 BRRR_CPU_ATOMIC T atomicCAS(T* address, T compare, T val) {
     BRRR_CPU_ATOMIC_CHECK(address);
+    const T expected = compare;
     __atomic_compare_exchange_n(address, &compare, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    return compare;
+    return brrr_cpu::atomic_done(address, compare, compare == expected ? val : compare, BRRR_CPU_HERE_PC);
 }
 BRRR_CPU_ATOMIC inline unsigned atomicInc(unsigned* address, unsigned limit) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    return brrr_cpu::atomic_update(address, [limit](unsigned v) { return v >= limit ? 0u : v + 1; });
+    return brrr_cpu::atomic_update(address, [limit](unsigned v) { return v >= limit ? 0u : v + 1; }, BRRR_CPU_HERE_PC);
 }
 BRRR_CPU_ATOMIC inline unsigned atomicDec(unsigned* address, unsigned limit) {
     BRRR_CPU_ATOMIC_CHECK(address);
-    return brrr_cpu::atomic_update(address, [limit](unsigned v) { return (v == 0 || v > limit) ? limit : v - 1; });
+    return brrr_cpu::atomic_update(address, [limit](unsigned v) { return (v == 0 || v > limit) ? limit : v - 1; },
+                                   BRRR_CPU_HERE_PC);
 }
 #define BRRR_CPU_SCOPED(name) \
     template <typename... A> auto name##_block(A... a) { return name(a...); } \

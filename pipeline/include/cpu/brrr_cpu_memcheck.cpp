@@ -419,8 +419,13 @@ bool near_shared(uintptr_t addr) {
 // atomic: bounds only; atomics on a shared element are no race with each other.
 inline void check(uintptr_t addr, std::size_t size, bool write, const void* pc, bool atomic = false) {
     if (B == nullptr || !B->running) return;  // host code of kernel.cu, or a launch that is not checked
-    if (addr - B->stack_lo < B->stack_hi - B->stack_lo) return;  // the thread's locals
+    if (addr - B->stack_lo < B->stack_hi - B->stack_lo) {  // the thread's locals: a write there is progress
+        if (write && !atomic) brrr_cpu::watch(reinterpret_cast<const void*>(addr), true, pc);
+        return;
+    }
     if (addr - B->host_lo < B->host_hi - B->host_lo) return;    // the launch's glue reads its arguments there
+    // A poll the scheduler watches for a thread spinning on memory (an atomic watches itself).
+    if (!atomic) brrr_cpu::watch(reinterpret_cast<const void*>(addr), write, pc);
     for (const Argument& a : L.args) {
         if (addr >= a.lo && addr + size <= a.hi) {
             if (write && recording) record_write(addr, size);

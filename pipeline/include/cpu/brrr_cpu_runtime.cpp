@@ -30,6 +30,8 @@
 #include <vector>
 
 #include <condition_variable>
+#include <functional>
+#include <sched.h>
 #include <cstdarg>
 #include <csignal>
 #include <pthread.h>
@@ -186,6 +188,16 @@ struct Fiber {
     int predicate = 0;
     int sync_result = 0;
     WarpCall* call = nullptr;    // on the fiber's own stack while it waits
+    // Waiting on memory (watch()): its accesses since it last made progress, and where it spins.
+    int polls = 0;
+    bool wrote = false;
+    int distinct = 0;            // addresses read, up to kSpinAddresses (more: not a spin)
+    uintptr_t seen[8] = {};
+    bool spinning = false;
+    const void* spin_pc = nullptr;  // the access that polls, for its kernel.cu line
+    const char* spin_file = nullptr;  // or the __nanosleep's line
+    int spin_line = 0;
+    uintptr_t spin_address = 0;
 };
 
 // Per worker thread: the block it runs, reused from block to block.
@@ -208,6 +220,14 @@ struct Block {
     size_t arena_used = 0;
     size_t static_shared = 0;
     std::vector<SharedRegion> regions;
+    // Cross-block waits (see "waiting on memory"): the launch's coordination, whether a thread of
+    // this block made progress in the scheduler's current round, and how long it has been stalled.
+    struct Coordination* coordination = nullptr;
+    bool moved = false;
+    bool stalled = false;
+    bool asked = false;          // asked for another block to run beside it in this stall
+    uint64_t quiet_since = 0;    // the launch's progress count when its quiet rounds began
+    int quiet_rounds = 0;
     bool failed = false;
     std::string error;
     bool single_worker = true;
@@ -217,6 +237,17 @@ struct Block {
 static thread_local Block* running_block = nullptr;
 static thread_local Fiber* running_fiber = nullptr;
 static thread_local const Launch* running_launch = nullptr;
+
+// A thread reached a barrier, a warp intrinsic or its end, or wrote memory: it is not waiting on
+// memory, and its block is not stalled this round.
+static void made_progress(Block& b, Fiber& f) {
+    f.polls = 0;
+    f.wrote = false;
+    f.distinct = 0;
+    f.spinning = false;
+    b.moved = true;
+}
+static bool watched(Fiber& f, const void* address, bool write, const void* pc);
 
 Hooks& hooks() {
     static Hooks h;
@@ -440,6 +471,7 @@ static void complete_barrier(Block& b, Fiber& last) {
 int barrier(Sync kind, int predicate, const char* file, int line) {
     Fiber& f = here(sync_name(kind), file, line);
     Block& b = *f.block;
+    made_progress(b, f);
     f.state = State::Barrier;
     f.file = file;
     f.line = line;
@@ -460,8 +492,13 @@ int barrier(Sync kind, int predicate, const char* file, int line) {
 void yield(const char* file, int line) {
     Fiber& f = here("__nanosleep", file, line);
     Block& b = *f.block;
-    b.ready.push_back(f.linear);
-    wait_here(b, f);
+    // A __nanosleep is a poll too: a loop of them with nothing written waits on memory.
+    f.spin_file = file;
+    f.spin_line = line;
+    if (!watched(f, nullptr, false, nullptr)) {
+        b.ready.push_back(f.linear);
+        wait_here(b, f);
+    }
 }
 
 // ---- warp intrinsics -------------------------------------------------------------------------------
@@ -615,6 +652,7 @@ static void complete_warp(Block& b, int w, Fiber& caller, const WarpCall& c) {
 void warp(WarpCall& c) {
     Fiber& f = here(op_name(c.op), c.file, c.line);
     Block& b = *f.block;
+    made_progress(b, f);
     const int w = f.linear / 32, lane = f.linear % 32;
     const unsigned bit = 1u << lane;
     f.call = &c;
@@ -667,6 +705,7 @@ void warp(WarpCall& c) {
 // block waits at a barrier, makes that wait impossible: reported at once.
 static void check_exit(Block& b, Fiber& f) {
     ++b.exited;
+    b.moved = true;
     const int w = f.linear / 32;
     const unsigned bit = 1u << (f.linear % 32);
     b.warp_exited[w] |= bit;
@@ -801,6 +840,166 @@ void* dynamic_shared_storage(const char* file, int line) {
     return f.block->arena.data();
 }
 
+// ---- waiting on memory: spins, blocks that wait for blocks, deadlock ------------------------------
+// A thread spinning on memory (a flag another block sets, a lock) never reaches a barrier, so on
+// its OS thread nothing else would run. Its polls are seen: every atomic, every load and store of
+// a checked build (brrr_cpu_memcheck.cpp) and every __nanosleep call watch(). kSpinSlice polls in
+// a row that read at most kSpinAddresses addresses and write nothing are a spin: the thread gives
+// way to the other threads of its block. A block whose every thread spins or waits is stalled: the
+// launch starts the next block beside it, on another OS thread (a GPU has many blocks resident),
+// up to BRRR_CPU_RESIDENT blocks at once (default 64). When every running block is stalled, none
+// is left to start, and no thread has made progress during kQuietRounds rounds of each, nothing
+// can change what they read: a deadlock, reported at once with the line that polls.
+
+constexpr int kSpinSlice = 4096;
+constexpr int kSpinAddresses = 8;
+constexpr int kQuietRounds = 3;
+
+struct Coordination {
+    std::mutex mutex;
+    std::atomic<uint64_t> progress{0};
+    std::vector<Block*> blocks;          // the running workers' blocks
+    std::function<bool()> start_worker;  // another worker beside the others; false if none may start
+    std::function<bool()> none_left;     // no block left to start, or no more may run at once
+    bool deadlock = false;
+};
+
+static int max_resident() {
+    const char* env = std::getenv("BRRR_CPU_RESIDENT");
+    return env && std::atoi(env) > 0 ? std::atoi(env) : 64;
+}
+
+static bool watched(Fiber& f, const void* address, bool write, const void* pc) {
+    Block& b = *f.block;
+    if (write) {
+        f.wrote = true;
+    } else if (address && f.distinct <= kSpinAddresses) {
+        const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+        bool known = false;
+        for (int i = 0; i < f.distinct && i < kSpinAddresses; ++i) known = known || f.seen[i] == a;
+        if (!known) {
+            if (f.distinct < kSpinAddresses) f.seen[f.distinct] = a;
+            ++f.distinct;
+        }
+        f.spin_pc = pc;
+        f.spin_address = a;
+        f.spin_file = nullptr;
+    }
+    if (++f.polls < kSpinSlice) return false;
+    if (f.wrote || f.distinct > kSpinAddresses) {
+        made_progress(b, f);
+        return false;
+    }
+    f.polls = 0;
+    f.distinct = 0;
+    f.spinning = true;
+    b.ready.push_back(f.linear);
+    wait_here(b, f);
+    return true;
+}
+
+void watch(const void* address, bool write, const void* pc) {
+    if (running_fiber) watched(*running_fiber, address, write, pc);
+}
+
+// kernel.cu:line of the code at `pc` (a return address): addr2line on the loaded object's line
+// table (DWARF 4 in a checked build: binutils 2.40 misreads gcc 12's DWARF 5 after #line).
+std::string place_of(const void* pc) {
+    Dl_info info{};
+    if (!pc || dladdr(pc, &info) == 0 || info.dli_fname == nullptr) return "";
+    const uintptr_t offset = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(info.dli_fbase) - 1;
+    std::ostringstream command;
+    command << "addr2line -e '" << info.dli_fname << "' 0x" << std::hex << offset << " 2>/dev/null";
+    std::string out;
+    if (FILE* p = popen(command.str().c_str(), "r")) {
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+        pclose(p);
+    }
+    out = out.substr(0, out.find('\n'));
+    const auto colon = out.rfind(':');
+    if (colon == std::string::npos || std::atoi(out.c_str() + colon + 1) <= 0) return "";
+    return out.substr(0, colon + 1) + std::to_string(std::atoi(out.c_str() + colon + 1));
+}
+
+static bool block_stalled(const Block& b) {
+    if (b.moved || b.ready.empty()) return false;
+    for (int t : b.ready) {
+        if (!b.fibers[t].spinning) return false;
+    }
+    return true;
+}
+
+static void report_deadlock(Block& b, int resident) {
+    const Fiber* spinner = nullptr;
+    for (int t : b.ready) {
+        if (!spinner && b.fibers[t].spinning) spinner = &b.fibers[t];
+    }
+    if (!spinner) return;
+    std::string place = spinner->spin_file ? std::string(spinner->spin_file) + ":" + std::to_string(spinner->spin_line)
+                                           : place_of(spinner->spin_pc);
+    if (place.empty()) place = std::string(b.launch->site.file) + ":" + std::to_string(b.launch->site.line);
+    const auto colon = place.rfind(':');
+    const std::string file = place.substr(0, colon);
+    std::ostringstream m;
+    m << "this thread waits on memory: it polls ";
+    if (spinner->spin_file) m << "with __nanosleep";
+    else m << "address 0x" << std::hex << spinner->spin_address << std::dec;
+    m << " again and again and writes nothing, and so does every other thread still running that is not at a "
+         "barrier, in every block running, with none left to start (at most " << resident
+      << " run at once: BRRR_CPU_RESIDENT): nothing can change what they wait for (a flag no thread sets, a lock "
+         "no thread releases, or blocks waiting on more blocks than run at once)";
+    record(b, located(b, "deadlock", m.str(), file.c_str(), std::atoi(place.c_str() + colon + 1), spinner));
+}
+
+// The block is stalled after a round: ask for another block beside it, and decide deadlock.
+static void wait_for_others(Block& b) {
+    Coordination& c = *b.coordination;
+    bool start = false;
+    {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        const uint64_t now = c.progress.load();
+        if (!b.stalled || b.quiet_since != now) {
+            b.stalled = true;
+            b.quiet_since = now;
+            b.quiet_rounds = 0;
+        }
+        ++b.quiet_rounds;
+        start = !b.asked;
+        b.asked = true;
+        if (!c.deadlock && c.none_left()) {
+            bool all_quiet = true;
+            for (const Block* o : c.blocks) {
+                all_quiet = all_quiet && o->stalled && o->quiet_since == now && o->quiet_rounds >= kQuietRounds;
+            }
+            c.deadlock = all_quiet;
+        }
+        if (c.deadlock) {
+            report_deadlock(b, max_resident());
+            return;
+        }
+    }
+    if (start) c.start_worker();
+    sched_yield();  // what it waits for runs on another OS thread
+}
+
+// A round of the scheduler ended: publish progress, or handle a stalled block.
+static void after_round(Block& b) {
+    if (!b.coordination) return;
+    if (b.moved) {
+        b.coordination->progress.fetch_add(1);
+        if (b.stalled) {
+            std::lock_guard<std::mutex> lock(b.coordination->mutex);
+            b.stalled = false;
+            b.asked = false;
+        }
+    } else if (!b.failed && block_stalled(b)) {
+        wait_for_others(b);
+    }
+    b.moved = false;
+}
+
 // ---- running a launch --------------------------------------------------------------------------------
 
 static void resume(Block& b, Fiber& f) {
@@ -844,6 +1043,11 @@ static void run_block(Block& b, uint3 index) {
     b.warp_present.assign(warps, 0xffffffffu);
     if (b.threads % 32) b.warp_present.back() = (1u << (b.threads % 32)) - 1;
     b.exited = b.at_barrier = 0;
+    b.moved = false;
+    if (b.coordination) {
+        std::lock_guard<std::mutex> lock(b.coordination->mutex);
+        b.stalled = b.asked = false;
+    }
     b.arena_used = 0;
     b.static_shared = 0;
     b.regions.clear();
@@ -877,6 +1081,7 @@ static void run_block(Block& b, uint3 index) {
             Fiber& f = b.fibers[t];
             if (f.state == State::Ready || f.state == State::Fresh) resume(b, f);
         }
+        after_round(b);
     }
     for (Fiber& f : b.fibers) {  // a failed block's threads are abandoned where they stand
         if (f.stack) give_stack(f.stack);
@@ -1021,10 +1226,26 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
     std::mutex error_mutex;
     std::string error;
     Watchdog watchdog;
+    Coordination coordination;
+    std::mutex pool_mutex;
+    std::vector<std::thread> pool;
+    int running_workers = workers;
+    const int resident = max_resident();
+    // A worker's block, known to the others (a stalled block looks at them all to decide deadlock).
+    auto enrol = [&](Block* gone, Block* now) {
+        std::lock_guard<std::mutex> lock(coordination.mutex);
+        auto& all = coordination.blocks;
+        if (gone) all.erase(std::remove(all.begin(), all.end(), gone), all.end());
+        if (now) {
+            now->coordination = &coordination;
+            all.push_back(now);
+        }
+    };
     auto work = [&](bool single) {
         watchdog.enlist();
         running_launch = &launch;
         auto b = make_block(launch, thread_main, context, single);
+        enrol(nullptr, b.get());
         for (;;) {
             const int64_t i = next.fetch_add(1);
             // Blocks after a failed one are skipped; earlier ones still run, so the fault reported
@@ -1039,19 +1260,37 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
                     first_failed = i;
                     error = b->error;
                 }
-                b = make_block(launch, thread_main, context, single);
+                auto fresh = make_block(launch, thread_main, context, single);
+                enrol(b.get(), fresh.get());
+                b = std::move(fresh);
             }
         }
+        enrol(b.get(), nullptr);
         running_launch = nullptr;
         watchdog.leave();
     };
-    if (workers <= 1) {
-        work(true);
-    } else {
-        std::vector<std::thread> pool;
+    coordination.none_left = [&] { return next.load() >= total || running_workers >= resident; };
+    coordination.start_worker = [&] {
+        std::lock_guard<std::mutex> lock(pool_mutex);
+        if (next.load() >= total || first_failed.load() < total || running_workers >= resident) return false;
+        ++running_workers;  // read by none_left under the coordination's lock: see wait_for_others
+        pool.emplace_back(work, false);
+        return true;
+    };
+    {
+        std::lock_guard<std::mutex> lock(pool_mutex);
         for (int i = 1; i < workers; ++i) pool.emplace_back(work, false);
-        work(false);
-        for (auto& t : pool) t.join();
+    }
+    work(workers <= 1);
+    for (;;) {  // workers may start workers: join until none is left
+        std::thread t;
+        {
+            std::lock_guard<std::mutex> lock(pool_mutex);
+            if (pool.empty()) break;
+            t = std::move(pool.back());
+            pool.pop_back();
+        }
+        t.join();
     }
     if (hooks().launch_end) hooks().launch_end(launch);
     flush_printed();
