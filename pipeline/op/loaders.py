@@ -52,6 +52,13 @@ class Where(Enum):
             return tuple(dict.fromkeys([*spec.sim_sizes, *affordable]))
         return spec.sim_sizes
 
+    def left_out(self, spec: OpSpec) -> tuple[Size, ...]:
+        """The GPU sizes that run nowhere here: over the CPU execution's budget (a report names them
+        under the row, so no case drops out unsaid)."""
+        if self is not Where.CPU_EXECUTION:
+            return ()
+        return tuple(s for s in spec.gpu_sizes if _input_elements(spec, s) > CPU_SIZE_BUDGET and s not in spec.sim_sizes)
+
 
 # Input elements up to which a GPU size is also run by the CPU execution of the cuda stage: at this
 # size each of the seven built-in ops' kernels takes well under a second a call on one core.
@@ -82,6 +89,7 @@ class Stage:
     module: Any = None  # the imported stage file, where there is one
     # First versions binding.cpp registers beside forward (forward_v1, ...), by name; forward only.
     variants: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    library: Any = None  # the cuda stage's build it calls into (an Extension, or cuda.isolated's child process)
 
     @property
     def device(self) -> str:
@@ -119,7 +127,8 @@ def load_numba(op: Op, gpu: bool = False) -> Stage:
 
 def load_cuda(op: Op, build: Any, where: Where = Where.GPU) -> Stage:
     """Wrap a built extension (see builder.build_extension) as a stage."""
-    return Stage(op, "cuda", build.forward, build.backward, op.path("cuda"), where, variants=build.variants())
+    return Stage(op, "cuda", build.forward, build.backward, op.path("cuda"), where, variants=build.variants(),
+                 library=build)
 
 
 def load_stage(op: Op, name: StageName, where: Where, build: Any = None) -> Stage:

@@ -24,13 +24,14 @@ from ..base import progress
 from ..base.errors import BrrrError, BuildError
 from ..base.progress import note, ticking
 from ..cuda import builder, cpu_build
+from ..cuda.isolated import Isolated
 from ..op.contract import as_tuple
 from ..op.loaders import Stage, Where, load_numba, load_reference, load_stage
 from ..op.spec import STAGES, Op, StageName
 from ..op.tolerances import NUDGED_IN
 from ..sim import gpu_rules as numba_gpu_rules
 from ..verdict import rounding
-from ..verdict.compare import Around, case_terms, compare
+from ..verdict.compare import Around, Comparison, case_terms, compare
 from ..verdict.faults import fault_from
 from ..verdict.report import FAIL, NOT_RUN, SKIP, Row
 from . import estimate
@@ -83,7 +84,8 @@ class Options:
 # (loaders.py), its entry in loaders.load_stage, its build here, and Options.where choosing it.
 CUDA_BUILDS: dict[Where, Callable[[Op, Options], Any]] = {
     Where.GPU: lambda op, options: builder.build_extension(op),
-    Where.CPU_EXECUTION: lambda op, options: cpu_build.build_cpu_extension(op, cpu_build.CHECKED),
+    # In a child process (cuda/isolated.py): a crash of the op's code fails a check, not brrr.
+    Where.CPU_EXECUTION: lambda op, options: Isolated(cpu_build.build_cpu_extension(op, cpu_build.CHECKED), checked=True),
 }
 
 
@@ -109,6 +111,14 @@ class Validation:
         self.intact: RowBuilder | None = None  # the current stage's "inputs unchanged" row
 
     def run(self) -> list[Row]:
+        try:
+            return self._run()
+        finally:
+            for stage in self.stages.values():  # the child processes running a stage's code end with it
+                if isinstance(stage.library, Isolated):
+                    stage.library.close()
+
+    def _run(self) -> list[Row]:
         wanted = self.options.stages
         ref = self.stages["reference"] = load_reference(self.op)
         ref_todo = self.unfinished(ref)
@@ -283,6 +293,10 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
     stage = checks[0].stage
     source = v.stages[stage].source
     charged: dict[str, RowBuilder] = {}
+    left_out = v.stages[stage].where.left_out(spec) if checks[0].cases is Cases.RANDOM else ()
+    for b in (fwd, bwd):
+        if b is not None:
+            b.row.gpu_only = [f"size {s}" for s in left_out]
     for case in cases:
         try:
             want = Trial(sides.want, case.inputs, sides.want_device, sides.want_dtype)
@@ -317,7 +331,10 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
         shapes_ok = True
         terms = case_terms(spec, want.xs, want.outputs, upstream)
         for i, (name, g, w) in enumerate(zip(spec.outputs, got.outputs, want.outputs)):
-            c = compare(name, g, w, spec.rule(name, dtype, stage), Around(terms, _probe(case.inputs, g), spread.of(0, i)))
+            measured = spread.of(0, i, fwd)
+            c = compare(name, g, w, spec.rule(name, dtype, stage), _around(spec, case, g, terms, measured))
+            if measured is None:
+                _say_withheld(c)
             shapes_ok &= c.shape_ok
             fwd.add(c, case, (upstream, dtype))
         fwd.spread_seconds += spread.take_seconds()
@@ -351,8 +368,11 @@ def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial
                          f"expected {'none' if w is None else 'a tensor'}")
             continue
         rule = v.spec.rule(f"grad_{name}", dtype, stage)
-        bwd.add(compare(f"grad_{name}", g, w, rule, Around(terms, _probe(case.inputs, g), spread.of(1, i))), case,
-                (upstream, dtype))
+        measured = spread.of(1, i, bwd)
+        c = compare(f"grad_{name}", g, w, rule, _around(v.spec, case, g, terms, measured))
+        if measured is None:
+            _say_withheld(c)
+        bwd.add(c, case, (upstream, dtype))
 
 
 class _LazySpread:
@@ -368,8 +388,13 @@ class _LazySpread:
         self.measured: tuple[list[torch.Tensor | None], list[torch.Tensor | None]] | None = None
         self.seconds = 0.0  # spent measuring, not yet charged to a row (take_seconds)
 
-    def of(self, part: int, index: int) -> Callable[[], torch.Tensor | None]:
-        """part 0: the outputs, 1: the gradients of the inputs."""
+    def of(self, part: int, index: int, row: RowBuilder) -> Callable[[], torch.Tensor | None] | None:
+        """part 0: the outputs, 1: the gradients of the inputs. None once `row` has failed in an earlier
+        case: its verdict stands, and a failing row's other cases are judged by the fixed rule alone
+        (16 reruns of the reference for each would make a failing verdict many times a passing one's)."""
+        if row.problems and self.measured is None:
+            return None
+
         def get() -> torch.Tensor | None:
             found = self.measure()[part]
             return found[index] if index < len(found) else None
@@ -403,6 +428,12 @@ class _LazySpread:
 
         seed = (v.options.seed + zlib.crc32(f"{self.case.label} {self.dtype}".encode())) % 2**63
         return rounding.spread(run, seed)
+
+
+def _say_withheld(c: Comparison) -> None:
+    """A comparison judged without the spread (_LazySpread.of) says so where it fails."""
+    if not c.ok and c.shape_ok:
+        c.reason += " (by the fixed rule alone: the row failed before, so the spread was not measured)"
 
 
 def _charge(v: Validation, charged: dict[str, RowBuilder], what: tuple[Any, str, str, torch.dtype], case: Case,
@@ -447,7 +478,7 @@ def gradcheck(v: Validation, check: Check, stage: Stage) -> Row:
             b.fault(fault_from(e, stage.source), case)
     # A call writing into what it receives makes gradcheck's numbers meaningless ("not reentrant"):
     # the cause is named first.
-    b.problems[:0] = [f"[{case.label}] {w}" for w in dict.fromkeys(writes)]
+    b.fail_first([f"[{case.label}] {w}" for w in dict.fromkeys(writes)])
     return b.finish()
 
 
@@ -476,6 +507,11 @@ def build_stage(v: Validation, check: Check) -> Row:
     if report is not None:
         row.detail += f"; nvcc {report.arch}: {report.summary()}"
         row.extras["kernels"] = [k.__dict__ for k in report.kernels]
+        # Printed under the CPU build's row: nvcc's verdict on the same kernel.cu and ptxas' resources.
+        row.notes = [f"nvcc {report.arch}: compiled{' (cached)' if report.cached else ''}; ptxas, per kernel:",
+                     *(f"  {part}" for part in report.summary().split("; ") if part)]
+    elif where is Where.CPU_EXECUTION:
+        row.notes = ["no nvcc: kernel.cu was not compiled for a GPU, so no compile verdict or ptxas resources"]
     row.seconds = ext.seconds
     v.stages[check.stage] = load_stage(v.op, check.stage, where, ext)
     return row
@@ -507,8 +543,11 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _probe(inputs: tuple[torch.Tensor, ...], like: torch.Tensor) -> torch.Tensor | None:
-    return next((x for x in inputs if tuple(x.shape) == tuple(like.shape)), None)
+def _around(spec: Any, case: Case, like: torch.Tensor, terms: Any, spread: Any) -> Around:
+    """The comparison's context; its probe is the first input of the result's shape, named as the spec names it."""
+    name, probe = next(((n, x) for n, x in zip(spec.inputs, case.inputs) if tuple(x.shape) == tuple(like.shape)),
+                       ("", None))
+    return Around(terms, probe, spread, probe_name=name)
 
 
 def _trim(text: str, lines: int = 6) -> str:

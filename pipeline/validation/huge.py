@@ -66,12 +66,13 @@ def _huge_compare(b: RowBuilder, stages: dict[str, Stage], seed: int, gen: torch
         case = Case(f"{n} elements, {positions.numel()} sampled", flat)
         terms = case_terms(spec, flat, want.outputs, (upstream.reshape(-1)[positions].double(),))
         first = spec.outputs[0]
+        around = Around(terms, flat[0], probe_name=spec.inputs[0])
         b.add(compare(first, outputs[0].reshape(-1)[positions], want.outputs[0],
-                      spec.rule(first, torch.float32, "cuda"), Around(terms, flat[0])), case)
+                      spec.rule(first, torch.float32, "cuda"), around), case)
         for name, g, w in zip(spec.inputs, grads, want_grads):
             if g is not None and g.shape == shape:  # elementwise gradients; reduced ones are not sampled
                 rule = spec.rule(f"grad_{name}", torch.float32, "cuda")
-                b.add(compare(f"grad_{name}", g.reshape(-1)[positions], w, rule, Around(terms, flat[0])), case)
+                b.add(compare(f"grad_{name}", g.reshape(-1)[positions], w, rule, around), case)
         del inputs, outputs, grads, upstream
         torch.cuda.empty_cache()
     return positions

@@ -32,7 +32,8 @@ class RowBuilder:
         self.problems: list[str] = []
         self.failure: Failure | None = None
         self.failure_excess = 0.0
-        self.max_abs = self.max_rel = 0.0  # over every element of every case, not only the worst case's
+        self.max_abs = 0.0  # over every element of every case, not only the worst case's
+        self.max_rel: float | None = None  # over the elements whose bound is relative (compare.py)
         self.needs_cases = False  # a row that compares cases: with none run, it measured nothing
         self.covered: list[str] = []  # the cases this check ran on, by label
         self.unrun: list[str] = []  # the cases it could not run on, each with why
@@ -53,7 +54,8 @@ class RowBuilder:
             if why not in widened:
                 widened.append(why)
         self.max_abs = max(self.max_abs, comparison.max_abs)
-        self.max_rel = max(self.max_rel, comparison.max_rel)
+        if comparison.max_rel is not None:
+            self.max_rel = max(self.max_rel or 0.0, comparison.max_rel)
         if comparison.worst is not None:
             comparison.worst.case = case.label
         if not comparison.ok:
@@ -83,6 +85,15 @@ class RowBuilder:
         """A reason the row fails; a leading "[case label] " names the case it was met on."""
         m = _LABELLED.match(text)
         self._problem(m.group(1) if m else "", text[m.end():] if m else text)
+
+    def fail_first(self, texts: list[str]) -> None:
+        """Reasons that come before those already given (their cause)."""
+        problems, kept = self.problems, self.row.problems
+        self.problems, self.row.problems = [], []
+        for text in texts:
+            self.fail(text)
+        self.problems += problems
+        self.row.problems += kept
 
     def _problem(self, case: str, text: str) -> None:
         self.problems.append(f"[{case}] {text}" if case else text)

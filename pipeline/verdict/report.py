@@ -36,7 +36,9 @@ class Row:
     dtype: str  # a torch dtype's name, "all", or for the compile check the target architecture
     verdict: Verdict
     max_abs: float | None = None  # the largest |got - expected| of any element
-    max_rel: float | None = None  # the largest |got - expected| / max(|expected|, tiny) of any element
+    # The largest |got - expected| / max(|expected|, tiny) of the elements whose bound is relative:
+    # None where none is (a widened output, or one bounded by the spread under rounding).
+    max_rel: float | None = None
     worst: Worst | None = None
     seconds: float = 0.0
     detail: str = ""
@@ -50,6 +52,8 @@ class Row:
     # printed after them (cases not run, the `brrr debug` command).
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Sizes of the spec this row did not run where it ran (the CPU execution's budget): a GPU runs them.
+    gpu_only: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -67,8 +71,10 @@ def _worst_text(w: Worst | None) -> str:
     if w.case:
         where += f" ({w.case})"
     text = where
+    if len(w.shape) >= 2:  # a row-wise op's element: which row, which column
+        text += f" row={w.flat_index // max(w.shape[-1], 1)} col={w.index[-1]}"
     if w.input is not None:
-        text += f" x={w.input:.6g}"
+        text += f" {w.input_name or 'x'}={w.input:.6g}"
     text += f" expected={w.expected:.6g} got={w.got:.6g}"
     if w.block is not None:
         text += f" block={w.block} thread={w.thread}"
@@ -91,7 +97,8 @@ def format_table(rows: list[Row]) -> str:
     headers = ("stage", "check", "dtype", "verdict", "of bound", "max rel", "time", "cases", "worst element")
     cells = [
         (f"{r.stage}@{r.place}" if r.place else r.stage, r.check, r.dtype, r.verdict,  # cuda@cpu: not a GPU's
-         _num(r.of_bound), _num(r.max_rel), f"{r.seconds:.2f}s", covered(r.cases), _worst_text(r.worst))
+         _num(r.of_bound), _num(r.max_rel), f"{r.seconds:.2f}s",
+         covered(r.cases) + (f"; on a GPU only: {covered(r.gpu_only)}" if r.gpu_only else ""), _worst_text(r.worst))
         for r in rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
@@ -101,7 +108,7 @@ def format_table(rows: list[Row]) -> str:
     folded = _Folded(rows)
     for r, c in zip(rows, cells):
         out.append(line(c))
-        if r.problems:
+        if r.problems or r.notes:
             out += [f"    {d}" for d in folded.lines(r) + r.notes]
         elif r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP, UNRUN) or "not run:" in r.detail):
             for d in r.detail.splitlines():

@@ -24,3 +24,10 @@ def test_load_stage_gives_the_stage_where_it_runs(name: str, where: Where) -> No
 def test_a_place_a_stage_cannot_run_is_a_loading_error() -> None:
     with pytest.raises(OpLoadError, match="the reference stage cannot run on the GPU"):
         load_stage(load_op("sigmoid"), "reference", Where.GPU)
+
+
+def test_the_cpu_execution_names_every_gpu_size_it_leaves_out() -> None:
+    spec = load_op("layernorm").spec
+    ran, left = Where.CPU_EXECUTION.sizes(spec), Where.CPU_EXECUTION.left_out(spec)
+    assert left and set(spec.gpu_sizes) <= set(ran) | set(left) and not set(ran) & set(left)
+    assert Where.GPU.left_out(spec) == () and Where.SIMULATOR.left_out(spec) == ()

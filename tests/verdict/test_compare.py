@@ -59,3 +59,29 @@ def test_same_bits_sees_a_write_and_nan_payloads() -> None:
     b = a.clone()
     b[0] = 2.0
     assert not same_bits(a, b)
+
+
+def test_no_relative_error_where_the_bound_is_not_relative() -> None:
+    from brrr_kernels.op.tolerances import Widen
+
+    # Terms of size 1 that cancel to about 1e-9: relative errors of 1e-2 that the widening allows.
+    expected = torch.tensor([1e-9, 2e-9, 1.0], dtype=torch.float64)
+    got = (expected + torch.tensor([1e-11, 1e-11, 0.0], dtype=torch.float64)).float()
+    widened = rule_for("y", torch.float32, "numba", (Widen("y", "terms cancel", scale=lambda t: t["x"]),))
+    terms = {"x": torch.ones(3, dtype=torch.float64)}
+    c = compare("y", got, expected, widened, Around(terms))
+    assert c.ok and c.max_rel is not None and c.max_rel < 1e-6  # only the element of size 1 is bounded relatively
+    only_cancelling = compare("y", got[:2], expected[:2], widened, Around({"x": torch.ones(2, dtype=torch.float64)}))
+    assert only_cancelling.ok and only_cancelling.max_rel is None
+    # The spread under rounding bounds an element the same way: where it sets the bound, no relative error.
+    spread = torch.tensor([1e-10, 1e-10, 0.0], dtype=torch.float64)
+    by_spread = compare("y", got, expected, F32, Around(spread=spread))
+    assert by_spread.ok and by_spread.max_rel is not None and by_spread.max_rel < 1e-6
+    assert F32.ulps * F32.eps < 1e-2  # the relative error of the first element would have read 1e-2
+
+
+def test_the_worst_element_names_its_input_by_the_spec_name() -> None:
+    target = torch.tensor([801, 3, 5])
+    c = compare("loss", torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 4.0], dtype=torch.float64), F32,
+                Around(probe=target, probe_name="target"))
+    assert c.worst is not None and c.worst.input_name == "target" and c.worst.input == 5.0

@@ -81,3 +81,24 @@ def test_fault_key_ignores_the_thread_and_element_but_not_the_line_or_kind() -> 
     described = "kernel.cu:31 in k<float>, block (1, 0, 0) thread (9, 0, 0): race on shared memory: writes a[4]"
     assert fault_key(cpu) == fault_key(described) == "kernel.cu:31: race on shared memory"
     assert fault_key("y: 3 of 7 out") == "y: 3 of 7 out"
+
+
+def test_a_2d_worst_element_gives_its_row_and_column_and_its_input_by_name() -> None:
+    worst = Worst(tensor="grad_logits", index=(2, 7), flat_index=2 * 10 + 7, expected=0.5, got=0.25, shape=(4, 10),
+                  input=-3.0, input_name="logits")
+    text = format_table([Row("ce", "numba", "backward", "float32", FAIL, 0.25, None, worst, 0.1, detail="x")])
+    assert "grad_logits[2,7] row=2 col=7 logits=-3 expected=0.5 got=0.25" in text and " x=" not in text
+
+
+def test_every_case_is_listed_and_a_missing_relative_error_is_a_dash() -> None:
+    row = Row("op", "cuda", "forward", "float32", PASS, 1e-7, None, None, 0.1, place="cpu",
+              cases=["size 1", "size 4099"], gpu_only=["size 1048579", "size (3, 70001)"])
+    text = format_table([row])
+    assert "1, 4099; on a GPU only: 1048579, 3x70001" in text
+    assert text.splitlines()[2].split()[5] == "-"  # the max rel column
+
+
+def test_notes_print_under_a_passing_row() -> None:
+    row = Row("op", "cuda", "compile", "cpu", PASS, place="cpu",
+              notes=["nvcc sm_90: compiled; ptxas, per kernel:", "  k<float>: 16 regs, 0 B spilled"])
+    assert "    nvcc sm_90: compiled; ptxas, per kernel:\n      k<float>: 16 regs" in format_table([row])
