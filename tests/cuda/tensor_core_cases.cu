@@ -199,6 +199,18 @@ __global__ void ldmatrix_gemm(const __nv_bfloat16* a, const __nv_bfloat16* b, fl
     for (int64_t i = 0; i < 4; ++i) d[(g + 8 * (i / 2)) * 8 + 2 * t + i % 2] = acc[i];
 }
 
+// Planted: the tile written by the warp's lanes, then ldmatrix with no __syncwarp between.
+__global__ void ldmatrix_no_syncwarp(const __nv_bfloat16* a, unsigned* out) {
+    __shared__ alignas(16) __nv_bfloat16 tile[16][16];
+    const int64_t lane = threadIdx.x;
+    for (int64_t i = lane; i < 256; i += 32) tile[i / 16][i % 16] = a[i];  // writes another lane's row
+    uint32_t r[4];
+    const uint32_t row = static_cast<uint32_t>(__cvta_generic_to_shared(&tile[lane % 16][8 * (lane / 16)]));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"  // no __syncwarp above
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(row));
+    for (int64_t j = 0; j < 4; ++j) out[lane * 4 + j] = r[j];
+}
+
 // ---- wmma: D = A B + C for one tile; A row-major, B as LB says (col_major: stored as B^T row-major) ----
 template <int M, int N, int K, typename T, typename LB>
 __global__ void wmma_tile(const T* a, const T* b, const float* c, float* d) {
@@ -403,6 +415,13 @@ int main(int argc, char** argv) {
         } else if (c == "mma_after_return") {
             Vec<float> d(32);
             mma_after_return<<<1, 32>>>(d.data());
+        } else if (c == "ldmatrix_no_syncwarp") {
+            auto a = inputs<__nv_bfloat16>(256, 7);
+            Vec<unsigned> out(128);
+            ldmatrix_no_syncwarp<<<1, 32>>>(a.data(), out.data());
+            std::printf("D");
+            for (unsigned v : out) std::printf(" %u", v);
+            std::printf("\n");
         } else if (c == "wmma_misaligned") {
             auto a = inputs<__half>(512, 1);
             wmma_misaligned<<<1, 32>>>(a.data());

@@ -4,12 +4,14 @@ the elements the PTX ISA's fragment layouts say, and misuse is a fault naming th
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cpu_programs import build, run
 
+from brrr_kernels.cuda import builder, cpu_build, memcheck
 from brrr_kernels.cuda.cpu_source import CpuSourceError, rewrite
 from brrr_kernels.op.tolerances import tensor_core_bound
 
@@ -29,6 +31,21 @@ PRODUCTS = {
 @pytest.fixture(scope="module")
 def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build(CASES, tmp_path_factory.mktemp("cpu-tensor-cores"))
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cases with the memory checks, as `brrr validate` builds kernel.cu."""
+    folder = tmp_path_factory.mktemp("cpu-tensor-cores-checked")
+    runtime = builder.compile_job(cpu_build.runtime_job())
+    checks = builder.compile_job(memcheck.memcheck_job())
+    source = folder / "cases.cpp"
+    source.write_text(rewrite(CASES.read_text(), CASES))
+    exe = folder / "cases"
+    subprocess.run([builder.find_cxx(), "-std=c++20", "-O1", "-g", "-ffp-contract=off", f"-I{cpu_build.CPU_INCLUDE}",
+                    *memcheck.CHECK_FLAGS, str(source), str(runtime.path), str(checks.path), "-o", str(exe),
+                    "-lpthread", "-ldl"], check=True)
+    return exe
 
 
 def matrices(out: str, m: int, n: int, k: int) -> dict[str, np.ndarray]:
@@ -152,3 +169,15 @@ def test_tensor_core_ptx_brrr_does_not_emulate_is_an_error_naming_line_and_instr
     with pytest.raises(CpuSourceError) as e:
         rewrite(source, Path("kernel.cu"))
     assert "kernel.cu:3: not supported on the CPU" in str(e.value) and named in str(e.value)
+
+
+@pytest.mark.parametrize("case", ["mma_bf16_k16", "mma_tf32_k8", "ldmatrix_gemm", "wmma_half_32x8x16", "wmma_gemm"])
+def test_the_checked_build_reports_nothing_and_computes_the_same(program: Path, checked: Path, case: str) -> None:
+    assert run(checked, case) == run(program, case)
+
+
+def test_planted_ldmatrix_without_syncwarp_races_on_the_tile(checked: Path) -> None:
+    out = run(checked, "ldmatrix_no_syncwarp")
+    write, read = line_of("// writes another lane's row"), line_of("// no __syncwarp above")
+    assert out.startswith(f"FAULT: {SOURCE}:{write}: race on shared memory"), out
+    assert f"read at {SOURCE}:{read} with no __syncthreads or __syncwarp" in out, out
