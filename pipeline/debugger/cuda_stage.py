@@ -158,6 +158,14 @@ def gdb_script(library: Library, target: Target, kernels: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def save_session(path: Path, library: Library, op: Op, call: tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]],
+                 phase: str) -> None:
+    """What the driver process (`drive`) replays: the library, the op, its inputs and upstream gradients."""
+    inputs, upstream = call
+    torch.save({"op": str(op.folder), "library": str(library.path), "namespace": library.namespace,
+                "phase": phase, "inputs": list(inputs), "upstream": list(upstream)}, path)
+
+
 def debug(library: Library, op: Op, inputs: tuple[torch.Tensor, ...], upstream: tuple[torch.Tensor, ...],
           phase: str, target: Target) -> int:
     """Start gdb on a driver process that makes the call; gdb reads the user's commands from stdin."""
@@ -165,8 +173,7 @@ def debug(library: Library, op: Op, inputs: tuple[torch.Tensor, ...], upstream: 
     kernels = kernel_names(op.path("cuda").read_text())
     with tempfile.TemporaryDirectory(prefix="brrr-gdb-") as tmp:
         session = Path(tmp) / "session.pt"
-        torch.save({"op": str(op.folder), "library": str(library.path), "namespace": library.namespace,
-                    "phase": phase, "inputs": list(inputs), "upstream": list(upstream)}, session)
+        save_session(session, library, op, (inputs, upstream), phase)
         script = Path(tmp) / "start.gdb"
         script.write_text(gdb_script(library, target, kernels))
         env = dict(os.environ, BRRR_CPU_WORKERS="1")  # the debug globals are kept in a one-worker run
@@ -204,8 +211,14 @@ def run(op_ref: str | None, **selection: Any) -> int:
 
 def drive(session_file: str) -> None:
     """The process gdb runs: load the saved inputs and the library, make the call."""
+    from ..cuda.memcheck import install_allocation_registry
     from ..op.loaders import load_op
 
+    # As in validate's checked build: the registry first, so the inputs (loaded next) and every output
+    # have known extents. Without it the launch is unbounded and only the guess "near a __shared__
+    # variable" remained, which called a correct store into y, allocated next to the block's shared
+    # storage, an overrun of that variable.
+    install_allocation_registry()
     data = torch.load(session_file, weights_only=True)
     op = load_op(data["op"])
     torch.ops.load_library(data["library"])
@@ -221,4 +234,5 @@ def drive(session_file: str) -> None:
 
 
 if __name__ == "__main__":
-    drive(sys.argv[1])
+    for session in sys.argv[1:]:  # several replays share one start-up (tests)
+        drive(session)

@@ -4,8 +4,12 @@ here by piped gdb commands (pipeline/cuda_debugger.py). No GPU needed."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import torch
 from conftest import STAGES, brrr
 
 from brrr_kernels.debugger.cuda_stage import kernel_names
@@ -55,3 +59,55 @@ def test_missing_gdb_says_how_to_get_it() -> None:
 ])
 def test_kernel_names_of_kernel_cu(op: str, expected: list[str]) -> None:
     assert sorted(kernel_names((STAGES / op / "kernel.cu").read_text())) == sorted(expected)
+
+
+def _replay_inputs(op, size, dtype: torch.dtype, seed: int = 0):
+    """Inputs and an upstream gradient of one size, as validation saves a failing case's."""
+    from brrr_kernels.op.contract import call_forward, visible
+    from brrr_kernels.op.loaders import load_reference
+
+    gen = torch.Generator().manual_seed(seed)
+    inputs = tuple(op.spec.make_inputs(size, dtype, torch.device("cpu"), gen))
+    shapes = [o.shape for o in visible(op.spec, call_forward(op.spec, load_reference(op), inputs))]
+    return inputs, tuple(torch.randn(s, dtype=dtype, generator=gen) for s in shapes)
+
+
+@needs_gdb
+def test_the_printed_debug_command_runs_a_correct_row_op_to_the_end() -> None:
+    # layernorm's block-per-row kernel at 37x1000 in float64 (37 blocks, shared-memory partial sums):
+    # the command a failing row prints, continued to the end, meets no fault
+    from brrr_kernels.debugger.numba_stage import Failure, save_failure
+    from brrr_kernels.op.loaders import load_op
+
+    op = load_op("layernorm")
+    inputs, upstream = _replay_inputs(op, (37, 1000), torch.float64)
+    line = save_failure(Failure(op, inputs, upstream, "forward", index=36999, stage="cuda"), "test-replay")
+    command = line.removeprefix("debug it: ").split()
+    assert command[:2] == ["brrr", "debug"], line
+    out = brrr(*command[1:], stdin="continue\n")
+    text = out.stdout + out.stderr
+    assert "brrr: the call returned" in text, text
+    assert "out-of-bounds" not in text and "race" not in text, text
+
+
+def test_the_debug_driver_runs_clean_on_every_size_validate_uses(tmp_path: Path) -> None:
+    # the process gdb runs, on every size the cuda stage is validated at on the CPU, both phases, float64
+    from brrr_kernels.cuda.cpu_build import DEBUG, build_cpu_extension
+    from brrr_kernels.cuda.memcheck import install_allocation_registry
+    from brrr_kernels.debugger.cuda_stage import Library, save_session
+    from brrr_kernels.op.loaders import Where, load_op
+
+    install_allocation_registry()
+    op = load_op("layernorm")
+    ext = build_cpu_extension(op, DEBUG)
+    library = Library(ext.library, ext.namespace)
+    sessions = []
+    for n, size in enumerate(Where.CPU_EXECUTION.sizes(op.spec)):
+        call = _replay_inputs(op, size, torch.float64, seed=n)
+        for phase in ("forward", "backward"):
+            sessions.append(tmp_path / f"{n}-{phase}.pt")
+            save_session(sessions[-1], library, op, call, phase)
+    out = subprocess.run([sys.executable, "-m", "brrr_kernels.debugger.cuda_stage", *map(str, sessions)],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    assert out.stdout.count("brrr: the call returned") == len(sessions), out.stdout
