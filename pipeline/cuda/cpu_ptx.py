@@ -8,7 +8,7 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
 - `ldmatrix.sync.aligned.m8n8.x1/.x2/.x4{.trans}{.shared{::cta}}.b16`;
 - `cp.async.ca/.cg.shared{::cta}.global{.L2::64B/128B/256B} [dst], [src], size{, src_size}`,
   `cp.async.commit_group`, `cp.async.wait_group N`, `cp.async.wait_all`: include/cpu/brrr_cpu_async.h;
-- `cvt.rna.tf32.f32`.
+- `cvt.rna.tf32.f32`, `cvt.rn.bf16x2.f32` and `cvt.rn.f16x2.f32`.
 
 Each becomes one line of C++ (a block that packs the operands into 32-bit registers, calls the
 runtime, and unpacks the results), so kernel.cu's line numbers stay. An instruction of these families
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from .tokens import split_top
 
 RUNTIME = "::brrr_cpu::ptx::"
 
@@ -43,35 +45,17 @@ def operands(sections: list[str]) -> list[Operand]:
     """The asm statement's operands, numbered as PTX's %N: the outputs, then the inputs."""
     found: list[Operand] = []
     for section in sections[1:3]:
-        for part in _split_top_level(section):
+        for part in split_top(section):
             m = re.match(r'^\s*(?:\[\w+\]\s*)?"([^"]*)"\s*\((.*)\)\s*$', part, re.S)
             if m:
                 found.append(Operand(m.group(1), " ".join(m.group(2).split())))
     return found
 
 
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, start, in_string = [], 0, 0, False
-    for k, c in enumerate(text):
-        if in_string:
-            in_string = c != '"' or text[k - 1] == "\\"
-        elif c == '"':
-            in_string = True
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(text[start:k])
-            start = k + 1
-    parts.append(text[start:])
-    return [p for p in parts if p.strip()]
-
-
 def _groups(args: str) -> list[list[str]]:
     """`{%0, %1}, {%2}, [%3+16], 16` as [['%0', '%1'], ['%2'], ['[%3+16]'], ['16']]."""
     out: list[list[str]] = []
-    for part in _split_top_level(args):
+    for part in split_top(args):
         part = part.strip()
         if part.startswith("{") and part.endswith("}"):
             out.append([p.strip() for p in part[1:-1].split(",")])
@@ -156,6 +140,10 @@ def _ldmatrix(s: _Statement, instr: str, groups: list[list[str]]) -> str:
             f"{s.outputs('brrr_d', groups[0])} }}")
 
 
+# Conversions tensor-core kernels use around mma (source operands each): tf32 rounding, and packing
+# two floats into a register of two 16-bit values (the first source in the upper half).
+_CVT = {"cvt.rna.tf32.f32": 1, "cvt.rn.bf16x2.f32": 2, "cvt.rn.f16x2.f32": 2}
+
 _CP_ASYNC_HINT = ("brrr emulates cp.async.ca/.cg.shared.global [dst], [src], size{, src_size} (size 4, 8 or 16; "
                   ".cg 16), cp.async.commit_group, cp.async.wait_group N and cp.async.wait_all")
 
@@ -188,16 +176,17 @@ def translate(template: str, sections: list[str]) -> str | None:
         return None
     instr, args = m.group(1), m.group(2)
     family = instr.split(".")[0] if not instr.startswith("cp.async") else "cp.async"
-    if family not in ("mma", "ldmatrix", "cp.async") and instr != "cvt.rna.tf32.f32":
+    if family not in ("mma", "ldmatrix", "cp.async") and instr not in _CVT:
         return None
     if instr.startswith("cp.async.bulk"):
         raise UnsupportedPtx(f'inline PTX "{template}"', _CP_ASYNC_HINT + " (not the bulk copies of sm_90)")
     s = _Statement(template, operands(sections))
     groups = _groups(args) if args else []
-    if instr == "cvt.rna.tf32.f32":
-        if len(groups) != 2:
-            raise UnsupportedPtx(f'inline PTX "{template}"', "cvt.rna.tf32.f32 %0, %1")
-        return f"{RUNTIME}set_reg({s.operand(groups[0][0]).expr}, {RUNTIME}cvt_rna_tf32_f32({s.value(groups[1][0])}));"
+    if instr in _CVT:
+        if len(groups) != _CVT[instr] + 1:
+            raise UnsupportedPtx(f'inline PTX "{template}"', f"{instr} takes {_CVT[instr]} source operands")
+        sources = ", ".join(s.value(g[0]) for g in groups[1:])
+        return f"{RUNTIME}set_reg({s.operand(groups[0][0]).expr}, {RUNTIME}{instr.replace('.', '_')}({sources}));"
     if family == "mma":
         return _mma(s, instr, groups)
     if family == "ldmatrix":

@@ -211,6 +211,16 @@ __global__ void ldmatrix_no_syncwarp(const __nv_bfloat16* a, unsigned* out) {
     for (int64_t j = 0; j < 4; ++j) out[lane * 4 + j] = r[j];
 }
 
+// Two floats packed into one register of two 16-bit values, the first in the upper half.
+__global__ void pack_pairs(const float* x, unsigned* out) {
+    const int64_t i = threadIdx.x;
+    uint32_t bf, h;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(bf) : "f"(x[2 * i]), "f"(x[2 * i + 1]));
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h) : "f"(x[2 * i]), "f"(x[2 * i + 1]));
+    out[2 * i] = bf;
+    out[2 * i + 1] = h;
+}
+
 // ---- wmma: D = A B + C for one tile; A row-major, B as LB says (col_major: stored as B^T row-major) ----
 template <int M, int N, int K, typename T, typename LB>
 __global__ void wmma_tile(const T* a, const T* b, const float* c, float* d) {
@@ -419,6 +429,14 @@ int main(int argc, char** argv) {
             auto a = inputs<__nv_bfloat16>(256, 7);
             Vec<unsigned> out(128);
             ldmatrix_no_syncwarp<<<1, 32>>>(a.data(), out.data());
+            std::printf("D");
+            for (unsigned v : out) std::printf(" %u", v);
+            std::printf("\n");
+        } else if (c == "pack_pairs") {
+            auto x = inputs<float>(64, 11);
+            Vec<unsigned> out(64);
+            pack_pairs<<<1, 32>>>(x.data(), out.data());
+            print_matrix("X", x);
             std::printf("D");
             for (unsigned v : out) std::printf(" %u", v);
             std::printf("\n");

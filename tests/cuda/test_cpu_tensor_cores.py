@@ -181,3 +181,15 @@ def test_planted_ldmatrix_without_syncwarp_races_on_the_tile(checked: Path) -> N
     write, read = line_of("// writes another lane's row"), line_of("// no __syncwarp above")
     assert out.startswith(f"FAULT: {SOURCE}:{write}: race on shared memory"), out
     assert f"read at {SOURCE}:{read} with no __syncthreads or __syncwarp" in out, out
+
+
+def test_cvt_packs_two_floats_rounded_to_nearest_even_first_on_top(program: Path) -> None:
+    lines = dict(line.split(" ", 1) for line in run(program, "pack_pairs").splitlines())
+    x = np.array([float(v) for v in lines["X"].split()], dtype=np.float32)
+    got = [int(v) for v in lines["D"].split()]
+    u = x.view(np.uint32).astype(np.uint64)
+    bf16 = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint64)
+    f16 = x.astype(np.float16).view(np.uint16).astype(np.uint64)
+    for i in range(32):
+        assert got[2 * i] == int(bf16[2 * i] << 16 | bf16[2 * i + 1])
+        assert got[2 * i + 1] == int(f16[2 * i] << 16 | f16[2 * i + 1])

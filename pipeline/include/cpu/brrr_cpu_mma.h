@@ -294,5 +294,12 @@ BRRR_CPU_ENTRY void ldmatrix(uint32_t (&out)[Count], A address, const char* file
 
 // cvt.rna.tf32.f32
 inline uint32_t cvt_rna_tf32_f32(float x) { return brrr_cpu::f32_bits(brrr_cpu::mma::tf32_round(x)); }
+// cvt.rn.bf16x2.f32 d, a, b / cvt.rn.f16x2.f32: a rounded into the upper half of d, b into the lower.
+inline uint32_t cvt_rn_bf16x2_f32(float a, float b) {
+    return (uint32_t(brrr_cpu::float_to_bf16_bits(a)) << 16) | brrr_cpu::float_to_bf16_bits(b);
+}
+inline uint32_t cvt_rn_f16x2_f32(float a, float b) {
+    return (uint32_t(brrr_cpu::float_to_half_bits(a)) << 16) | brrr_cpu::float_to_half_bits(b);
+}
 
 }  // namespace brrr_cpu::ptx
