@@ -21,8 +21,9 @@ T = TypeVar("T")
 
 
 def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: Any) -> Iterator[T]:
-    """fn(item, *extra) for each item in up to `jobs` processes; each result as soon as it and those
-    before it are ready. fn and its arguments must be picklable (a module-level function)."""
+    """fn(item, *extra) for each item in up to `jobs` processes (a default: free_cpus()); each result
+    as soon as it and those before it are ready. fn and its arguments must be picklable (a
+    module-level function)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -51,11 +52,26 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
+def free_cpus() -> int:
+    """The CPUs no one else is using now: this process's CPUs less the machine's load (the 1-minute
+    average, scaled to this process's share of the machine's CPUs), at least 1.
+
+    brrr's processes and threads are sized to these, never to all CPUs: on a busy machine (a laptop,
+    CI, a shared server) more threads than free cores only take turns, each paying for the others'
+    switches, and torch's spinning pool threads take cores from the work itself."""
+    mine, machine = cpus(), os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0] * mine / max(mine, machine)
+    except OSError:  # no load average here
+        return mine
+    return max(1, min(mine, round(mine - load)))
+
+
 def share_of_cpus(workers: int) -> int:
-    """torch threads for each of `workers` processes. Each would otherwise start a thread per CPU,
-    and N times as many threads as CPUs spinning in torch's thread pool cost 12% of `brrr validate`
-    on 2 cores (56 s against 49 s)."""
-    return max(1, cpus() // max(1, workers))
+    """torch threads for each of `workers` processes: the free CPUs (free_cpus) shared among them.
+    Each would otherwise start a thread per CPU, and N times as many threads as CPUs spinning in
+    torch's thread pool cost 12% of `brrr validate` on 2 cores (56 s against 49 s)."""
+    return max(1, free_cpus() // max(1, workers))
 
 
 def use_threads(threads: int) -> None:

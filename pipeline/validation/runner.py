@@ -49,11 +49,12 @@ def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
 
 def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Outcome]:
     """Validate ops in order; with jobs > 1, in that many worker processes (each its own numba mode)."""
+    from ..base.workers import free_cpus, in_processes, use_threads
+
     if jobs <= 1 or len(names) <= 1:
+        use_threads(free_cpus())  # torch's pool sized to the free cores, not to every core
         for name in names:
             yield validate_named(name, options)
         return
-    from ..base.workers import in_processes
-
     print(f"  validating {len(names)} ops in {min(jobs, len(names))} processes ...", file=sys.stderr, flush=True)
     yield from in_processes(validate_named, names, jobs, options, True)

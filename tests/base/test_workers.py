@@ -24,10 +24,34 @@ def torch_threads(_: int) -> int:
     return torch.get_num_threads()
 
 
+def idle(monkeypatch: pytest.MonkeyPatch, load: float = 0.0) -> None:
+    """The machine's load average as brrr reads it."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+
+
 @pytest.mark.parametrize("jobs", [1, 2, 64])
-def test_workers_share_the_cpus_for_torchs_threads(jobs: int) -> None:
+def test_workers_share_the_cpus_for_torchs_threads(jobs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    idle(monkeypatch)
     shares = list(workers.in_processes(torch_threads, [0, 1], jobs))
     assert shares == [max(1, workers.cpus() // min(jobs, 2))] * 2
+
+
+def test_on_a_busy_machine_the_default_is_one_worker_and_workers_get_one_torch_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    idle(monkeypatch, load=4.0 * (os.cpu_count() or 1))
+    assert workers.free_cpus() == 1
+    assert list(workers.in_processes(torch_threads, [0, 1, 2], 2)) == [1, 1, 1]
+
+
+@pytest.mark.parametrize("load, free", [(0.0, 1.0), (0.5, 0.5), (0.99, 0.0), (3.0, 0.0)])
+def test_free_cpus_are_the_cpus_less_the_load(load: float, free: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """load and free are fractions of the machine's CPUs; at least one CPU is always free."""
+    machine = os.cpu_count() or 1
+    idle(monkeypatch, load * machine)
+    share = workers.cpus() / machine  # this process's share of the machine (a container's limit)
+    assert workers.free_cpus() == max(1, round(workers.cpus() - load * machine * share))
+    assert 1 <= workers.free_cpus() <= workers.cpus()
+    assert workers.free_cpus() == max(1, round(free * workers.cpus()))
 
 
 def test_results_come_in_the_order_asked() -> None:
