@@ -204,8 +204,10 @@ unsigned barrier_arrive(BarrierState* b, int count, bool drop, const char* file,
         }
         b->pending = b->expected;
         ++b->phase;
-        // A barrier the whole block takes part in orders its accesses as __syncthreads does.
-        if (b->expected == running_block->threads && hooks().barrier_done) hooks().barrier_done(++running_block->epoch);
+        // The phase orders shared-memory accesses as __syncthreads does, for the race checks: for every
+        // thread of the block, also one that does not take part (a race between those is not seen;
+        // ordering only the participants would report races the barrier rules out).
+        if (hooks().barrier_done) hooks().barrier_done(++running_block->epoch);
     }
     return phase;
 }
