@@ -37,11 +37,36 @@ def _number(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) in (int, float)
 
 
+def _array_dtype(node: ast.expr) -> str | None:
+    """The dtype's name of `cuda.shared.array(shape, dtype)` / `cuda.local.array(...)` (float64,
+    np.int32, "float32", ...), or None if node is not such a call or its dtype is not spelled out."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "array"
+            and isinstance(node.func.value, ast.Attribute) and node.func.value.attr in ("shared", "local")):
+        return None
+    dtype = next((k.value for k in node.keywords if k.arg == "dtype"), node.args[1] if len(node.args) > 1 else None)
+    if isinstance(dtype, ast.Constant) and isinstance(dtype.value, str):
+        return dtype.value
+    if isinstance(dtype, ast.Attribute):
+        return dtype.attr
+    return dtype.id if isinstance(dtype, ast.Name) else None
+
+
 class _Kernel(ast.NodeVisitor):
     def __init__(self, source: str) -> None:
         self.lines = source.splitlines()
         self.numbers: set[str] = set()  # locals assigned a number literal: Python floats and ints in the simulator
+        # Shared and local arrays declared with a dtype other than float32: their elements are float64
+        # or integers in the simulator too, so meeting a Python number computes as on a GPU.
+        self.not_float32: set[str] = set()
         self.found: dict[int, MixedLine] = {}
+
+    def _float32_element(self, node: ast.expr) -> bool:
+        """A subscript that may read a float32 element: of a kernel argument (float32 in a float32
+        run), or of a local array declared float32 (or with a dtype the source does not spell out)."""
+        if not isinstance(node, ast.Subscript):
+            return False
+        array = node.value
+        return not (isinstance(array, ast.Name) and array.id in self.not_float32)
 
     def _plain(self, node: ast.expr) -> bool:
         return _number(node) or (isinstance(node, ast.Name) and node.id in self.numbers)
@@ -50,8 +75,12 @@ class _Kernel(ast.NodeVisitor):
         self.found.setdefault(node.lineno, MixedLine(node.lineno, self.lines[node.lineno - 1].strip()))
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
         if _number(node.value):
-            self.numbers.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            self.numbers.update(names)
+        dtype = _array_dtype(node.value)
+        if dtype is not None and dtype != "float32":
+            self.not_float32.update(names)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -61,12 +90,12 @@ class _Kernel(ast.NodeVisitor):
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         sides = (node.left, node.right)
-        if any(isinstance(s, ast.Subscript) for s in sides) and any(self._plain(s) for s in sides):
+        if any(self._float32_element(s) for s in sides) and any(self._plain(s) for s in sides):
             self._flag(node)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        if isinstance(node.target, ast.Name) and node.target.id in self.numbers and isinstance(node.value, ast.Subscript):
+        if isinstance(node.target, ast.Name) and node.target.id in self.numbers and self._float32_element(node.value):
             self._flag(node)
         self.generic_visit(node)
 

@@ -28,7 +28,7 @@ def sigmoid_backward_kernel(grad_y, y, grad_x, n):
     i = cuda.grid(1)
     if i >= n:
         return
-    grad_x[i] = grad_y[i] * y[i] * (1.0 - y[i])
+    grad_x[i] = float(grad_y[i]) * float(y[i]) * (1.0 - float(y[i]))
 
 
 def forward(x: torch.Tensor) -> torch.Tensor:

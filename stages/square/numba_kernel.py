@@ -27,7 +27,7 @@ def square_backward_kernel(grad_y, x, grad_x, rows, cols):
     if col >= cols:
         return
     for r in range(row, rows, cuda.gridDim.y * cuda.blockDim.y):
-        grad_x[r, col] = 2.0 * x[r, col] * grad_y[r, col]
+        grad_x[r, col] = 2.0 * float(x[r, col]) * float(grad_y[r, col])  # float(): as on a GPU (sim/floats.py)
 
 
 def _grid(rows: int, cols: int) -> tuple[int, int]:

@@ -220,8 +220,8 @@ def test_partly_translated_leaves_a_todo_and_validation_says_unfinished(tmp_path
     shutil.copytree(STAGES / "sigmoid", folder, ignore=shutil.ignore_patterns("__pycache__"))
     path = folder / "numba_kernel.py"
     # A float atomic max: numba builds it from compare-and-swap; CUDA C has no intrinsic for it.
-    path.write_text(path.read_text().replace("    grad_x[i] = grad_y[i] * y[i] * (1.0 - y[i])\n",
-                                             "    grad_x[i] = grad_y[i] * y[i] * (1.0 - y[i])\n"
+    path.write_text(path.read_text().replace("    grad_x[i] = float(grad_y[i]) * float(y[i]) * (1.0 - float(y[i]))\n",
+                                             "    grad_x[i] = float(grad_y[i]) * float(y[i]) * (1.0 - float(y[i]))\n"
                                              "    cuda.atomic.max(grad_x, 0, y[i])\n"))
     out = tmp_path / "out" / "sigmoid"
     shutil.copytree(folder, out, ignore=shutil.ignore_patterns("__pycache__", "kernel.cu", "binding.cpp"))
