@@ -86,6 +86,28 @@ NUDGED_IN: dict[torch.dtype, torch.dtype] = {torch.float64: torch.float64, torch
                                              torch.float16: torch.float32, torch.bfloat16: torch.float32}
 
 
+# An element whose error is more than eps**PAST_SPREAD_DIGITS of the largest number in its case
+# (inputs, params, expected outputs, upstream gradients), eps that of the dtype the reference is
+# nudged in, is past any spread the op's math admits: rounding every operation by a unit moves a
+# result that far only where the reference itself has lost three quarters of its digits against
+# the case's own numbers (float32: 1.9% of the largest; float64: 1.2e-4). Such an element fails
+# without measuring the spread (rounding.py: 16 reruns of the reference, most of a failing
+# verdict's time at a GPU's sizes); so does a NaN or an infinity where a number was expected, or a
+# number where one was, which no spread can excuse. A wrong index, a missing barrier or a zeroed
+# gradient is past; a constant wrong in its 4th digit is not, and is judged with its spread.
+# Not a quarter of the digits less: a float32 reference computing a variance as E[x^2] - E[x]^2 at
+# x ~ 1e4 spreads by ~10 on a variance of 100 (1e-3 of x), and a kernel doing the same passes.
+PAST_SPREAD_DIGITS = 0.25
+
+
+def past_any_spread(err: torch.Tensor, largest: float, dtype: torch.dtype) -> torch.Tensor:
+    """Which of these errors (float64) no spread under rounding could excuse: not finite, or past
+    eps**PAST_SPREAD_DIGITS of the case's largest number (`largest`), eps that of the dtype the
+    reference is nudged in for a stage of `dtype`."""
+    eps = torch.finfo(NUDGED_IN.get(dtype, dtype)).eps
+    return ~torch.isfinite(err) | (err > eps**PAST_SPREAD_DIGITS * largest)
+
+
 @dataclass(frozen=True)
 class Widen:
     """A spec's wider bound for one output, where its computation really cancels.

@@ -85,3 +85,43 @@ def test_the_worst_element_names_its_input_by_the_spec_name() -> None:
     c = compare("loss", torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 4.0], dtype=torch.float64), F32,
                 Around(probe=target, probe_name="target"))
     assert c.worst is not None and c.worst.input_name == "target" and c.worst.input == 5.0
+
+
+class Spread:
+    """A spread under rounding that counts how often it was measured."""
+
+    def __init__(self, value: torch.Tensor) -> None:
+        self.value, self.calls = value, 0
+
+    def __call__(self) -> torch.Tensor:
+        self.calls += 1
+        return self.value
+
+
+def test_the_spread_is_measured_only_where_it_could_excuse_an_element() -> None:
+    expected = torch.tensor([1.0, -2.0, 1e-9, 3.0], dtype=torch.float64)
+    terms = {"x": torch.tensor([1.0, 2.0, 1.0, 3.0], dtype=torch.float64)}
+    wide = Spread(torch.full((4,), 1e-6, dtype=torch.float64))
+    # Element 2 is off by 1e-7 against a bound of 8 ulps of 1e-9: out by the fixed rule, and a spread
+    # of 1e-6 (a gradient crossing zero, say) excuses it: measured once, the comparison passes.
+    near = expected.float().clone()
+    near[2] = 1e-9 + 1e-7
+    assert compare("y", near, expected, F32, Around(terms, spread=wide)).ok and wide.calls == 1
+    # Nothing out by the fixed rule: not measured.
+    assert compare("y", expected.float(), expected, F32, Around(terms, spread=wide)).ok and wide.calls == 1
+    # A NaN, an infinity, or an element off by a tenth of the case's largest number: no spread the
+    # math admits could excuse them, so they fail without it, named as before.
+    for bad in (float("nan"), float("inf"), 1e-9 + 0.3):
+        got = near.clone()
+        got[2] = bad
+        c = compare("y", got, expected, F32, Around(terms, spread=wide))
+        assert not c.ok and c.worst is not None and c.worst.flat_index == 2
+        assert wide.calls == 1
+
+
+def test_an_element_past_any_spread_fails_even_beside_one_a_spread_excuses() -> None:
+    expected = torch.tensor([1e-9, 1.0], dtype=torch.float64)
+    got = torch.tensor([1e-9 + 1e-7, 1.5], dtype=torch.float32)
+    spread = Spread(torch.full((2,), 1e-6, dtype=torch.float64))
+    c = compare("y", got, expected, F32, Around({"x": torch.ones(2, dtype=torch.float64)}, spread=spread))
+    assert not c.ok and c.bad_count == 2 and spread.calls == 0
