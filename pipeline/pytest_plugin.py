@@ -35,6 +35,21 @@ if TYPE_CHECKING:
 from .op.names import STAGES as STAGE_NAMES  # noqa: E402  (light: no torch, no numba)
 
 _reports: dict[tuple[str, tuple[str, ...], int | None], Report] = {}
+# The session's config, for op_tests(), which runs while a test module is imported and so gets no
+# fixture or hook argument: its stages and seed follow --brrr-stage, --brrr-seed and the ini as the
+# --brrr tests do.
+_config: pytest.Config | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _config
+    _config = config
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _config
+    if _config is config:
+        _config = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -149,13 +164,23 @@ def _collected(session: pytest.Session, collector: OpCollector) -> list[pytest.I
     return [node for node in report.result if isinstance(node, pytest.Item)]
 
 
+def _chosen(stages: Iterable[str] | None, seed: int | None) -> tuple[tuple[str, ...], int | None]:
+    """op_tests' stages and seed: the command line's (--brrr-stage, --brrr-seed) first, then the
+    arguments, then the ini's brrr_stages; all three stages and a fresh seed by default."""
+    if _config is None:  # imported outside a pytest session
+        return tuple(stages or STAGE_NAMES), seed
+    chosen = _config.getoption("brrr_stage") or list(stages or []) or _config.getini("brrr_stages") or STAGE_NAMES
+    flag_seed = _config.getoption("brrr_seed")
+    return tuple(chosen), flag_seed if flag_seed is not None else seed
+
+
 def op_tests(op: str, stages: Iterable[str] | None = None, seed: int | None = None) -> Callable[..., None]:
     """In a test file, `test_rmsnorm = op_tests("rmsnorm")`: one parametrized test per check of the op
     (a folder relative to the calling file, or a built-in op's name)."""
     caller = Path(inspect.stack()[1].filename).parent
     path = caller / op
     where = str(path) if path.exists() else op
-    report = validated(where, tuple(stages or STAGE_NAMES), seed)
+    report = validated(where, *_chosen(stages, seed))
 
     @pytest.mark.parametrize("row", report.rows, ids=[row_id(r) for r in report.rows])
     def test(row: Row) -> None:

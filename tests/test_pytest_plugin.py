@@ -101,3 +101,21 @@ def test_the_plugin_loads_without_torch_or_brrr_when_unused(tmp_path: Path) -> N
         "    assert 'torch' not in sys.modules and 'numba' not in sys.modules and 'brrr_kernels.api' not in sys.modules\n")
     proc = run_pytest(tmp_path, "-q", "test_light.py")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_op_tests_follows_the_stage_and_seed_flags_and_the_ini(project: Path) -> None:
+    """op_tests() with no stages: --brrr-stage narrows it, else the ini's brrr_stages (numba here)."""
+    (project / "tests" / "test_plain_helper.py").write_text(
+        "from brrr_kernels.pytest_plugin import op_tests\n\ntest_clean = op_tests('../ops/clean')\n")
+    try:
+        flagged = run_pytest(project, "-q", "-rA", "-o", "brrr_ops=", "--brrr-stage", "reference", "--brrr-seed", "7",
+                             "tests/test_plain_helper.py")
+        assert flagged.returncode == 0, flagged.stdout[-3000:] + flagged.stderr[-3000:]
+        names = [ln.split("[", 1)[1] for ln in flagged.stdout.splitlines() if ln.startswith("PASSED ")]
+        assert names and all(n.startswith("reference-") for n in names), flagged.stdout[-3000:]
+        from_ini = run_pytest(project, "-q", "-rA", "-o", "brrr_ops=", "tests/test_plain_helper.py", "-k", "forward")
+        assert from_ini.returncode == 0, from_ini.stdout[-3000:] + from_ini.stderr[-3000:]
+        names = [ln.split("[", 1)[1] for ln in from_ini.stdout.splitlines() if ln.startswith("PASSED ")]
+        assert names and all(n.startswith("numba-") for n in names), from_ini.stdout[-3000:]
+    finally:
+        (project / "tests" / "test_plain_helper.py").unlink()
