@@ -44,7 +44,7 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _PUBLIC = {
     "OpSpec": "op.spec", "Inputs": "op.spec", "Size": "op.spec", "Layout": "op.spec", "Place": "op.spec",
-    "one_per_thread": "op.spec",
+    "one_per_thread": "op.spec", "TorchModule": "op.extension",
     "Tolerance": "op.tolerances", "DEFAULT": "op.tolerances", "Widen": "op.tolerances", "Terms": "op.tolerances",
     "import_cuda": "sim.numba_env", "launch": "sim.numba_env", "cdiv": "sim.numba_env",
     "load_op": "op.loaders", "load_reference": "op.loaders", "load_numba": "op.loaders", "load_cuda": "op.loaders",

@@ -93,7 +93,7 @@ def row_id(row: Row) -> str:
 
 def judge(row: Row, report: Report) -> None:
     """Pass, fail with brrr's reasons, or skip, as the row's verdict says."""
-    from .verdict.report import FAIL, SKIP, format_table
+    from .verdict.report import FAIL, NOT_APPLICABLE, SKIP, format_table
 
     if row.verdict == FAIL:
         lines = [f"brrr: {report.op} {row.stage} {row.check} [{row.dtype}] failed (seed {report.seed})",
@@ -102,7 +102,7 @@ def judge(row: Row, report: Report) -> None:
             lines.append(f"step through it: brrr debug {report.folder} --seed {report.seed} --index I")
         lines.append(f"replay: brrr validate {report.folder} --stage {row.stage} --seed {report.seed}")
         pytest.fail("\n".join(lines), pytrace=False)  # brrr's reasons, not a traceback into this plugin
-    if row.verdict == SKIP:
+    if row.verdict in (SKIP, NOT_APPLICABLE):
         pytest.skip(row.detail or "skipped by brrr")
 
 

@@ -14,7 +14,7 @@ from ..base.assets import TEMPLATES as ASSET_TEMPLATES
 from ..base.errors import EXIT_OK, RefusedError
 from ..base.files import new_folder
 from ..cuda.builder import INCLUDE_DIR, cuda_sources
-from ..op.contract import saved_positions, schemas, usage
+from ..op.contract import grad_positions, saved_positions, schemas, usage
 from ..op.spec import Op
 
 TEMPLATES = ASSET_TEMPLATES / "export"
@@ -25,6 +25,9 @@ def export(op: Op, directory: Path) -> Path:
     if directory.exists():
         raise RefusedError(f"{directory} already exists; brrr export never overwrites anything")
     package = f"brrr_{name}"
+    if spec.torch_module is not None:
+        raise RefusedError(f"{op.path('cuda')} is a torch extension of its own (spec.py: torch_module=...): "
+                           "its setup.py or load() already builds it; brrr export packages kernel.cu and binding.cpp ops")
     forward_schema, backward_schema = schemas(spec, name)
     shapes = [tuple(x.shape) for x in spec.make_inputs(spec.gradcheck_size, torch.float64, torch.device("cpu"),
                                                        torch.Generator().manual_seed(0))]
@@ -40,7 +43,9 @@ def export(op: Op, directory: Path) -> Path:
         "params": repr(dict(spec.params)),
         "shapes": repr(shapes),
         "forward_schema": forward_schema,
-        "backward_schema": backward_schema,
+        "backward_schema": backward_schema or "",
+        "grad_at": repr(grad_positions(spec)),
+        "forward_only": repr(bool(spec.forward_only)),
         "usage": usage(spec, f"{package}.{name}"),
     }
     with new_folder(directory) as staging:

@@ -4,6 +4,7 @@ contract every stage keeps, and loading it. Above sim (the numba stage loads thr
 Layer map:
 
     names        stage names, op-folder files, the unfinished mark: spelled once
+    extension    an op brought as its own torch extension: which module functions are forward and backward
     spec         OpSpec and the names spec.py is written with
     tolerances   the comparison rule: how far an element may be from the expected value
     spec_checks  a SPEC checked once, at load, before anything runs

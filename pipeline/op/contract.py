@@ -99,14 +99,26 @@ def _schema_default(value: Any) -> str:
     return repr(float(value)) if param_type(value) == "float" else repr(value)
 
 
-def schemas(spec: OpSpec, name: str) -> tuple[str, str]:
-    """The torch.library schemas of `name` (forward) and `name`_backward, in the contract's argument order.
+def grad_positions(spec: OpSpec) -> tuple[int, ...]:
+    """Which inputs take a gradient, by position: judged on inputs made at the gradcheck size (an
+    integer target never does, whatever the dtype asked for)."""
+    if spec.forward_only:
+        return ()
+    made = spec.make_inputs(spec.gradcheck_size, torch.float64, torch.device("cpu"), torch.Generator().manual_seed(0))
+    return tuple(i for i, (n, x) in enumerate(zip(spec.inputs, made)) if spec.takes_grad(n, x))
+
+
+def schemas(spec: OpSpec, name: str) -> tuple[str, str | None]:
+    """The torch.library schemas of `name` (forward) and `name`_backward (None: the op has none), in the
+    contract's argument order; backward returns the gradients of the inputs that take one.
     The spec's param values are the schema's defaults: `rmsnorm(x, weight)` means eps=1e-05."""
     params = [f"{param_type(v)} {k}={_schema_default(v)}" for k, v in spec.params.items()]
     forward_args = [f"Tensor {x}" for x in spec.inputs] + params
+    forward = f"{name}({', '.join(forward_args)}) -> {_returns(len(result_names(spec)))}"
+    if spec.forward_only:
+        return forward, None
     backward_args = [f"Tensor grad_{y}" for y in spec.outputs] + [f"Tensor {s}" for s in spec.saved] + params
-    return (f"{name}({', '.join(forward_args)}) -> {_returns(len(result_names(spec)))}",
-            f"{name}_backward({', '.join(backward_args)}) -> {_returns(len(spec.inputs))}")
+    return forward, f"{name}_backward({', '.join(backward_args)}) -> {_returns(len(grad_positions(spec)))}"
 
 
 def usage(spec: OpSpec, call: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import stages as _builtin_ops
 from ..base.errors import OpLoadError, innermost_line_in
+from .extension import module_function_names, torch_wrapper_line
 from .spec import STAGE_FILES, Op, OpSpec, Size, StageName
 
 BUILTIN_DIR = Path(_builtin_ops.__file__).resolve().parent
@@ -100,6 +101,8 @@ def _functions(op: Op, stage: str, module: Any) -> tuple[Callable[..., Any], Cal
     found = []
     for fn in ("forward", "backward"):
         f = getattr(module, fn, None)
+        if fn == "backward" and not callable(f) and op.spec.forward_only:
+            f = no_backward(op)
         if not callable(f):
             raise OpLoadError(
                 f"{op.path(stage)} does not define {fn}()",
@@ -107,6 +110,15 @@ def _functions(op: Op, stage: str, module: Any) -> tuple[Callable[..., Any], Cal
             )
         found.append(f)
     return found[0], found[1]
+
+
+def no_backward(op: Op) -> Callable[..., Any]:
+    """The backward of an op the spec says has none: calling it says so."""
+
+    def backward(*_: Any) -> Any:
+        raise OpLoadError(f"{op.name} has no backward (spec.py: forward_only={op.spec.forward_only!r})")
+
+    return backward
 
 
 def load_reference(op: Op) -> Stage:
@@ -192,17 +204,13 @@ def builtin_op_names() -> list[str]:
 
 def load_op(name_or_path: str) -> Op:
     folder = resolve_op_folder(name_or_path)
-    missing = [f for f in STAGE_FILES.values() if not (folder / f).is_file()]
-    if missing == [STAGE_FILES["binding"]]:
-        raise OpLoadError(
-            f"op folder {folder} is missing binding.cpp",
-            hint="the CUDA C stage is two files: kernel.cu holds the kernels and a launcher on raw pointers "
-                 "for each, binding.cpp holds forward/backward on at::Tensor calling them (see stages/sigmoid/)",
-        )
+    files = _kernel_file(folder)
+    missing = [f for role, f in STAGE_FILES.items() if role in REQUIRED and not (folder / files.get(role, f)).is_file()]
     if missing:
         raise OpLoadError(
             f"op folder {folder} is missing {', '.join(missing)}",
-            hint=f"an op folder holds {', '.join(STAGE_FILES.values())} ('brrr new NAME' writes a skeleton)",
+            hint=f"an op folder holds {', '.join(STAGE_FILES.values())} ('brrr new NAME' writes a skeleton; "
+                 "'brrr adopt PATH' makes one around a kernel you have)",
         )
     module = import_file(folder / STAGE_FILES["spec"], f"brrr_ops.{_module_key(folder)}.spec")
     spec = getattr(module, "SPEC", None)
@@ -211,7 +219,44 @@ def load_op(name_or_path: str) -> Op:
     from .spec_checks import check_spec
 
     check_spec(spec, folder / STAGE_FILES["spec"])
-    return Op(spec=spec, folder=folder)
+    op = Op(spec=spec, folder=folder, files=files)
+    _check_cuda_layout(op)
+    return op
+
+
+# The files an op folder cannot do without; a missing numba or cuda stage is a row saying so.
+REQUIRED = ("spec", "reference")
+
+
+def _kernel_file(folder: Path) -> dict[str, str]:
+    """kernel.cu, or else the folder's only .cu file (an extension brought as its author wrote it)."""
+    if (folder / STAGE_FILES["cuda"]).is_file():
+        return {}
+    found = sorted(p.name for p in folder.glob("*.cu") if p.is_file())
+    return {"cuda": found[0]} if len(found) == 1 else {}
+
+
+def _check_cuda_layout(op: Op) -> None:
+    """A .cu holding its own torch wrapper needs the spec to name its functions; one without needs binding.cpp."""
+    if not op.has("cuda"):
+        return
+    text = op.path("cuda").read_text(errors="replace")
+    wrapper = torch_wrapper_line(text)
+    if wrapper and op.spec.torch_module is None and not op.has("binding"):
+        names = module_function_names(text)
+        raise OpLoadError(
+            f"{op.path('cuda')}:{wrapper}: this file holds its own torch wrapper; spec.py does not say which of "
+            f"its functions are the op's forward and backward",
+            hint="add to SPEC: torch_module=TorchModule(forward=\"NAME\", backward=\"NAME\") (from brrr_kernels "
+                 "import TorchModule)" + (f"; its PYBIND11_MODULE defines {', '.join(names)}" if names else ""),
+        )
+    if not wrapper and op.spec.torch_module is None and not op.has("binding"):
+        raise OpLoadError(
+            f"op folder {op.folder} is missing binding.cpp",
+            hint="the CUDA C stage is kernel.cu (the kernels and a launcher on raw pointers for each) and binding.cpp "
+                 "(forward/backward on at::Tensor calling them, see stages/sigmoid/); or one .cu holding kernels "
+                 "and its torch wrapper, named in spec.py by torch_module=TorchModule(...)",
+        )
 
 
 def _module_key(folder: Path) -> str:

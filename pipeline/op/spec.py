@@ -29,6 +29,7 @@ from typing import Any, Literal
 import torch
 
 from ..base.errors import OpLoadError
+from .extension import TorchModule
 from .names import STAGE_FILES, STAGES, StageName  # noqa: F401  (re-exported: spec.STAGES)
 from .tolerances import Rule, Widen, rule_for
 
@@ -98,6 +99,15 @@ class OpSpec:
     doc: str = ""
     # Why a mutant `brrr mutate` plants survives validation, by its key ("numba_kernel.py:19:8: v >= 0 -> v > 0").
     mutants: dict[str, str] = field(default_factory=dict)
+    # Why the op has no backward ("": it has one). Its backward rows then read "n/a" with this reason,
+    # and no stage needs a backward().
+    forward_only: str = ""
+    # Inputs that take no gradient besides the integer and bool ones, which never do (targets,
+    # indices, masks): backward's entry for each is ignored, and may be None.
+    no_grad: tuple[str, ...] = ()
+    # The cuda stage as an extension the author already has (see extension.py): which functions of
+    # the one .cu holding kernels and torch wrapper are forward and backward. None: kernel.cu and binding.cpp.
+    torch_module: TorchModule | None = None
 
     def __post_init__(self) -> None:
         known = set(self.inputs) | set(self.outputs) | set(self.stats)
@@ -119,6 +129,17 @@ class OpSpec:
     def param_values(self) -> tuple[Any, ...]:
         return tuple(self.params.values())
 
+    def takes_grad(self, name: str, value: Any = None) -> bool:
+        """Whether input `name` (made as `value`, where given) has a gradient: floating point, not in no_grad,
+        and the op has a backward."""
+        floating = value is None or not isinstance(value, torch.Tensor) or value.is_floating_point()
+        return floating and name not in self.no_grad and not self.forward_only
+
+    def grad_inputs(self, values: tuple[Any, ...] | None = None) -> tuple[str, ...]:
+        """The inputs that take a gradient, in order (judged on `values`, one per input, where given)."""
+        made = values if values is not None else (None,) * len(self.inputs)
+        return tuple(n for n, v in zip(self.inputs, made) if self.takes_grad(n, v))
+
 
 @dataclass(frozen=True)
 class Op:
@@ -126,10 +147,16 @@ class Op:
 
     spec: OpSpec
     folder: Path
+    # Files named otherwise than STAGE_FILES, by role: the folder's only .cu when it is not kernel.cu.
+    files: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return self.spec.name
 
     def path(self, stage: str) -> Path:
-        return self.folder / STAGE_FILES[stage]
+        return self.folder / self.files.get(stage, STAGE_FILES[stage])
+
+    def has(self, stage: str) -> bool:
+        """Whether the folder holds the file of `stage` (an op brought with its own kernel may have no numba stage)."""
+        return self.path(stage).is_file()

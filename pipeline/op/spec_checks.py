@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..base.errors import OpLoadError, innermost_line_in
+from .extension import TorchModule
 from .spec import STAGES, Layout, OpSpec
 from .tolerances import Widen
 
@@ -116,6 +117,28 @@ class _Checker:
                      f"stage ({', '.join(STAGES)}) to a Layout")
         if not isinstance(s.doc, str):
             raise self.fail("doc", f"must be a string, got {s.doc!r}")
+        self.gradients(s)
+
+    def gradients(self, s: OpSpec) -> None:
+        """forward_only, no_grad and torch_module agree with each other and with the inputs."""
+        if not isinstance(s.forward_only, str):
+            raise self.fail("forward_only", f"must be a string saying why the op has no backward, got {s.forward_only!r}")
+        self.names("no_grad", s.no_grad, required=False)
+        unknown = [n for n in s.no_grad if n not in s.inputs]
+        if unknown:
+            raise self.fail("no_grad", f"names {unknown}, which are not inputs ({', '.join(s.inputs)})")
+        if s.torch_module is None:
+            return
+        if not isinstance(s.torch_module, TorchModule):
+            raise self.fail("torch_module", f"must be TorchModule(forward=..., backward=...), got {s.torch_module!r}")
+        for role, call in s.torch_module.calls().items():
+            if not (callable(call) or (isinstance(call, str) and call.isidentifier())):
+                raise self.fail("torch_module", f"{role} must be a function name of the module or a Python "
+                                                f"function of (module, *arguments), got {call!r}")
+        if s.torch_module.backward is None and not s.forward_only:
+            raise self.fail("torch_module", "names no backward",
+                            hint="name the module's backward function, or say why the op has none: "
+                                 "forward_only=\"...\"")
 
     def widenings(self, s: Any) -> None:
         """`tolerances` is a tuple of Widen(...), each naming an output or gradient of the op and saying why."""

@@ -33,7 +33,7 @@ from ..sim import gpu_rules as numba_gpu_rules
 from ..verdict import rounding
 from ..verdict.compare import Around, Comparison, case_terms, compare
 from ..verdict.faults import fault_from
-from ..verdict.report import FAIL, NOT_RUN, SKIP, Row
+from ..verdict.report import FAIL, NOT_APPLICABLE, NOT_RUN, SKIP, Row
 from . import estimate
 from . import unfinished as scaffold
 from .function import watching_writes
@@ -124,7 +124,12 @@ class Validation:
         ref_todo = self.unfinished(ref)
         if "reference" in wanted:
             self.run_stage("reference", ref_todo)
-        if "numba" in wanted or "cuda" in wanted:
+        if "numba" in wanted and not self.op.has("numba"):
+            self.rows.append(Row(self.op.name, "numba", "all", "-", SKIP,
+                                 detail=f"no {self.op.path('numba').name}: the op has no numba stage, so the cuda "
+                                        "stage is checked against the reference alone"))
+            wanted = tuple(s for s in wanted if s != "numba")
+        if ("numba" in wanted or "cuda" in wanted) and self.op.has("numba"):
             self.stages["numba"] = load_numba(self.op, gpu=self.options.where("numba") is Where.GPU)
         if "numba" in wanted and (refused := numba_gpu_rules.problems(self.op.path("numba"))):
             self.rows.append(Row(self.op.name, "numba", "GPU compile rules", "-", FAIL, detail="\n".join(refused)))
@@ -203,8 +208,15 @@ class Validation:
         if isinstance(step, Check):
             if step.against is Against.INPUTS and self.intact is not None:
                 self.rows.append(self.intact.finish())
+            elif step.against is Against.NUMERIC and self.spec.forward_only:
+                self.rows.append(not_applicable(self, step, "float64", f"the op has no backward: {self.spec.forward_only}"))
             elif step.against is Against.NUMERIC and (stage.name == "reference" or torch.float64 in self.dtypes(stage)):
                 self.rows.append(gradcheck(self, step, stage))  # a reference always has a float64 to check
+            elif step.against is Against.NUMERIC:
+                dtypes = ", ".join(_dtype_name(d) for d in self.dtypes(stage))
+                self.rows.append(not_applicable(
+                    self, step, "float64", f"the spec checks the {stage.name} stage in {dtypes} only (its dtypes); "
+                    "gradcheck's finite differences need float64, so its backward is judged by the backward rows alone"))
             elif step.against is Against.LIBRARY and stage.name == self.library_stage():
                 from .library_checks import library_row
 
@@ -252,9 +264,12 @@ def validate(op: Op, options: Options) -> list[Row]:
 def run_comparisons(v: Validation, checks: tuple[Check, Check | None], dtype: torch.dtype,
                     made: dict[Cases, list[Case]]) -> list[Row]:
     """A forward check (and the backward check paired with it) for one dtype; no rows where it does not apply."""
-    check = checks[0]
+    check, paired = checks
+    if paired is not None and v.spec.forward_only:
+        return run_comparisons(v, (check, None), dtype, made) + [
+            not_applicable(v, paired, _dtype_name(dtype), f"the op has no backward: {v.spec.forward_only}")]
     stage = v.stages[check.stage]
-    if check.against is Against.NUMBA and dtype not in v.spec.stage_dtypes("numba"):
+    if check.against is Against.NUMBA and ("numba" not in v.stages or dtype not in v.spec.stage_dtypes("numba")):
         return []
     if check.cases not in made:
         made[check.cases] = v.cases(check.cases, dtype, stage.where)
@@ -361,6 +376,8 @@ def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial
         bwd.fault(fault_from(e, v.stages[stage].source), case, (upstream, dtype))
         return
     for i, (name, g, w) in enumerate(zip(v.spec.inputs, got.grads, want.grads)):
+        if not v.spec.takes_grad(name, case.inputs[i]):
+            continue  # an integer or no_grad input: whatever backward returns for it is ignored
         if g is None or w is None:
             if (g is None) != (w is None):
                 bwd.ran(case)
@@ -456,11 +473,16 @@ def _charge(v: Validation, charged: dict[str, RowBuilder], what: tuple[Any, str,
         f"the oracle's {phase} raised"
 
 
+def not_applicable(v: Validation, check: Check, dtype: str, why: str) -> Row:
+    """A row for a check that does not apply to this op, saying why (never silently left out)."""
+    return Row(v.op.name, check.stage, check.name, dtype, NOT_APPLICABLE, detail=why)
+
+
 def gradcheck(v: Validation, check: Check, stage: Stage) -> Row:
     b = RowBuilder(v.op, check, "float64")
     size = v.spec.gradcheck_size
     inputs = random_inputs(v.op, size, torch.float64, stage.device, v.gen)
-    xs = tuple(x.detach().requires_grad_(x.is_floating_point()) for x in inputs)
+    xs = tuple(x.detach().requires_grad_(v.spec.takes_grad(n, x)) for n, x in zip(v.spec.inputs, inputs))
     case = Case(f"size {size}", inputs)
     b.ran(case)
     with watching_writes() as writes:

@@ -49,7 +49,8 @@ def _sample(op: Op, stage: str, device: str, gen: torch.Generator) -> tuple[Any,
     dtypes = op.spec.stage_dtypes(stage)
     dtype = torch.float64 if torch.float64 in dtypes else dtypes[0]
     inputs = random_inputs(op, op.spec.gradcheck_size, dtype, device, gen)
-    return tuple(x.detach().requires_grad_(x.is_floating_point()) for x in inputs) + op.spec.param_values
+    taking = tuple(x.detach().requires_grad_(op.spec.takes_grad(n, x)) for n, x in zip(op.spec.inputs, inputs))
+    return taking + op.spec.param_values
 
 
 def _outputs_and_grads(fn: Callable[..., Any], args: tuple[Any, ...], n_outputs: int,
@@ -104,7 +105,7 @@ def library_row(check: Check, stage: Stage, reference: Stage, gen: torch.Generat
             results = torch.library.opcheck(op_fn.default, args, test_utils=OPCHECK_TESTS)
             failing = {k: v for k, v in results.items() if v != "SUCCESS"}
             if failing:
-                b.fail(f"opcheck: {failing}")
+                b.fail(nan_said(op_fn, args, op.spec.outputs) or f"opcheck: {failing}")
         else:
             n_outputs = len(op.spec.outputs)
             eager, _ = _outputs_and_grads(op_fn, args, n_outputs, None)
@@ -116,8 +117,28 @@ def library_row(check: Check, stage: Stage, reference: Stage, gen: torch.Generat
             for what, g, w in zip(("outputs", "gradients"), got, want):
                 torch.testing.assert_close(g, w, msg=lambda m, what=what: f"compiled {what} differ from eager: {m}")
     except Exception as e:
-        b.fail(f"{check.name} on {device}, size {op.spec.gradcheck_size}: {type(e).__name__}: {_first_lines(str(e))}")
+        said = nan_said(op_fn, args, op.spec.outputs)
+        b.fail(said or f"{check.name} on {device}, size {op.spec.gradcheck_size}: {type(e).__name__}: {_first_lines(str(e))}")
     return b.finish()
+
+
+def nan_said(op_fn: Any, args: tuple[Any, ...], names: tuple[str, ...]) -> str | None:
+    """When an output of the op holds NaN on opcheck's own sample, that is what its failure means:
+    opcheck and the compile row compare runs of the op, and NaN never equals NaN, so a NaN output
+    reads there as a difference between eager and traced runs. Said as what it is; None otherwise."""
+    try:
+        with torch.no_grad():
+            outputs = as_tuple(op_fn(*args))
+    except Exception:
+        return None
+    for name, out in zip(names, outputs):
+        if isinstance(out, torch.Tensor) and out.is_floating_point() and bool(out.isnan().any()):
+            nans = out.isnan()
+            first = [int(i) for i in nans.nonzero()[0]]
+            return (f"output {name} holds NaN ({int(nans.sum())} of {out.numel()} elements, the first at {first}) on "
+                    f"opcheck's sample (size {tuple(out.shape)}): opcheck compares runs of the op and NaN never "
+                    "equals NaN, so this is a NaN the op computed, not a difference in tracing; see the forward rows")
+    return None
 
 
 def _first_lines(text: str, lines: int = 8) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from ..op.contract import as_tuple, saved_tensors, schemas
+from ..op.contract import as_tuple, grad_positions, saved_tensors, schemas
 from ..op.loaders import load_op
 from ..op.spec import Op
 
@@ -22,8 +22,19 @@ _libraries: dict[tuple[str, str], torch.library.Library] = {}
 def _fresh(result: Any) -> Any:
     """Custom ops may not return their inputs or views of them; a reference might."""
     values = as_tuple(result)
-    fixed = tuple(v.clone() if v._base is not None else v for v in values)
+    fixed = tuple(v.clone() if isinstance(v, torch.Tensor) and v._base is not None else v for v in values)
     return fixed if len(fixed) > 1 else fixed[0]
+
+
+def _picked(fn: Any, positions: tuple[int, ...]) -> Any:
+    """A stage's backward (one gradient per input, None for those that take none) as the registered
+    backward returns it: the gradients of the inputs that take one."""
+
+    def call(*args: Any) -> Any:
+        grads = as_tuple(fn(*args))
+        return _fresh(tuple(grads[i] for i in positions))
+
+    return call
 
 
 def _with_defaults(fn: Any, n_tensors: int, params: tuple[Any, ...]) -> Any:
@@ -64,18 +75,25 @@ def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) 
     reference stage `ref` as the fake implementation, and the autograd formula from the spec."""
     spec, name = op.spec, op.spec.name
     lib = torch.library.Library(namespace, "FRAGMENT")
-    for schema in schemas(spec, name):
-        lib.define(schema)
+    forward_schema, backward_schema = schemas(spec, name)
+    lib.define(forward_schema)
 
     n_inputs, n_outputs = len(spec.inputs), len(spec.outputs)
     params = spec.param_values
     fwd = lambda f: _with_defaults(f, n_inputs, params)  # noqa: E731
-    bwd = lambda f: _with_defaults(f, n_outputs + len(spec.saved), params)  # noqa: E731
-    for key, (forward, backward) in impls.items():
+    for key, (forward, _) in impls.items():
         lib.impl(name, fwd(lambda *a, f=forward: _fresh(f(*a))), key)
-        lib.impl(f"{name}_backward", bwd(lambda *a, f=backward: _fresh(f(*a))), key)
     torch.library.register_fake(f"{namespace}::{name}", fwd(lambda *a: _fresh(ref.forward(*a))), lib=lib)
-    torch.library.register_fake(f"{namespace}::{name}_backward", bwd(lambda *a: _fresh(ref.backward(*a))), lib=lib)
+    if backward_schema is None:  # forward only: no backward op and no autograd formula
+        _libraries[(namespace, name)] = lib
+        return getattr(getattr(torch.ops, namespace), name)
+
+    lib.define(backward_schema)
+    positions = grad_positions(spec)
+    bwd = lambda f: _with_defaults(_picked(f, positions), n_outputs + len(spec.saved), params)  # noqa: E731
+    for key, (_, backward) in impls.items():
+        lib.impl(f"{name}_backward", bwd(backward), key)
+    torch.library.register_fake(f"{namespace}::{name}_backward", bwd(ref.backward), lib=lib)
 
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
         ctx.save_for_backward(*saved_tensors(spec, inputs, as_tuple(output)))
@@ -86,8 +104,10 @@ def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) 
         grad_outputs = [g.contiguous() for g in grad_results[:n_outputs]]  # autograd materializes unused ones as zeros
         result = as_tuple(getattr(getattr(torch.ops, namespace), f"{name}_backward")(*grad_outputs, *ctx.saved_tensors,
                                                                                     *ctx.params))
-        wanted = ctx.needs_input_grad
-        return tuple(g if wanted[i] else None for i, g in enumerate(result)) + (None,) * len(ctx.params)
+        grads: list[Any] = [None] * n_inputs
+        for i, g in zip(positions, result):
+            grads[i] = g if ctx.needs_input_grad[i] else None
+        return (*grads, *(None,) * len(ctx.params))
 
     torch.library.register_autograd(f"{namespace}::{name}", backward, setup_context=setup_context, lib=lib)
     _libraries[(namespace, name)] = lib

@@ -10,12 +10,14 @@ from typing import Any, Literal
 from ..op.spec import StageName
 from .compare import Worst
 
-Verdict = Literal["pass", "FAIL", "compiled, not run: no GPU", "skip", "not run"]
+Verdict = Literal["pass", "FAIL", "compiled, not run: no GPU", "skip", "not run", "n/a"]
 PASS: Verdict = "pass"
 FAIL: Verdict = "FAIL"
 NOT_RUN: Verdict = "compiled, not run: no GPU"  # the cuda stage without a GPU: compiled only, not a failure
 SKIP: Verdict = "skip"
 UNRUN: Verdict = "not run"  # no case reached the check: an earlier call or stage failed (the reason is under the row)
+# The check does not apply to this op (a backward check of an op the spec says has none); the reason is under the row.
+NOT_APPLICABLE: Verdict = "n/a"
 
 
 @dataclass
@@ -110,7 +112,7 @@ def format_table(rows: list[Row]) -> str:
         out.append(line(c))
         if r.problems or r.notes:
             out += [f"    {d}" for d in folded.lines(r) + r.notes]
-        elif r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP, UNRUN) or "not run:" in r.detail):
+        elif r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP, UNRUN, NOT_APPLICABLE) or "not run:" in r.detail):
             for d in r.detail.splitlines():
                 out.append(f"    {d}")
     widened = list(dict.fromkeys(why for r in rows for why in r.extras.get("widened", [])))
