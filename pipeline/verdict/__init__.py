@@ -5,6 +5,7 @@ Layer map:
 
     compare   element-wise comparison of a stage's tensors against expected ones
     rounding  how much rounding an op's own math amplifies, element by element
+    reductions  a library reduction's rounding counted by its terms (rounding's nudge for sums, scans, products)
     faults    an exception inside a stage, reduced to file, line, block, thread, locals
     report    report rows: the printed table and the same rows as JSON
 """

@@ -6,7 +6,8 @@ kernel is off there by about one rounding of the terms. No fixed rule knows whic
 are, so brrr measures it. The reference is run again in the stage's dtype with every arithmetic
 result nudged by up to one unit of its own precision, a random fraction of either sign (Monte
 Carlo arithmetic): a
-result of n products summed is nudged by one unit of the sum of their sizes. Where the math
+reduction of n terms (a sum, a running sum, a matrix product) is nudged as the n roundings it
+makes, each a unit of its partial sum of the terms' sizes (reductions.py). Where the math
 cancels the nudged result moves far from the exact one; elsewhere by a unit or two. The spread
 is the largest move over a few draws.
 
@@ -26,6 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
 from ..op.contract import Tensors
+from .reductions import reduction_nudge
 
 # Independent draws; the spread is the largest move. Where two terms cancel, one draw's nudges may
 # cancel too: over 20001 points at swish's gradient zero (5144 beyond the fixed rule), 16 draws
@@ -45,16 +47,19 @@ EXACT = frozenset({
     "copy", "_copy_from", "_copy_from_and_resize", "randn", "rand", "randint", "normal", "uniform",
 })
 
-# Sums: the result is nudged by a unit of the same sum over the terms' sizes (the op on |args|),
-# since its rounding depends on the terms, not on what is left after they cancel.
+# Reductions: nudged as the n roundings their n terms make (reductions.py: a step's rounding is a
+# unit of its partial sum of the terms' sizes), so a kernel summing in another order passes; one
+# reductions.py does not read is nudged by a unit of the same sum over the terms' sizes.
 SUMS = frozenset({"sum", "mean", "mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot", "vdot", "matmul",
-                  "cumsum", "linear", "einsum", "tensordot", "nansum"})
+                  "cumsum", "cumprod", "linear", "einsum", "tensordot", "nansum"})
 
 # A library op is taken as the function it names, rounded once (an oracle is that function): a
 # float32 layer_norm may not excuse a reference that computes its statistics in float32. Its
 # backward is math that cancels whoever computes it, so it runs as its decomposition, each step
-# nudged; so do the log-domain ops, whose x - logsumexp every implementation rounds.
-DECOMPOSED = frozenset({"_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data", "logsumexp",
+# nudged; so do the log-domain ops, whose x - logsumexp every implementation rounds, and softmax and
+# the vector norms, whose sums are counted by their terms like any other.
+DECOMPOSED = frozenset({"_softmax", "linalg_vector_norm", "norm", "_softmax_backward_data", "_log_softmax",
+                        "_log_softmax_backward_data", "logsumexp",
                         "native_layer_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
                         "tanh_backward", "sigmoid_backward", "silu_backward", "gelu_backward", "mse_loss_backward"})
 
@@ -78,6 +83,10 @@ class _Nudged(TorchDispatchMode):
             return out
         if name == "_to_copy" and not _changes_dtype(args, out):
             return out
+        if name in SUMS:  # counted by its terms (reductions.py), else one unit of the terms' sizes
+            units = reduction_nudge(func, args, kwargs, out, self.gen)
+            if units is not None:
+                return self._shift(out, units)
         size = func(*tree_map(_magnitude, args), **tree_map(_magnitude, kwargs)) if name in SUMS else None
         return tree_map(lambda o: self._nudge(o, size), out)
 
@@ -86,7 +95,12 @@ class _Nudged(TorchDispatchMode):
             return t
         fraction = torch.rand(t.shape, generator=self.gen, dtype=torch.float64).mul_(2).sub_(1)
         base = (size if isinstance(size, torch.Tensor) and size.shape == t.shape else t).abs()
-        nudge = fraction.to(device=t.device, dtype=t.dtype) * base * torch.finfo(t.dtype).eps
+        return self._shift(t, fraction.to(t.device) * base.to(torch.float64))
+
+    @staticmethod
+    def _shift(t: torch.Tensor, units: torch.Tensor) -> torch.Tensor:
+        """t moved by `units` units of its dtype (a non-finite move is none)."""
+        nudge = (units * torch.finfo(t.dtype).eps).to(device=t.device, dtype=t.dtype)
         return t + torch.where(torch.isfinite(nudge), nudge, torch.zeros_like(nudge))
 
 
