@@ -34,6 +34,7 @@ from typing import Any
 from ..base import workers
 from ..base.errors import EXIT_CHECK_FAILED, EXIT_OK, BrrrError, CheckFailed, UsageError
 from ..base.workers import share_of_cpus
+from .probe import probe
 from .standard_bugs import Kind, Mutant, cuda_mutants, known_bugs, python_mutants
 
 FILES = {"numba": "numba_kernel.py", "cuda": "kernel.cu"}
@@ -114,7 +115,9 @@ def run_task(task: Task) -> Result:
         (folder / FILES[task.stage]).write_text(task.mutant.apply(source))
         try:
             mutant_op = load_op(str(folder))
-            failed = _failures(mutant_op, task.seed, task.stage)
+            # One case at a time, the last mutant's killer first (probe.py); validated in full only
+            # when no probe case fails.
+            failed = probe(mutant_op, task.stage, task.seed) or _failures(mutant_op, task.seed, task.stage)
         except BrrrError as e:
             failed = f"does not load: {e}"
         if failed:
@@ -310,10 +313,23 @@ def _worker(tasks: Any, results: Any, threads: int) -> None:
             results.put(("done", index, Result(key, kind, Verdict.KILLED, f"raised {type(e).__name__}: {e}")))
 
 
-class Pool:
-    """Worker processes fed from one queue; a task past `limit` seconds has its worker killed and replaced."""
+# Without a --timeout, a mutant hangs when it runs HANG_FACTOR times as long as the op as it is took
+# in the same run (validation, and for a survivor its comparison on four draws of the cases, each
+# about one validation), and at least HANG_FLOOR seconds: the clean op's time already carries the
+# machine's load, so a busy machine does not make a slow mutant look like a hang.
+HANG_FACTOR = 8.0
+HANG_FLOOR = 60.0
 
-    def __init__(self, jobs: int, limit: float) -> None:
+
+def hang_limit(clean_seconds: float) -> float:
+    return max(HANG_FLOOR, HANG_FACTOR * clean_seconds)
+
+
+class Pool:
+    """Worker processes fed from one queue; a task past `limit` seconds has its worker killed and replaced
+    (limit None: no task is killed until it is set, as mutate does from the op's own time)."""
+
+    def __init__(self, jobs: int, limit: float | None) -> None:
         self.context = multiprocessing.get_context("spawn")  # fork after torch started threads is unsafe
         self.tasks, self.results = self.context.Queue(), self.context.Queue()
         self.limit = limit
@@ -345,14 +361,14 @@ class Pool:
                 left -= 1
                 yield index, value
             for index, (pid, began) in list(running.items()):
-                if time.monotonic() - began > self.limit:
+                if self.limit is not None and time.monotonic() - began > self.limit:
                     self.workers.pop(pid).kill()
                     running.pop(index)
                     left -= 1
                     self._spawn()
                     mutant = tasks[index].mutant
                     yield index, Result(mutant.key if mutant else "baseline", mutant.kind.value if mutant else "",
-                                        Verdict.KILLED, f"ran past {self.limit:.0f}s: it hangs")
+                                        Verdict.KILLED, f"ran past {self.limit:.0f}s: it hangs", seconds=self.limit)
 
     def close(self) -> None:
         for _ in self.workers:
@@ -363,9 +379,10 @@ class Pool:
                 p.kill()
 
 
-def mutate(name: str, seed: int, jobs: int, limit: float, stage: str = "numba",
+def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "numba",
            kinds: tuple[Kind, ...] = ()) -> Report:
-    """Plant every standard bug in one stage of the op and validate each mutant (and the op as it is)."""
+    """Plant every standard bug in one stage of the op and validate each mutant (and the op as it is).
+    `limit`: seconds after which a mutant hangs; None: hang_limit of the op's own time in this run."""
     from ..base.files import shown
     from ..op.loaders import load_op
 
@@ -392,6 +409,8 @@ def mutate(name: str, seed: int, jobs: int, limit: float, stage: str = "numba",
             if index == 0:
                 if result.verdict == Verdict.KILLED:
                     raise CheckFailed(f"{op.name} fails validation as it is ({result.reason}): fix that before mutating it")
+                if limit is None:
+                    pool.limit = hang_limit(result.seconds)
                 continue
             if result.verdict == Verdict.SURVIVED and result.key in explained:
                 result.verdict, result.reason = Verdict.EXPLAINED, explained[result.key]
@@ -436,10 +455,9 @@ def format_report(report: Report) -> str:
 def main(args: argparse.Namespace) -> int:
     """brrr mutate: every mutant validated; the report, --json; exit 1 if a survivor is unexplained."""
     from ..base.files import write_atomic
-    from ..standard_bugs import Kind
 
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
-    report = mutate(args.op, seed, jobs=args.jobs or workers.cpus(), limit=args.timeout, stage=args.stage,
+    report = mutate(args.op, seed, jobs=args.jobs or workers.free_cpus(), limit=args.timeout, stage=args.stage,
                            kinds=tuple(Kind(k) for k in args.kind or ()))
     print(format_report(report))
     if args.json:
