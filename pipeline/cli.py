@@ -167,8 +167,9 @@ COMMANDS: tuple[Command, ...] = (
                     help="only mutants of this kind (repeatable; default: all)"),
                 FRESH_SEED,
                 arg("--jobs", type=int, default=None, metavar="N", help="mutants validated at once (default: CPUs)"),
-                arg("--timeout", type=float, default=300.0, metavar="S",
-                    help="a mutant still running after S seconds hangs, and counts as caught (default 300)"),
+                arg("--timeout", type=float, default=None, metavar="S",
+                    help="a mutant still running after S seconds hangs, and counts as caught (default: 8 times "
+                         "the op's own validation in this run, at least 60 s)"),
                 json_file("the results"),
             ), "Mutation testing: each standard bug (a comparison flipped or off by one, an index shifted, the last "
                "block skipped, log1p/expm1 in the naive form, a constant perturbed, an accumulator seeded wrong, a "
