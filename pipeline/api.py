@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from .base.errors import BrrrError
+from .base.errors import BrrrError, UsageError
 from .verdict.report import FAIL, NOT_RUN, PASS, SKIP, Row, format_table, summary
 
 StagesArg = str | Iterable[str] | None
@@ -73,6 +73,16 @@ def _stages(stages: StagesArg) -> tuple[str, ...]:
     return chosen
 
 
+def _check_seed(seed: object) -> None:
+    """A seed is a whole number from 0 to 2^64 - 1 (what a report prints); anything else is brrr's own
+    message, not torch's from deep inside (`validate(seed="abc")`)."""
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise UsageError(f"seed={seed!r}: expected a whole number from 0 to 2**64 - 1 (the seed a report shows), "
+                         "or None for fresh random inputs")
+
+
 def validate(op: str | os.PathLike[str], stages: StagesArg = None, seed: int | None = None, *,
              gpu: bool = False, arch: str | None = None, quiet: bool = False) -> Report:
     """Validate an op (a built-in name or a folder) as `brrr validate` does and return its Report.
@@ -84,11 +94,14 @@ def validate(op: str | os.PathLike[str], stages: StagesArg = None, seed: int | N
     A folder that cannot be loaded raises BrrrError with the message `brrr validate` prints.
     """
     from .base import progress
+    from .base.settings import check_all
     from .cuda import builder
     from .sim.numba_env import use_simulator
     from .validation import runner
 
     chosen = _stages(stages)
+    _check_seed(seed)
+    check_all()
     use_simulator(not gpu)
     options = runner.Options(stages=chosen, numba_gpu=gpu, arch=arch or builder.DEFAULT_ARCH)
     if seed is not None:

@@ -7,5 +7,7 @@ Layer map:
     cpu_build   the op's own CUDA C built and linked for execution on the CPU
     cpu_source  kernel.cu as C++ the host compiler can build
     cpu_ptx     inline PTX (mma.sync, ldmatrix, cp.async) as calls of the CPU runtime
+    tokens      the one reader of CUDA C++: masking, tokens, top-level splits, kernel names
     memcheck    what the checked CPU build adds: bounds of tensors and shared memory
+    isolated    the CPU build's calls in a child process: a crash is one call's fault, not brrr's end
 """

@@ -29,6 +29,8 @@ from .builder import INCLUDE_DIR, Extension, Job
 from .cpu_source import rewrite
 
 RUNTIME_SOURCE = CPU_INCLUDE / "brrr_cpu_runtime.cpp"
+# The crash reporter (a signal handler on an alternate stack), installed only where isolated.py runs the library.
+CRASH_SOURCE = CPU_INCLUDE / "brrr_cpu_crash.cpp"
 # -Bsymbolic: each op's library uses its own copy of the runtime, whatever else is loaded.
 CPU_LINK_LIBS = ("-lc10", "-ltorch_cpu", "-ltorch", "-lpthread", "-Wl,-Bsymbolic")
 
@@ -46,7 +48,10 @@ class Flavour:
     to kernel.cu and the runtime alike (instrumentation, defines)."""
 
     name: str = "cpu"
-    kernel_flags: tuple[str, ...] = ("-O1", "-g")
+    # -fstack-clash-protection: a frame larger than the fiber stack's guard page (a 4 MB local array)
+    # probes each page it takes, so it faults in the guard page (a named stack overflow,
+    # brrr_cpu_crash.cpp) instead of writing over another fiber's stack.
+    kernel_flags: tuple[str, ...] = ("-O1", "-g", "-fstack-clash-protection")
     extra: tuple[str, ...] = ()
     checked: bool = False  # memory checks: kernel.cu instrumented, brrr_cpu_memcheck.cpp linked in (memcheck.py)
 
@@ -56,7 +61,7 @@ DEFAULT = Flavour()
 CHECKED = Flavour("cpu_checked", checked=True)
 # `brrr debug --stage cuda`: unoptimised, so every line and local is there in gdb; checked too,
 # which is what finds the thread behind an element (and reports a bad access while debugging).
-DEBUG = Flavour("cpu_debug", kernel_flags=("-O0", "-g"), checked=True)
+DEBUG = Flavour("cpu_debug", kernel_flags=("-O0", "-g", "-fstack-clash-protection"), checked=True)
 
 
 def available() -> bool:
@@ -71,11 +76,12 @@ def cpu_headers() -> list[Path]:
     return sorted({*CPU_INCLUDE.rglob("*.h"), *(CPU_INCLUDE / "cuda").glob("*")})
 
 
-def runtime_job(flavour: Flavour = DEFAULT) -> Job:
+def runtime_job(flavour: Flavour = DEFAULT, source: Path = RUNTIME_SOURCE) -> Job:
+    """The runtime (or, with `source`, another of brrr's own sources linked into each op's library)."""
     cxx = builder.find_cxx()
     command = [cxx, "-c", "-std=c++20", "-O2", "-g", "-fPIC", f"-I{CPU_INCLUDE}", *flavour.extra]
-    key = builder.object_key(None, RUNTIME_SOURCE, cpu_headers(), command, (builder.compiler_version(cxx),))
-    return Job(RUNTIME_SOURCE, command, key, builder.object_path(f"cpu-runtime-{flavour.name}", key), RUNTIME_SOURCE)
+    key = builder.object_key(None, source, cpu_headers(), command, (builder.compiler_version(cxx),))
+    return Job(source, command, key, builder.object_path(f"{source.stem.replace('_', '-')}-{flavour.name}", key), source)
 
 
 def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
@@ -101,7 +107,8 @@ def binding_job(op: Op) -> Job:
     cxx = builder.find_cxx()
     abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
     source = op.path("binding")
-    command = [cxx, "-c", *builder.CXX_FLAGS, abi, "-DBRRR_CPU", f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}",
+    # -g1 -gdwarf-4: line tables only, so a crash in binding.cpp is reported at its line (addr2line).
+    command = [cxx, "-c", *builder.CXX_FLAGS, "-g1", "-gdwarf-4", abi, "-DBRRR_CPU", f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}",
                f"-I{op.folder}", *builder.torch_include_flags()]
     versions = (builder.compiler_version(cxx), torch.__version__)
     # Keyed without the op folder's path (its headers' content is in the key): a copy of an op, as
@@ -116,7 +123,7 @@ def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = Fals
     """Compile (or reuse) the three objects, link them and load the library: torch.ops.<namespace>.forward
     and .backward then run the op's kernels on the CPU, on CPU tensors."""
     start = time.monotonic()
-    jobs = [kernel_job(op, flavour), binding_job(op), runtime_job(flavour)]
+    jobs = [kernel_job(op, flavour), binding_job(op), runtime_job(flavour), runtime_job(flavour, CRASH_SOURCE)]
     if flavour.checked:
         memcheck.install_allocation_registry()  # before the tensors a checked launch receives are made
         jobs.append(memcheck.memcheck_job(flavour.extra))

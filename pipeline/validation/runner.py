@@ -49,6 +49,9 @@ def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
 
 def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Outcome]:
     """Validate ops in order; with jobs > 1, in that many worker processes (each its own numba mode)."""
+    from ..base.settings import check_all
+
+    check_all()  # a malformed BRRR_* setting is a usage error before any work, not a default
     from ..base.workers import free_cpus, in_processes, use_threads
 
     if jobs <= 1 or len(names) <= 1:

@@ -120,6 +120,8 @@ const SharedRegion* shared_regions(int* count);
 // Stop the running launch with a fault reported at file:line in the current block and thread.
 // Called from inside a kernel (a fiber): does not return.
 [[noreturn]] void fault(const char* kind, const std::string& detail, const char* file, int line);
+// __trap(): the launch stops with a "trap" fault at file:line.
+[[noreturn]] void trap(const char* file, int line);
 
 // The error a failed launch throws: the first line names kernel.cu:line, the block and thread.
 struct KernelFault : std::exception {
@@ -331,7 +333,9 @@ inline void __nanosleep(unsigned, BRRR_CPU_HERE) { brrr_cpu::yield(brrr_file, br
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
-[[noreturn]] inline void __trap(BRRR_CPU_HERE) { brrr_cpu::fault("__trap()", "the kernel called __trap()", brrr_file, brrr_line); }
+// Out of line: a std::string made here would be built by kernel.cu's instrumented code, and the
+// memory checks would report its heap buffer as an out-of-bounds write at a libstdc++ line.
+[[noreturn]] inline void __trap(BRRR_CPU_HERE) { brrr_cpu::trap(brrr_file, brrr_line); }
 inline void __brkpt() { __builtin_trap(); }
 inline long long clock64() { return static_cast<long long>(__builtin_ia32_rdtsc()); }
 

@@ -35,6 +35,7 @@
 #include <cstdarg>
 #include <csignal>
 #include <pthread.h>
+#include <sys/ucontext.h>
 
 #if !defined(__x86_64__)
 #include <ucontext.h>
@@ -385,6 +386,10 @@ static void wait_here(Block& b, Fiber& f) { switch_context(f.context, b.schedule
     if (!b || !f) throw KernelFault(std::string(file) + ":" + std::to_string(line) + ": " + kind + ": " + detail);
     record(*b, located(*b, kind, detail, file, line, f));
     stop(*b, *f);
+}
+
+[[noreturn]] void trap(const char* file, int line) {
+    fault("trap", "the kernel called __trap()", file, line);
 }
 
 static void fiber_main(void* arg) {
@@ -1128,37 +1133,81 @@ static std::unique_ptr<Block> make_block(const Launch& launch, void (*thread_mai
 // ---- the time limit ----------------------------------------------------------------------------------
 // A thread that spins waiting for another thread of its block (which runs only when this one waits
 // at __syncthreads, a warp intrinsic or __nanosleep) or for another block (blocks run one after
-// another) never ends here. After BRRR_CPU_TIMEOUT seconds (default 120) a watchdog signals the
-// workers; the handler, on the looping fiber's stack, records where it is and leaves that stack for
-// the scheduler, so the launch fails with a message instead of hanging.
+// another) never ends here. When the launch's workers have spent its time limit in CPU time (so a
+// loaded machine does not stop a kernel that is merely slow), or 4 times it in wall time, a
+// watchdog signals them; the handler, on the looping fiber's stack, records where it is (the
+// interrupted instruction: the loop's kernel.cu line, found with addr2line once the launch is over)
+// and leaves that stack for the scheduler, so the launch fails with a message instead of hanging.
+// A kernel that ran out of time once is refused at once afterwards in this process: its later
+// launches (the next case, the next check) are not waited out again.
+//
+// The limit: BRRR_CPU_TIMEOUT seconds when set (a number above 0; anything else is an error, never
+// the default), else 10 s and 40 us more for each thread of the launch, at most 45 s.
 
 static std::atomic<bool> time_is_up{false};
-static std::atomic<int> time_limit_seconds{0};
+static std::atomic<double> time_limit_seconds{0};
+static std::atomic<const void*> time_up_pc{nullptr};  // where the looping thread was interrupted
+static std::mutex timed_out_mutex;
+static std::vector<std::pair<std::string, std::string>> timed_out;  // kernel, its fault
 
-static int time_limit() {
+// A kernel as the time limit remembers it: its name without template arguments, so each
+// instantiation (float, double, a vector width) of a looping kernel is not waited out again.
+static std::string kernel_family(const std::string& name) { return name.substr(0, name.find('<')); }
+
+static double time_limit(const Launch& launch) {
     const char* env = std::getenv("BRRR_CPU_TIMEOUT");
-    return env && std::atoi(env) > 0 ? std::atoi(env) : 120;
+    if (env && *env) {
+        char* end = nullptr;
+        const double v = std::strtod(env, &end);
+        while (end && (*end == ' ' || *end == '\t' || *end == '\n')) ++end;
+        if (end == env || (end && *end) || !(v > 0) || v > 1e9) {
+            throw KernelFault(std::string("BRRR_CPU_TIMEOUT=") + env +
+                              ": expected a number of seconds above 0 (the most one launch may run)");
+        }
+        return v;
+    }
+    const dim3 g = launch.config.grid, k = launch.config.block;
+    const double threads = double(g.x) * g.y * g.z * k.x * k.y * k.z;
+    return std::min(45.0, 10.0 + 40e-6 * threads);
 }
 
-static void on_time_up(int) {
+static void on_time_up(int, siginfo_t*, void* context) {
     Block* b = running_block;
     Fiber* f = running_fiber;
     if (!time_is_up.load() || !b || !f) return;
+#if defined(__x86_64__)
+    // +1: place_of takes a return address (it looks one byte back)
+    time_up_pc = reinterpret_cast<const char*>(static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP]) + 1;
+#elif defined(__aarch64__)
+    time_up_pc = reinterpret_cast<const char*>(static_cast<ucontext_t*>(context)->uc_mcontext.pc) + 1;
+#else
+    (void)context;
+#endif
     std::ostringstream m;
     m << "the launch ran for more than " << time_limit_seconds.load() << " s (BRRR_CPU_TIMEOUT) and this thread "
-      << "was still running: on the CPU a block's threads take turns only at __syncthreads, warp intrinsics and "
+      << "was still running here: on the CPU a block's threads take turns only at __syncthreads, warp intrinsics and "
          "__nanosleep, and blocks run one after another, so a loop waiting for another thread or block never ends";
     record(*b, located(*b, "time limit", m.str(), b->launch->site.file, b->launch->site.line, f));
     stop(*b, *f);
 }
 
+// The fault of a launch that ran out of time, placed at the interrupted line instead of the launch's.
+static std::string at_interrupted_line(const std::string& error, const Launch& launch) {
+    const void* pc = time_up_pc.exchange(nullptr);
+    const std::string place = place_of(pc);
+    const std::string site = std::string(launch.site.file) + ":" + std::to_string(launch.site.line);
+    if (place.empty() || error.compare(0, site.size(), site) != 0) return error;
+    return place + error.substr(site.size());
+}
+
 class Watchdog {
    public:
-    Watchdog() : seconds_(time_limit()) {
+    explicit Watchdog(double seconds) : seconds_(seconds) {
         time_limit_seconds = seconds_;
+        time_up_pc = nullptr;
         struct sigaction act {};
-        act.sa_handler = on_time_up;
-        act.sa_flags = SA_NODEFER;  // the handler never returns: the signal must not stay blocked
+        act.sa_sigaction = on_time_up;
+        act.sa_flags = SA_NODEFER | SA_SIGINFO;  // the handler never returns: the signal must not stay blocked
         sigemptyset(&act.sa_mask);
         sigaction(SIGUSR2, &act, &previous_);
         thread_ = std::thread([this] { watch(); });
@@ -1176,6 +1225,11 @@ class Watchdog {
     void enlist() {
         std::lock_guard<std::mutex> lock(mutex_);
         workers_.push_back(pthread_self());
+        clockid_t clock;
+        timespec now{};
+        if (pthread_getcpuclockid(pthread_self(), &clock) == 0 && clock_gettime(clock, &now) == 0) {
+            cpu_before_ += now.tv_sec + now.tv_nsec * 1e-9;
+        }
     }
     void leave() {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -1185,16 +1239,34 @@ class Watchdog {
     }
 
    private:
+    // CPU seconds the enlisted workers have spent in this launch (a worker that left is not counted).
+    double cpu_spent() const {
+        double total = -cpu_before_;
+        for (pthread_t t : workers_) {
+            clockid_t clock;
+            timespec now{};
+            if (pthread_getcpuclockid(t, &clock) == 0 && clock_gettime(clock, &now) == 0) {
+                total += now.tv_sec + now.tv_nsec * 1e-9;
+            }
+        }
+        return total;
+    }
     void watch() {
         std::unique_lock<std::mutex> lock(mutex_);
-        if (wake_.wait_for(lock, std::chrono::seconds(seconds_), [this] { return done_; })) return;
+        const auto start = std::chrono::steady_clock::now();
+        for (;;) {
+            if (wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return done_; })) return;
+            const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (cpu_spent() > seconds_ || wall > 4 * seconds_) break;
+        }
         time_is_up = true;
         while (!done_) {  // again each second: the next thread may loop too
             for (pthread_t t : workers_) pthread_kill(t, SIGUSR2);
             wake_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; });
         }
     }
-    int seconds_;
+    double seconds_;
+    double cpu_before_ = 0;
     struct sigaction previous_ {};
     std::mutex mutex_;
     std::condition_variable wake_;
@@ -1217,6 +1289,15 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
         throw KernelFault(std::string(launch.site.file) + ":" + std::to_string(launch.site.line) +
                           ": invalid configuration argument: launching " + launch.name + ": " + bad);
     }
+    {
+        std::lock_guard<std::mutex> lock(timed_out_mutex);
+        for (const auto& [name, fault] : timed_out) {
+            if (name == kernel_family(launch.name)) {
+                throw KernelFault(fault + "; not run again: this kernel ran out of time in an earlier launch");
+            }
+        }
+    }
+    const double seconds = time_limit(launch);
     if (hooks().launch_begin) hooks().launch_begin(launch);
     const dim3 g = launch.config.grid;
     const int64_t total = int64_t(g.x) * g.y * g.z;
@@ -1225,7 +1306,7 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
     std::atomic<int64_t> first_failed{total};
     std::mutex error_mutex;
     std::string error;
-    Watchdog watchdog;
+    Watchdog watchdog(seconds);
     Coordination coordination;
     std::mutex pool_mutex;
     std::vector<std::thread> pool;
@@ -1294,7 +1375,14 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
     }
     if (hooks().launch_end) hooks().launch_end(launch);
     flush_printed();
-    if (first_failed.load() < total) throw KernelFault(error);
+    if (first_failed.load() < total) {
+        if (error.find(": time limit in ") != std::string::npos) {
+            error = at_interrupted_line(error, launch);
+            std::lock_guard<std::mutex> lock(timed_out_mutex);
+            timed_out.emplace_back(kernel_family(launch.name), error.substr(0, error.find('\n')));
+        }
+        throw KernelFault(error);
+    }
 }
 
 int device_attribute(cudaDeviceAttr attr) {

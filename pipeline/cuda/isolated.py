@@ -1,0 +1,315 @@
+"""The CPU execution of an op's compiled code in a child process brrr can lose.
+
+A segfault or abort in binding.cpp, a kernel overflowing its fiber's stack or a wild pointer ends
+the process it runs in. So validation calls the op's library through `Isolated`: each call's
+tensors go to a child (forked from a forkserver that has imported torch, so a fork costs
+milliseconds), which runs it and sends back the results and any input it wrote into. A child that
+dies becomes a `Crashed` exception for that call, with the facts its crash handler wrote
+(include/cpu/brrr_cpu_crash.cpp: the signal, the kernel, block and thread or the last launch, a
+stack overflow named as one) and the kernel.cu or binding.cpp line addr2line finds; the next call
+starts a new child. A call running past `hard_limit_s` (a loop in host code, where the runtime's
+kernel time limit cannot reach) kills the child the same way.
+
+Tensors travel as their whole storage (offset and strides kept, so a misaligned or strided view
+stays one), allocated by torch's CPU allocator in the child, where the memory checks' allocation
+registry sees them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..base.files import shown
+from ..base.settings import seconds_setting
+
+# A call's time limit beyond the runtime's own (BRRR_CPU_TIMEOUT a launch): for host code that loops.
+HOST_GRACE_S = 30.0
+
+
+class Crashed(RuntimeError):
+    """The child process running the op's code died (a signal) or was killed past its time limit."""
+
+
+@dataclass(frozen=True)
+class Packed:
+    """A tensor as it crosses the pipe: its whole storage, and how the tensor views it."""
+
+    dtype: Any
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+    data: bytes
+
+    @staticmethod
+    def of(t: Any) -> Packed:
+        storage = t.untyped_storage()
+        return Packed(t.dtype, tuple(t.shape), tuple(t.stride()), t.storage_offset(), bytes(storage))
+
+    def unpack(self) -> Any:
+        import torch
+
+        buffer = torch.empty(len(self.data), dtype=torch.uint8)  # torch's allocator: the registry sees it
+        if self.data:
+            buffer.copy_(torch.frombuffer(bytearray(self.data), dtype=torch.uint8))
+        return torch.empty(0, dtype=self.dtype).set_(buffer.untyped_storage(), self.offset, self.size, self.stride)
+
+
+def _pack(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return Packed.of(value.detach())
+    if isinstance(value, (list, tuple)):
+        return type(value)(_pack(v) for v in value)
+    return value
+
+
+def _unpack(value: Any) -> Any:
+    if isinstance(value, Packed):
+        return value.unpack()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unpack(v) for v in value)
+    return value
+
+
+# --- the child's side --------------------------------------------------------------------------------
+
+
+def _child(library: str, namespace: str, checked: bool, env: dict[str, str], calls: Any, crash_fd: Any) -> None:
+    """Load the library and serve calls until the pipe closes."""
+    import ctypes
+
+    import torch
+
+    from ..base.interrupts import worker_start
+
+    worker_start(os.getppid())  # dies with the forkserver, ignores the terminal's Ctrl-C (brrr handles it)
+    os.environ.update(env)
+    torch.set_num_threads(1)
+    if checked:
+        from .memcheck import install_allocation_registry
+
+        install_allocation_registry()
+    torch.ops.load_library(library)
+    ctypes.CDLL(library).brrr_cpu_crash_install(crash_fd.fileno())
+    ops = getattr(torch.ops, namespace)
+    while True:
+        try:
+            name, args = calls.recv()
+        except EOFError:
+            return
+        received = _unpack(args)
+        before = [bytes(a.untyped_storage()) if isinstance(a, torch.Tensor) else None for a in received]
+        try:
+            result = getattr(ops, name)(*received)
+        except Exception as e:  # the op's own error (a fault the runtime reported, a TORCH_CHECK): the parent's to raise
+            calls.send(("error", type(e).__name__, str(e)))
+            continue
+        written = {i: bytes(a.untyped_storage()) for i, (a, b) in enumerate(zip(received, before))
+                   if b is not None and bytes(a.untyped_storage()) != b}
+        calls.send(("ok", _pack(result), written))
+
+
+@lru_cache(maxsize=1)
+def _context() -> Any:
+    """The forkserver: started once, with torch imported, so each child is a cheap fork of it."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", __name__])
+    return context
+
+
+# --- the parent's side -------------------------------------------------------------------------------
+
+
+class Isolated:
+    """An op's library (builder.Extension) whose calls run in a child process; forward, backward and
+    variants() as the Extension's, so a Stage cannot tell the difference."""
+
+    def __init__(self, extension: Any, checked: bool, hard_limit_s: float | None = None) -> None:
+        self.extension = extension
+        self.checked = checked
+        self.hard_limit_s = hard_limit_s if hard_limit_s is not None else cpu_time_limit() + HOST_GRACE_S
+        self.process: Any = None
+        self.calls: Any = None
+        self.crashes: Any = None
+        self.seconds = getattr(extension, "seconds", 0.0)
+        self.cached = getattr(extension, "cached", True)
+
+    @property
+    def forward(self) -> Any:
+        return self.function("forward")
+
+    @property
+    def backward(self) -> Any:
+        return self.function("backward")
+
+    def variants(self) -> dict[str, Any]:
+        return {name: self.function(name) for name in self.extension.variants()}
+
+    def function(self, name: str) -> Any:
+        def call(*args: Any) -> Any:
+            return self.call(name, args)
+
+        call.__name__ = name
+        return call
+
+    def start(self) -> None:
+        context = _context()
+        self.calls, child_end = context.Pipe()
+        self.crashes, crash_end = context.Pipe(duplex=False)
+        env = {k: v for k, v in os.environ.items() if k.startswith("BRRR_")}
+        self.process = context.Process(target=_child, daemon=True, name="brrr-cpu-execution",
+                                       args=(str(self.extension.library), self.extension.namespace, self.checked,
+                                             env, child_end, crash_end))
+        self.process.start()
+        child_end.close()
+        crash_end.close()
+
+    def call(self, name: str, args: tuple[Any, ...]) -> Any:
+        import torch
+
+        if self.process is None or not self.process.is_alive():
+            self.close()
+            self.start()
+        try:
+            self.calls.send((name, _pack(args)))
+            if not self.calls.poll(self.hard_limit_s):
+                self.kill()
+                raise Crashed(f"{name} ran for more than {self.hard_limit_s:.0f} s and was stopped: a loop that does "
+                              "not end, in host code (binding.cpp) or where the kernel time limit cannot reach it")
+            answer = self.calls.recv()
+        except (EOFError, ConnectionError, BrokenPipeError, OSError):
+            raise self.crash(name) from None
+        if answer[0] == "error":
+            raise RuntimeError(answer[2])
+        _, result, written = answer
+        for i, data in written.items():  # what the op wrote into an input, so validation sees the write
+            target = args[i].untyped_storage()
+            target.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8).untyped_storage())
+        return _unpack(result)
+
+    def crash(self, name: str) -> Crashed:
+        """The child died: what its handler wrote, and how it ended."""
+        self.process.join(5)
+        code = self.process.exitcode
+        record = _read_raw(self.crashes)
+        self.close()
+        return Crashed(describe_crash(record.decode(errors="replace"), code, name))
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.is_alive():
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.join(5)
+
+    def close(self) -> None:
+        """End the child (called when the validation is done; a closed pipe ends it too)."""
+        for end in (self.calls, self.crashes):
+            if end is not None:
+                end.close()
+        self.calls = self.crashes = None
+        self.kill()
+        if self.process is not None:
+            self.process.join(5)
+            self.process.close()
+        self.process = None
+
+
+def _read_raw(connection: Any) -> bytes:
+    """The crash handler writes raw bytes, not a framed message: read what is in the pipe."""
+    data = b""
+    fd = connection.fileno()
+    os.set_blocking(fd, False)
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except (BlockingIOError, OSError):
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+# --- what a crash was -----------------------------------------------------------------------------------
+
+_SIGNALS = {
+    signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error", signal.SIGILL: "illegal instruction",
+    signal.SIGFPE: "arithmetic exception", signal.SIGABRT: "abort()", signal.SIGTRAP: "trap",
+    signal.SIGKILL: "killed",
+}
+
+
+def describe_crash(record: str, exit_code: int | None, name: str) -> str:
+    """One crash as a fault line: "FILE:LINE: crash (SIGSEGV, ...) in KERNEL, block (..), thread (..): ..."
+    inside a kernel (the form verdict.faults reads), else naming binding.cpp's line and the last launch."""
+    facts = dict(part.split("=", 1) for part in record.strip().split("\n")[-1].split("\t")[1:] if "=" in part)
+    signum = int(facts.get("signal", -(exit_code or 0)) or 0)
+    try:
+        sig = signal.Signals(signum).name
+    except ValueError:
+        sig = f"exit code {exit_code}"
+    what = f"{sig} ({_SIGNALS.get(signum, 'signal')})" if signum else f"the process ended ({sig})"
+    place = first_source_line(facts.get("frames", ""))
+    if "overflow" in facts:
+        kb = int(facts["overflow"]) // 1024
+        what = (f"stack overflow ({sig}): this thread's locals or calls took more than its {kb} KB stack "
+                "(a large local array or deep recursion; BRRR_CPU_STACK_KB sets the size)")
+    if "kernel" in facts and "block" in facts:
+        block = facts["block"].replace(",", ", ")
+        thread = facts["thread"].replace(",", ", ")
+        at = place or facts.get("site", "?:0")
+        return f"{at}: crash in {facts['kernel']}, block ({block}), thread ({thread}): {what}"
+    after = f"; the last launch entered: {facts['last']} at {_shown(facts['site'])}" if "last" in facts else ""
+    at = f"{_shown(place)}: " if place else ""
+    return f"{at}{name} crashed the process: {what}{after}"
+
+
+def _shown(place: str) -> str:
+    file, _, line = place.rpartition(":")
+    return f"{shown(Path(file))}:{line}" if file else place
+
+
+def first_source_line(frames: str) -> str:
+    """The first frame, from the faulting instruction out, that addr2line places in a file of the op's
+    own (not a system or torch header, not brrr's runtime): "FILE:LINE", or ""."""
+    for frame in (f for f in frames.split(";") if f):
+        library, _, offset = frame.removeprefix("pc:").rpartition("+")
+        if not library.endswith(".so") or "/ext/" not in library:
+            continue  # only the op's own library has its lines
+        place = _addr2line(library, offset)
+        if place and not _system(place):
+            return place
+    return ""
+
+
+def _system(place: str) -> bool:
+    file = place.rpartition(":")[0]
+    return (file.startswith(("/usr/", "??")) or "/include/cpu/" in file or "/torch/include/" in file
+            or "site-packages" in file or not Path(file).is_file())
+
+
+@lru_cache(maxsize=256)
+def _addr2line(library: str, offset: str) -> str:
+    try:
+        out = subprocess.run(["addr2line", "-e", library, offset], capture_output=True, text=True, timeout=20,
+                             check=False).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    file, _, line = out.partition(" ")[0].rpartition(":")
+    return f"{file}:{line}" if file and line.isdigit() and line != "0" else ""
+
+
+def cpu_time_limit() -> float:
+    """BRRR_CPU_TIMEOUT, validated: the most a launch of the CPU execution may run (see the runtime)."""
+    return seconds_setting("BRRR_CPU_TIMEOUT", DEFAULT_LAUNCH_LIMIT_S)
+
+
+# The runtime's default time limit for a launch, as a cap (it scales it with the launch's threads).
+DEFAULT_LAUNCH_LIMIT_S = 30.0
