@@ -61,8 +61,16 @@ BRRR_BIND(m) {
 
 @pytest.fixture(scope="session", autouse=True)
 def brrr_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One build cache for the whole session, away from the user's own."""
-    cache = Path(os.environ.get("BRRR_TEST_CACHE") or tmp_path_factory.mktemp("brrr-cache"))
+    """One build cache for the whole session, away from the user's own. Under pytest-xdist (-n) the
+    workers share it (a folder beside their own temporary folders): each object is built once for
+    all, and two workers building the same one take the cache's lock and compile it once."""
+    if os.environ.get("BRRR_TEST_CACHE"):
+        cache = Path(os.environ["BRRR_TEST_CACHE"])
+    elif os.environ.get("PYTEST_XDIST_WORKER"):
+        cache = tmp_path_factory.getbasetemp().parent / "brrr-cache"
+        cache.mkdir(exist_ok=True)
+    else:
+        cache = tmp_path_factory.mktemp("brrr-cache")
     os.environ["BRRR_CACHE"] = str(cache)
     return cache
 
