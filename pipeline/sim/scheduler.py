@@ -26,7 +26,7 @@ numba_env.import_cuda() calls it whenever the simulator is chosen.
 from __future__ import annotations
 
 import ctypes
-import os
+import dataclasses
 import sys
 import threading
 import time
@@ -40,8 +40,16 @@ from typing import Any
 
 FULL_MASK = 0xFFFFFFFF
 WARP = 32
-DEFAULT_TIME_LIMIT_S = 60.0
+# A launch's time limit where BRRR_SIM_TIME_LIMIT is not set: this, and SIM_THREAD_S more for each
+# simulated thread (about 4 times what one costs on a loaded machine), so a kernel that loops is
+# stopped well within a minute at the simulator's sizes, and a large launch is not stopped for being large.
+DEFAULT_TIME_LIMIT_S = 20.0
+SIM_THREAD_S = 4e-3
 _limit_override: list[float | None] = []
+# Kernels that ran out of time, by their code, while remembering_time_outs() is on (one op's
+# validation): a later launch fails at once with the same finding instead of being waited out again
+# (each case, each check, each dtype).
+_timed_out: dict[int, tuple[Any, Finding]] | None = None
 
 
 # --- findings ---------------------------------------------------------------------------------
@@ -119,15 +127,27 @@ class Finding:
         return error.with_traceback(tb)
 
 
-def _time_limit() -> float | None:
+def _time_limit(threads: int) -> float | None:
+    """The launch's limit: an override (brrr debug: none), BRRR_SIM_TIME_LIMIT (checked: 0 is none), or
+    the default scaled by the launch's threads."""
+    from ..base.settings import number
+
     if _limit_override:
         return _limit_override[-1]
-    text = os.environ.get("BRRR_SIM_TIME_LIMIT", "")
-    try:
-        value = float(text) if text else DEFAULT_TIME_LIMIT_S
-    except ValueError:
-        value = DEFAULT_TIME_LIMIT_S
+    value = number("BRRR_SIM_TIME_LIMIT", DEFAULT_TIME_LIMIT_S + SIM_THREAD_S * threads)
     return value if value > 0 else None
+
+
+@contextmanager
+def remembering_time_outs() -> Iterator[None]:
+    """Within this block, a kernel that ran out of time is not launched again: its later launches fail
+    at once with the first one's finding (so a looping kernel costs one time limit, not one a launch)."""
+    global _timed_out
+    was, _timed_out = _timed_out, {}
+    try:
+        yield
+    finally:
+        _timed_out = was
 
 
 @contextmanager
@@ -288,6 +308,11 @@ class Block:
                 np.seterr(divide="raise")
             f(*args)
 
+        code = getattr(self._f, "__code__", self._f)
+        if _timed_out is not None and (known := _timed_out.get(id(code))) is not None and known[0] is code:
+            self.failure = dataclasses.replace(known[1], message=known[1].message + (
+                "; not run again: this kernel ran out of time in an earlier launch"))
+            self._raise_failure()
         bx, by, _ = (tuple(self._block_dim) + (1, 1))[:3]
         for z, y, x in _ndindex_zyx(self._block_dim):
             linear = x + bx * (y + by * z)
@@ -297,13 +322,24 @@ class Block:
             t.start()
         self.ready.extend(self.threads)
         self.hand_over()
-        limit = _time_limit()
+        limit = _time_limit(self._launch_threads())
         deadline = getattr(self.module, "deadline", None)
         if limit is None or deadline is None:
             self.finished.acquire()
         elif not self.finished.acquire(timeout=max(deadline(limit) - time.monotonic(), 0.0)):
             self._time_out(limit)
+            if isinstance(self.failure, Finding) and _timed_out is not None:
+                code = getattr(self._f, "__code__", self._f)
+                _timed_out[id(code)] = (code, self.failure)
         self._raise_failure()
+
+    def _launch_threads(self) -> int:
+        """Threads of the whole launch (every block's), from the kernel's context."""
+        total = 1
+        for dims in (getattr(self.module, "gridDim", None), getattr(self.module, "blockDim", None)):
+            for d in (dims.x, dims.y, dims.z) if dims is not None else ():
+                total *= int(d)
+        return total
 
     # Called only by the thread that holds the turn (or the launching thread, before any runs).
     def hand_over(self) -> None:

@@ -111,8 +111,11 @@ class Validation:
         self.intact: RowBuilder | None = None  # the current stage's "inputs unchanged" row
 
     def run(self) -> list[Row]:
+        from ..sim.scheduler import remembering_time_outs
+
         try:
-            return self._run()
+            with remembering_time_outs():  # a looping numba kernel costs the op one time limit, not one a launch
+                return self._run()
         finally:
             for stage in self.stages.values():  # the child processes running a stage's code end with it
                 if isinstance(stage.library, Isolated):

@@ -175,3 +175,27 @@ def test_each_run_is_the_same() -> None:
     assert all(torch.equal(r, results[0]) for r in results)
     assert math.isclose(float(results[0][0]), 496.0)
     assert REPO.is_dir()
+
+
+def test_a_kernel_that_ran_out_of_time_is_not_waited_out_again() -> None:
+    """Within one validation (remembering_time_outs), the second launch of a looping kernel fails at
+    once with the first one's finding: a loop costs one time limit, not one for each case and check."""
+    from brrr_kernels.sim.scheduler import remembering_time_outs
+
+    with remembering_time_outs(), time_limit(0.3):
+        first, _ = _fault(spins, 8)
+        with time_limit(60):  # were it waited out again, the message below would not say so
+            again, fault = _fault(spins, 8)
+    assert isinstance(first, KernelTimeLimit) and isinstance(again, KernelTimeLimit)
+    assert "not run again: this kernel ran out of time in an earlier launch" in str(again)
+    assert fault.thread == (3, 0, 0) and fault.line in (line_of("planted: thread 3"), line_of("planted: thread 3") + 1)
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "inf"])
+def test_a_malformed_sim_time_limit_is_a_usage_error(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from brrr_kernels.base.errors import UsageError
+    from brrr_kernels.base.settings import check_all
+
+    monkeypatch.setenv("BRRR_SIM_TIME_LIMIT", value)
+    with pytest.raises(UsageError, match="BRRR_SIM_TIME_LIMIT="):
+        check_all()
