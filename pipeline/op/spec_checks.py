@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,12 @@ class _Checker:
                 raise self.fail("tolerances", f"the widening of {w.output!r} must say why")
             if w.scale is not None and not callable(w.scale):
                 raise self.fail("tolerances", f"the widening of {w.output!r} has a scale that is not callable")
+            # NaN compares false with everything, so `err <= nan * scale` would pass nothing and
+            # `not (err > bound)` everything: a bound that is no finite positive number is refused.
+            if w.ulps is not None and (isinstance(w.ulps, bool) or not isinstance(w.ulps, (int, float))
+                                       or not math.isfinite(w.ulps) or w.ulps <= 0):
+                raise self.fail("tolerances", f"the widening of {w.output!r} has ulps={w.ulps!r}: expected a "
+                                              "finite number of ulps above 0 (or None for the dtype's default)")
 
     # -- what the functions return ------------------------------------------------------------
 

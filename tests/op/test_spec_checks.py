@@ -42,6 +42,10 @@ BAD_SPECS = [
      "def make_inputs", "make_inputs(1, torch.float64, cpu) returned input x on meta; expected the device asked for"),
     ("make_inputs one tensor for two inputs", "mul", ("return a.to(device), b.to(device)", "return (a.to(device),)"),
      "def make_inputs", "make_inputs(1, torch.float64, cpu) returned 1 tensor(s) for the 2 declared input(s) (a, b)"),
+    *((f"widen ulps={bad}", "sigmoid", ("scale=one_minus_y_terms)", f"scale=one_minus_y_terms, ulps={bad})"),
+       "tolerances=", f"SPEC.tolerances the widening of 'grad_x' has ulps={shown}: expected a finite number of ulps "
+                      "above 0") for bad, shown in (("float('nan')", "nan"), ("-4", "-4"), ("float('inf')", "inf"),
+                                                    ("0", "0"))),
     ("edge case a bare tensor", "sigmoid", ("return (torch.tensor(values, dtype=dtype, device=device),)",
                                             "return torch.tensor(values, dtype=dtype, device=device)"),
      "def extremes", "edge case 'extremes'(torch.float64, cpu) returned a bare tensor"),
