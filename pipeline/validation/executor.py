@@ -194,6 +194,8 @@ class Validation:
         if stage.where is Where.SIMULATOR and torch.float32 in self.dtypes(stage):
             from ..base.files import shown
             from ..sim.floats import mixed_lines
+            if (skipped := nvcc_skipped(self, plan[0])) is not None:
+                self.rows.append(skipped)
 
             for mixed in mixed_lines(stage.source):
                 note("note: " + mixed.describe(shown(stage.source)))
@@ -540,6 +542,16 @@ def build_stage(v: Validation, check: Check) -> Row:
     row.seconds = ext.seconds
     v.stages[check.stage] = load_stage(v.op, check.stage, where, ext)
     return row
+
+
+def nvcc_skipped(v: Validation, check: Check) -> Row | None:
+    """Where the cuda stage runs on the CPU but there is no CUDA toolkit, nvcc's compile check (what
+    g++ accepts and nvcc does not, ptxas' resources) did not run: a row says so, never silence."""
+    if v.options.where(check.stage) is not Where.CPU_EXECUTION or builder.find_nvcc() is not None:
+        return None
+    return Row(v.op.name, check.stage, "nvcc compile", v.options.arch, SKIP,
+               detail="not run: no CUDA toolkit (no nvcc in $CUDA_HOME, on PATH, in /usr/local/cuda or from "
+                      "pip install 'brrr-kernels[cuda]'), so kernel.cu was not compiled for a GPU")
 
 
 def compile_only(v: Validation, b: RowBuilder) -> Row:

@@ -246,3 +246,25 @@ def test_a_bug_on_the_misaligned_path_fails_the_non_contiguous_rows(tmp_path: Pa
     assert {k for k in bad if k[1] != "non-contiguous fwd"} <= {("cuda", "non-contiguous bwd", d) for d in ("float32", "float64")}
     row = bad[("cuda", "non-contiguous fwd", "float32")]
     assert row.detail.startswith("[misaligned, size 257] y: 1 of 257 elements out of tolerance"), row.detail
+
+
+def test_without_a_cuda_toolkit_nvccs_compile_check_is_a_skipped_row_saying_why() -> None:
+    """The cuda stage executed on the CPU needs no nvcc, but the GPU compile check it would add is named
+    as not run (README: "Without either, the compile check is a skipped row")."""
+    from unittest import mock
+
+    from brrr_kernels.cuda import builder, cpu_build
+    from brrr_kernels.op.loaders import load_op
+    from brrr_kernels.validation.executor import Options, Validation, nvcc_skipped
+    from brrr_kernels.validation.plan import PLANS
+    from brrr_kernels.verdict.report import SKIP
+
+    v = Validation(load_op("sigmoid"), Options(stages=("cuda",), cuda_on_cpu=True))
+    compile_check = PLANS["cuda"][0]
+    with mock.patch.object(cpu_build, "available", lambda: True):
+        with mock.patch.object(builder, "find_nvcc", lambda: None):
+            row = nvcc_skipped(v, compile_check)
+        assert row is not None and row.verdict == SKIP and row.check == "nvcc compile"
+        assert "no CUDA toolkit" in row.detail and "not run" in row.detail
+        with mock.patch.object(builder, "find_nvcc", lambda: "/usr/local/cuda/bin/nvcc"):
+            assert nvcc_skipped(v, compile_check) is None
