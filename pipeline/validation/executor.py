@@ -185,6 +185,8 @@ class Validation:
         if isinstance(plan[0], Check) and plan[0].against is Against.COMPILER:
             row = build_stage(self, plan[0])
             self.rows.append(row)
+            if (skipped := nvcc_skipped(self, plan[0])) is not None:
+                self.rows.append(skipped)
             if name not in self.stages or row.failed:
                 return
             plan = plan[1:]
@@ -194,8 +196,6 @@ class Validation:
         if stage.where is Where.SIMULATOR and torch.float32 in self.dtypes(stage):
             from ..base.files import shown
             from ..sim.floats import mixed_lines
-            if (skipped := nvcc_skipped(self, plan[0])) is not None:
-                self.rows.append(skipped)
 
             for mixed in mixed_lines(stage.source):
                 note("note: " + mixed.describe(shown(stage.source)))
