@@ -44,6 +44,11 @@ _config: pytest.Config | None = None
 def pytest_configure(config: pytest.Config) -> None:
     global _config
     _config = config
+    for where in [*(config.getoption("brrr", None) or []), *config.getini("brrr_ops")]:
+        if Path(where).is_dir() and not _op_folders(where):
+            # A path that holds no op would collect nothing, and the run would pass without a word.
+            raise pytest.UsageError(f"brrr: {where}: no op folder here (a folder with a spec.py, or a folder "
+                                    "holding such folders); nothing to validate")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

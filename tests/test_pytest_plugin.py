@@ -119,3 +119,17 @@ def test_op_tests_follows_the_stage_and_seed_flags_and_the_ini(project: Path) ->
         assert names and all(n.startswith("numba-") for n in names), from_ini.stdout[-3000:]
     finally:
         (project / "tests" / "test_plain_helper.py").unlink()
+
+
+@pytest.mark.parametrize("how", ["flag", "ini"])
+def test_a_path_with_no_op_fails_the_run_naming_it(tmp_path: Path, how: str) -> None:
+    empty = tmp_path / "no_ops_here"
+    (empty / "notes").mkdir(parents=True)
+    (tmp_path / "test_mine.py").write_text("def test_mine():\n    assert True\n")
+    if how == "ini":
+        (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nbrrr_ops = ["no_ops_here"]\n')
+        proc = run_pytest(tmp_path, "-q", "test_mine.py")
+    else:
+        proc = run_pytest(tmp_path, "-q", "--brrr", str(empty), "test_mine.py")
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]  # pytest's usage error
+    assert "no_ops_here: no op folder here" in proc.stderr and "1 passed" not in proc.stdout
