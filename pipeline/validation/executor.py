@@ -23,7 +23,7 @@ from torch.autograd.gradcheck import GradcheckError
 from ..base import progress
 from ..base.errors import BrrrError, BuildError
 from ..base.progress import note, ticking
-from ..cuda import builder, cpu_build
+from ..cuda import builder, cpu_build, module_build
 from ..cuda.isolated import Isolated
 from ..op.contract import as_tuple
 from ..op.loaders import Stage, Where, load_numba, load_reference, load_stage
@@ -82,11 +82,20 @@ class Options:
 
 # How the cuda stage is built for each place it runs. A new place (the CPU, say) is: its Where value
 # (loaders.py), its entry in loaders.load_stage, its build here, and Options.where choosing it.
+# An op brought as its own torch extension (spec.torch_module) is built as a module (module_build).
 CUDA_BUILDS: dict[Where, Callable[[Op, Options], Any]] = {
-    Where.GPU: lambda op, options: builder.build_extension(op),
-    # In a child process (cuda/isolated.py): a crash of the op's code fails a check, not brrr.
-    Where.CPU_EXECUTION: lambda op, options: Isolated(cpu_build.build_cpu_extension(op, cpu_build.CHECKED), checked=True),
+    Where.GPU: lambda op, options: module_build.build_gpu_module(op) if op.spec.torch_module
+    else builder.build_extension(op),
+    # In a child process (cuda/isolated.py): a crash of the op's code fails a check, not brrr. A module
+    # (the author's own pybind11 wrapper) runs in brrr's process.
+    Where.CPU_EXECUTION: lambda op, options: module_build.build_cpu_module(op, cpu_build.CHECKED) if op.spec.torch_module
+    else Isolated(cpu_build.build_cpu_extension(op, cpu_build.CHECKED), checked=True),
 }
+
+
+def nvcc_check(op: Op, arch: str) -> builder.CompileReport:
+    """The GPU compile check of the op's CUDA C, whichever layout it is written in."""
+    return module_build.kernel_check(op, arch) if op.spec.torch_module else builder.kernel_check(op, arch)
 
 
 @dataclass
@@ -187,8 +196,8 @@ class Validation:
             self.rows.append(row)
             if (skipped := nvcc_skipped(self, plan[0])) is not None:
                 self.rows.append(skipped)
-            if name not in self.stages or row.failed:
-                return
+            if name not in self.stages or (row.failed and self.options.fail_fast):
+                return  # a stage that built runs its checks even where the compile row failed (nvcc, the source)
             plan = plan[1:]
         self.intact = next((RowBuilder(self.op, c, "all") for c in plan
                             if isinstance(c, Check) and c.against is Against.INPUTS), None)
@@ -271,8 +280,9 @@ def run_comparisons(v: Validation, checks: tuple[Check, Check | None], dtype: to
     """A forward check (and the backward check paired with it) for one dtype; no rows where it does not apply."""
     check, paired = checks
     if paired is not None and v.spec.forward_only:
-        return run_comparisons(v, (check, None), dtype, made) + [
-            not_applicable(v, paired, _dtype_name(dtype), f"the op has no backward: {v.spec.forward_only}")]
+        forward = run_comparisons(v, (check, None), dtype, made)
+        return forward + [not_applicable(v, paired, _dtype_name(dtype), f"the op has no backward: {v.spec.forward_only}")
+                          ] if forward else []
     stage = v.stages[check.stage]
     if check.against is Against.NUMBA and ("numba" not in v.stages or dtype not in v.spec.stage_dtypes("numba")):
         return []
@@ -520,15 +530,21 @@ def build_stage(v: Validation, check: Check) -> Row:
     try:
         if where is Where.CPU_EXECUTION and builder.find_nvcc() is not None:
             # nvcc too, beside the CPU build: what g++ accepts and nvcc does not, and ptxas' report.
+            # nvcc's refusal fails the row, and the checks still run on the CPU build.
             with ThreadPoolExecutor(1) as pool:
-                nvcc = pool.submit(builder.kernel_check, v.op, v.options.arch)
+                nvcc = pool.submit(nvcc_check, v.op, v.options.arch)
                 ext = CUDA_BUILDS[where](v.op, v.options)
-                report = nvcc.result()
+                try:
+                    report = nvcc.result()
+                except BuildError as e:
+                    b.fail(f"nvcc {v.options.arch}: {e}")
         else:
             ext = CUDA_BUILDS[where](v.op, v.options)
     except BuildError as e:
         b.fail(str(e))
         return b.finish()
+    for problem in getattr(ext, "found", ()):  # the author's own source problems (a module declared twice)
+        b.fail(problem)
     row = b.finish()
     row.detail = f"{'cached' if ext.cached else 'built'} in {ext.seconds:.1f}s"
     if report is not None:

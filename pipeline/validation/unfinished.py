@@ -31,7 +31,7 @@ def unfinished(stage: Stage, inputs: Tensors) -> str | None:
 
 def unfinished_cuda(op: Op) -> str | None:
     """What to write, when kernel.cu or binding.cpp still carries the template's UNFINISHED_MARK line."""
-    if not any(UNFINISHED_MARK in op.path(part).read_text() for part in ("cuda", "binding")):
+    if not any(op.has(part) and UNFINISHED_MARK in op.path(part).read_text() for part in ("cuda", "binding")):
         return None
     return (f"write the kernels in {shown(op.path('cuda'))} and forward() and backward() in "
             f"{shown(op.path('binding'))}, then delete the '{UNFINISHED_MARK}' line")

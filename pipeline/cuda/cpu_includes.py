@@ -1,0 +1,109 @@
+"""What a CPU build includes besides brrr's stand-ins: the op folder's own headers, rewritten as
+kernel.cu is (a `__shared__` in a template of common.h, a launch in a helper), and an empty
+stand-in for each header brrr cannot provide (<cublas_v2.h>) so that a file which includes one
+but never calls it builds. Where the kernels do call into such a header, the compiler's
+"not declared" is told as what it is: the include line, and what brrr does provide on the CPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..base.assets import CPU_INCLUDE
+from ..base.files import shown, write_atomic
+from . import builder
+from .cpu_source import masked, rewrite
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.M)
+
+
+@dataclass(frozen=True)
+class Includes:
+    """The folders a CPU build puts first on its include path, and the headers stood in for."""
+
+    folders: tuple[Path, ...]
+    stubbed: dict[str, str]  # header -> "file:line" of the first include of it
+
+    @property
+    def flags(self) -> list[str]:
+        return [f"-I{f}" for f in self.folders]
+
+
+def local_headers(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.suffix in builder.HEADER_SUFFIXES and p.is_file())
+
+
+@lru_cache(maxsize=1)
+def _system_dirs() -> tuple[Path, ...]:
+    """The host compiler's own include folders (where <vector> and <math.h> are found)."""
+    proc = subprocess.run([builder.find_cxx(), "-xc++", "-E", "-v", "-"], input="", capture_output=True, text=True,
+                          check=False)
+    lines = proc.stderr.splitlines()
+    try:
+        start = lines.index("#include <...> search starts here:") + 1
+        end = lines.index("End of search list.")
+    except ValueError:
+        return ()
+    return tuple(Path(line.strip()) for line in lines[start:end])
+
+
+def _findable(header: str, quoted_from: Path | None, dirs: list[Path]) -> bool:
+    if quoted_from is not None and (quoted_from.parent / header).is_file():
+        return True
+    return any((d / header).exists() for d in dirs)
+
+
+def prepare(op_folder: Path, sources: list[Path], name: str, extra_dirs: list[Path]) -> Includes:
+    """Rewrite the folder's headers and stand in for unknown ones, into the cache (named by content)."""
+    headers = local_headers(op_folder)
+    digest = hashlib.sha256()
+    for h in [*headers, *sources]:
+        digest.update(str(h.relative_to(op_folder) if h.is_relative_to(op_folder) else h).encode())
+        digest.update(h.read_bytes())
+    root = builder.cache_root() / "cpu-include" / f"{name}-{digest.hexdigest()[:16]}"
+    rewritten, stubs = root / "local", root / "stubs"
+    for h in headers:
+        target = rewritten / h.relative_to(op_folder)
+        text = rewrite(h.read_text(errors="replace"), h)
+        if not target.is_file() or target.read_text() != text:
+            write_atomic(target, text)
+    dirs = [CPU_INCLUDE, op_folder, *extra_dirs, *_system_dirs()]
+    stubbed: dict[str, str] = {}
+    for source in [*sources, *headers]:
+        text = source.read_text(errors="replace")
+        mask = masked(text)
+        for m in _INCLUDE.finditer(text):
+            if mask[m.start():m.end()].lstrip()[:1] != "#":
+                continue  # inside a comment
+            header = m.group(2).strip()
+            if header in stubbed or _findable(header, source if m.group(1) == '"' else None, dirs):
+                continue
+            stubbed[header] = f"{shown(source)}:{text.count(chr(10), 0, m.start()) + 1}"
+            stub = stubs / header
+            note = (f"// brrr: <{header}> is not provided on the CPU ({stubbed[header]} includes it). Empty, so a\n"
+                    f"// file that includes it but calls nothing of it builds.\n#pragma once\n")
+            if not stub.is_file() or stub.read_text() != note:
+                write_atomic(stub, note)
+    return Includes((rewritten, stubs), stubbed)
+
+
+def provided() -> str:
+    """The CUDA headers brrr's CPU build provides, for messages."""
+    names = sorted(str(p.relative_to(CPU_INCLUDE)) for p in CPU_INCLUDE.rglob("*")
+                   if p.is_file() and not p.name.startswith("brrr_") and p.suffix in ("", ".h"))
+    return ", ".join(names)
+
+
+def explain(message: str, includes: Includes) -> str:
+    """A compile error about a name the kernels use from a header brrr stood in for: said as such."""
+    if not includes.stubbed or not re.search(r"was not declared|does not name a type|has not been declared|"
+                                             r"is not a member of", message):
+        return message
+    listed = "; ".join(f"<{h}> ({where})" for h, where in includes.stubbed.items())
+    return (f"{message}\nbrrr does not provide {listed} on the CPU, so what the code uses from it is undeclared. "
+            f"brrr provides: {provided()}")

@@ -1,0 +1,227 @@
+"""Build an op brought as its own torch extension (spec.torch_module: one .cu holding kernels, torch
+wrapper and PYBIND11_MODULE) into a Python module brrr imports, for the CPU or a GPU.
+
+On the CPU the .cu is compiled as one file by the host compiler, against brrr's stand-in CUDA
+headers and torch's, with its kernels executed by brrr's runtime (and instrumented, in the checked
+build, as kernel.cu is); the wrapper is the author's own code, compiled as written. On a GPU nvcc
+compiles it as `torch.utils.cpp_extension` would. Either way the module's PYBIND11_MODULE is
+replaced by brrr's (module_source), so nothing clashes with the extension the author builds.
+
+The object is cached by content like every other (builder.compile_job). Torch's headers make the
+compile slow (a minute on a loaded 2-core machine), which a kernel edit pays again: the wrapper and
+the kernels are one translation unit, as the author wrote them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..base.errors import BuildError
+from ..base.files import locked, replacing, shown, write_atomic
+from ..base.progress import ticking
+from ..op.extension import bound
+from ..op.spec import Op
+from . import builder, cpu_build, cpu_includes, memcheck
+from .builder import INCLUDE_DIR, Job
+from .cpu_source import rewrite
+from .module_source import duplicated_module, module_text
+
+# What a module's CPU build links beside the runtime (see the file's comment).
+MODULE_SOURCE = cpu_build.CPU_INCLUDE / "brrr_cpu_module.cpp"
+
+
+@dataclass(frozen=True)
+class ModuleBuild:
+    """A built and imported module, with the spec's forward, backward and variants bound to it."""
+
+    module: Any
+    library: Path
+    seconds: float
+    cached: bool
+    forward: Any
+    backward: Any
+    found: tuple[str, ...]  # the author's own problems brrr found in the source (a module declared twice)
+    bound_variants: dict[str, Any]
+
+    def variants(self) -> dict[str, Any]:
+        return dict(self.bound_variants)
+
+
+def _sources(op: Op) -> list[Path]:
+    module = op.spec.torch_module
+    assert module is not None
+    return [op.path("cuda"), *(op.folder / s for s in module.sources)]
+
+
+def _torch_flags() -> list[str]:
+    import torch
+
+    return [f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", *builder.torch_include_flags(),
+            f"-I{sysconfig.get_paths()['include']}", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+
+
+def _module_name(op: Op, flavour: str) -> str:
+    h = hashlib.sha256(flavour.encode())
+    for source in _sources(op):
+        h.update(source.read_bytes())
+    return f"brrr_module_{op.name}_{h.hexdigest()[:12]}"
+
+
+def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job], cpu_includes.Includes]:
+    """The module's sources rewritten for the CPU, each with its compile command."""
+    import torch
+
+    module = op.spec.torch_module
+    assert module is not None
+    cxx = builder.find_cxx()
+    includes = cpu_includes.prepare(op.folder, _sources(op), op.name, [Path(p[2:]) for p in builder.torch_include_flags()])
+    jobs = []
+    for i, source in enumerate(_sources(op)):
+        text = source.read_text(errors="replace")
+        if i == 0:
+            text = module_text(text, source, name, module.function_names())
+        text = rewrite(text, source)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        rewritten = builder.cache_root() / "cpu-src" / f"{op.name}-{source.stem}-{digest}.cpp"
+        if not rewritten.is_file() or rewritten.read_text() != text:
+            write_atomic(rewritten, text)
+        command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *includes.flags,
+                   f"-I{cpu_build.CPU_INCLUDE}", f"-I{INCLUDE_DIR}", f"-I{op.folder}", *_torch_flags(),
+                   f"-DTORCH_EXTENSION_NAME={name}", *flavour.extra,
+                   *(memcheck.CHECK_FLAGS if flavour.checked else ())]
+        key = builder.object_key(None, rewritten, [*cpu_build.cpu_headers(), *cpu_includes.local_headers(op.folder)],
+                                 command, (builder.compiler_version(cxx), torch.__version__))
+        jobs.append(Job(rewritten, command, key, builder.object_path(f"{op.name}-{source.stem}-{flavour.name}", key),
+                        source))
+    return jobs, includes
+
+
+def _link(library: Path, objects: list[Path]) -> None:
+    """A Python extension module: torch's libraries (and torch_python for pybind11's casters); the
+    Python C API is resolved by the interpreter that imports it, as for every extension."""
+    from torch.utils import cpp_extension
+
+    dirs = cpp_extension.library_paths()
+    with locked(library.with_suffix(".lock")):
+        if library.is_file():
+            return
+        with replacing(library, suffix=".so") as partial:
+            command = [builder.find_cxx(), "-shared", "-fPIC", "-o", str(partial), *map(str, objects),
+                       *(f"-L{d}" for d in dirs), *(f"-Wl,-rpath,{d}" for d in dirs),
+                       "-lc10", "-ltorch_cpu", "-ltorch", "-ltorch_python", "-lpthread", "-Wl,-Bsymbolic"]
+            proc = subprocess.run(command, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise BuildError(f"linking the module failed:\n{proc.stderr[-3000:]}")
+
+
+def _import(name: str, library: Path) -> Any:
+    if name in sys.modules:
+        return sys.modules[name]
+    loader = importlib.machinery.ExtensionFileLoader(name, str(library))
+    spec = importlib.util.spec_from_file_location(name, library, loader=loader)
+    if spec is None:
+        raise BuildError(f"cannot import {library}")
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def _bind(op: Op, module: Any, library: Path, start: float, cached: bool) -> ModuleBuild:
+    spec = op.spec.torch_module
+    assert spec is not None
+    found = tuple(p for p in [duplicated_module(op.path("cuda").read_text(errors="replace"), op.path("cuda"))] if p)
+    backward = bound(spec.backward, module) if spec.backward is not None else None
+    variants = {name: bound(call, module) for name, call in spec.variants.items()}
+    return ModuleBuild(module, library, time.monotonic() - start, cached, bound(spec.forward, module), backward, found,
+                       variants)
+
+
+def build_cpu_module(op: Op, flavour: cpu_build.Flavour = cpu_build.DEFAULT, verbose: bool = False) -> ModuleBuild:
+    """Compile (or reuse) the module for execution on the CPU, link it with brrr's runtime and import it."""
+    start = time.monotonic()
+    name = _module_name(op, flavour.name)
+    jobs, includes = _cpu_jobs(op, flavour, name)
+    jobs += [cpu_build.runtime_job(flavour), cpu_build.runtime_job(flavour, MODULE_SOURCE)]
+    if flavour.checked:
+        memcheck.install_allocation_registry()
+        jobs.append(memcheck.memcheck_job(flavour.extra))
+    try:
+        objects = builder.compile_all(jobs, f"compiling {op.name} for the CPU", "cpu", verbose)
+    except BuildError as e:
+        raise BuildError(cpu_includes.explain(e.message, includes), hint=e.hint) from e
+    key = hashlib.sha256(" ".join(o.key for o in objects).encode()).hexdigest()[:16]
+    library = builder.cache_root() / "ext" / f"{name}-{key}.so"
+    linked = not library.is_file()
+    if linked:
+        with ticking(f"linking {op.name}"):
+            _link(library, [o.path for o in objects])
+    module = _import(name, library)
+    return _bind(op, module, library, start, all(o.cached for o in objects) and not linked)
+
+
+def nvcc_job(op: Op, arch: str) -> Job:
+    """The .cu through nvcc as cpp_extension compiles it (torch's and Python's headers), brrr's module
+    in place of the author's: the GPU compile check, and the GPU build's object."""
+    import torch
+
+    nvcc = builder.find_nvcc()
+    if nvcc is None:
+        raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH, in /usr/local/cuda/bin)")
+    source = op.path("cuda")
+    name = _module_name(op, "gpu")
+    module = op.spec.torch_module
+    assert module is not None
+    text = module_text(source.read_text(errors="replace"), source, name, module.function_names())
+    quoted = str(source.resolve()).replace("\\", "\\\\").replace('"', '\\"')
+    text = f'#line 1 "{quoted}"\n{text}'
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    rewritten = builder.cache_root() / "gpu-src" / f"{op.name}-{source.stem}-{digest}.cu"
+    if not rewritten.is_file() or rewritten.read_text() != text:
+        write_atomic(rewritten, text)
+    command = [nvcc, "-c", *builder.NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v", f"-I{op.folder}", *_torch_flags(),
+               f"-DTORCH_EXTENSION_NAME={name}"]
+    key = builder.object_key(None, rewritten, cpu_includes.local_headers(op.folder), command,
+                             (builder.nvcc_version(), torch.__version__))
+    return Job(rewritten, command, key, builder.object_path(f"{op.name}-{source.stem}-gpu-{arch}", key), source)
+
+
+def kernel_check(op: Op, arch: str = builder.DEFAULT_ARCH) -> builder.CompileReport:
+    """The module through nvcc and ptxas' report (no GPU needed)."""
+    obj = builder.compile_job(nvcc_job(op, arch))
+    return builder.CompileReport(arch=arch, kernels=obj.kernels, seconds=obj.seconds, cached=obj.cached)
+
+
+def build_gpu_module(op: Op, arch: str | None = None, verbose: bool = False) -> ModuleBuild:
+    """The module compiled by nvcc, linked against torch's CUDA libraries and imported."""
+    start = time.monotonic()
+    arch = arch or builder.device_arch()
+    obj = builder.compile_job(nvcc_job(op, arch), verbose)
+    name = _module_name(op, "gpu")
+    library = builder.cache_root() / "ext" / f"{name}-{obj.key}.so"
+    linked = not library.is_file()
+    if linked:
+        _link_gpu(library, obj.path)
+    return _bind(op, _import(name, library), library, start, obj.cached and not linked)
+
+
+def _link_gpu(library: Path, obj: Path) -> None:
+    from torch.utils import cpp_extension
+
+    home = builder.cuda_home()
+    dirs = [*cpp_extension.library_paths(), *([str(home / "lib64")] if home else [])]
+    with locked(library.with_suffix(".lock")), replacing(library, suffix=".so") as partial:
+        command = [builder.find_cxx(), "-shared", "-fPIC", "-o", str(partial), str(obj), *(f"-L{d}" for d in dirs),
+                   *(f"-Wl,-rpath,{d}" for d in dirs), *builder.LINK_LIBS, "-ltorch_python"]
+        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(f"linking {shown(obj)} failed:\n{proc.stderr[-3000:]}")

@@ -1,0 +1,134 @@
+"""A torch extension as its author wrote it (one .cu holding kernels, the torch wrapper and
+PYBIND11_MODULE), made ready for brrr to build and load, without touching the kernel code:
+
+- each `PYBIND11_MODULE(name, m) { ... }` becomes a plain function `brrr_user_module_K(m)` with the
+  same body, so two modules never clash with each other or with brrr's, and a module declared twice
+  is reported naming both lines (nvcc and g++ would refuse the second anyway);
+- a host function named as a kernel is (nvcc tells them apart by execution space; C++ cannot) is
+  renamed `NAME__host` wherever it is used, launches and kernel definitions keep NAME;
+- brrr's own module is appended: it runs each user module's body and binds the functions the spec
+  names that no module binds.
+
+Every line keeps its number, so messages, faults and gdb name the .cu's own lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base.errors import BuildError
+from ..base.files import shown
+from .cpu_source import masked
+
+_MODULE = re.compile(r"\bPYBIND11_MODULE\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)")
+_KERNEL = re.compile(r"\b__global__\b[^;{]*?\b(\w+)\s*\(", re.S)
+
+
+@dataclass(frozen=True)
+class Module:
+    """One PYBIND11_MODULE declaration: the name it gives, its module variable, where its header is."""
+
+    name: str
+    variable: str
+    start: int
+    end: int
+    line: int
+
+
+def modules(text: str) -> list[Module]:
+    mask = masked(text)
+    return [Module(m.group(1), m.group(2), m.start(), m.end(), mask.count("\n", 0, m.start()) + 1)
+            for m in _MODULE.finditer(mask)]
+
+
+def duplicated_module(text: str, path: Path) -> str | None:
+    """The seed's own bug where a file declares its module twice: the message naming both lines, or None."""
+    found = modules(text)
+    if len(found) < 2:
+        return None
+    first, again = found[0], found[1]
+    return (f"{shown(path)}:{again.line}: PYBIND11_MODULE({again.name}, {again.variable}) declares the module a second "
+            f"time (first at line {first.line}): nvcc and g++ refuse the file as written (redefinition of "
+            f"PyInit_{again.name}); delete one of them. brrr binds the functions itself, so the checks below still run")
+
+
+def kernel_names(text: str) -> set[str]:
+    return {m.group(1) for m in _KERNEL.finditer(masked(text))}
+
+
+def _definition_heads(mask: str, name: str) -> list[int]:
+    """Positions of `name(` that begin a function declaration or definition at namespace scope."""
+    found, depth = [], 0
+    depth_at = []
+    for c in mask:
+        depth_at.append(depth)
+        depth += (c == "{") - (c == "}")
+    for m in re.finditer(rf"(?<![\w:.>]){re.escape(name)}\s*\(", mask):
+        before = mask[max(0, m.start() - 80):m.start()].rstrip()
+        # A declaration's name follows its type: an identifier, '*', '&' or '>' (not an operator or '(' of a call).
+        if depth_at[m.start()] == 0 and before and (before[-1].isalnum() or before[-1] in "_*&>"):
+            if not before.endswith(("return", "<<<")):
+                found.append(m.start())
+    return found
+
+
+def host_twins(text: str) -> set[str]:
+    """Kernel names that a host function of the same file also has (nvcc accepts it; C++ sees one overload set)."""
+    mask = masked(text)
+    twins = set()
+    for name in kernel_names(text):
+        heads = _definition_heads(mask, name)
+        if any(not re.search(r"\b__global__\b[^;{}]*$", mask[max(0, h - 300):h]) for h in heads):
+            twins.add(name)
+    return twins
+
+
+def _launch_sites(mask: str, name: str) -> set[int]:
+    """Where `name` (with template arguments) is launched: name<...><<<."""
+    return {m.start() for m in re.finditer(rf"(?<![\w:.]){re.escape(name)}\s*(<[^;{{}}]*?>)?\s*<<<", mask)}
+
+
+def rename_host_twins(text: str) -> tuple[str, dict[str, str]]:
+    """Rename every use of a host function named as a kernel to NAME__host, except the kernel's own
+    declarations and its launches; the map from old to new names."""
+    twins = host_twins(text)
+    if not twins:
+        return text, {}
+    mask = masked(text)
+    spans = []
+    for name in sorted(twins):
+        keep = _launch_sites(mask, name)
+        for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\b", mask):
+            if m.start() in keep or re.search(r"\b__global__\b[^;{}]*$", mask[max(0, m.start() - 300):m.start()]):
+                continue
+            spans.append((m.start(), m.end(), f"{name}__host"))
+    out, at = [], 0
+    for start, end, new in sorted(spans):
+        out += [text[at:start], new]
+        at = end
+    return "".join(out) + text[at:], {n: f"{n}__host" for n in twins}
+
+
+def module_text(text: str, path: Path, module_name: str, functions: tuple[str, ...]) -> str:
+    """The .cu's text as brrr builds it: user modules as functions, host twins renamed, brrr's module appended.
+    `functions` are the names the spec gives that brrr must bind (those no user module defines)."""
+    text, renamed = rename_host_twins(text)
+    found = modules(text)
+    out, at = [], 0
+    for k, m in enumerate(found):
+        out += [text[at:m.start], f"[[maybe_unused]] static void brrr_user_module_{k}(::pybind11::module_& {m.variable})"]
+        at = m.end
+    body = "".join(out) + text[at:]
+    defined = set(re.findall(r'\.\s*def\s*\(\s*"(\w+)"', body))
+    calls = [f"brrr_user_module_{k}(m);" for k in range(min(len(found), 1))]  # a second module is the seed's bug
+    for name in functions:
+        if name in defined:
+            continue
+        if not re.search(rf"\b{re.escape(renamed.get(name, name))}\s*\(", masked(body)):
+            raise BuildError(f"{shown(path)}: the spec names {name}, which this file neither defines nor binds",
+                             hint="name a function of the file, or one its PYBIND11_MODULE defines with m.def(\"NAME\", ...)")
+        calls.append(f'm.def("{name}", &{renamed.get(name, name)});')
+    glue = f'\n#line 1 "brrr: the module brrr binds"\nPYBIND11_MODULE({module_name}, m) {{ {" ".join(calls)} }}\n'
+    return body + glue
