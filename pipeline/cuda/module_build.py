@@ -33,7 +33,7 @@ from ..op.spec import Op
 from . import builder, cpu_build, cpu_includes, memcheck
 from .builder import INCLUDE_DIR, Job
 from .cpu_source import rewrite
-from .module_source import duplicated_module, module_text
+from .module_source import duplicated_module, module_text, on_the_cpu
 
 # What a module's CPU build links beside the runtime (see the file's comment).
 MODULE_SOURCE = cpu_build.CPU_INCLUDE / "brrr_cpu_module.cpp"
@@ -89,7 +89,7 @@ def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job],
         text = source.read_text(errors="replace")
         if i == 0:
             text = module_text(text, source, name, module.function_names())
-        text = rewrite(text, source)
+        text = rewrite(on_the_cpu(text, source), source)
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         rewritten = builder.cache_root() / "cpu-src" / f"{op.name}-{source.stem}-{digest}.cpp"
         if not rewritten.is_file() or rewritten.read_text() != text:

@@ -132,3 +132,10 @@ def module_text(text: str, path: Path, module_name: str, functions: tuple[str, .
         calls.append(f'm.def("{name}", &{renamed.get(name, name)});')
     glue = f'\n#line 1 "brrr: the module brrr binds"\nPYBIND11_MODULE({module_name}, m) {{ {" ".join(calls)} }}\n'
     return body + glue
+
+
+def on_the_cpu(text: str, path: Path) -> str:
+    """module_text for the CPU execution: torch first, then `x.is_cuda()` reads true for the CPU tensors
+    that stand for device memory there, so a wrapper's TORCH_CHECK(x.is_cuda(), ...) passes as on a GPU."""
+    quoted = str(path.resolve()).replace("\\", "\\\\").replace('"', '\\"')
+    return f'#include <torch/extension.h>\n#define is_cuda() is_cpu()\n#line 1 "{quoted}"\n{text}'

@@ -1,0 +1,107 @@
+"""An author's own torch extension made ready to build (module_source) and the headers around it
+(cpu_includes): kernels of our own in the idioms of public code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brrr_kernels.base.errors import BuildError
+from brrr_kernels.cuda import cpu_includes
+from brrr_kernels.cuda.module_source import duplicated_module, host_twins, module_text, rename_host_twins
+
+# llm.c's way: a kernel, and a host launcher of the same name taking a block size.
+TWINS = """\
+__global__ void scale(float* out, const float* inp, float s, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) out[i] = inp[i] * s;
+}
+
+void scale(float* out, const float* inp, float s, int N, const int block_size) {
+    const int grid_size = (N + block_size - 1) / block_size;
+    scale<<<grid_size, block_size>>>(out, inp, s, N);
+}
+
+torch::Tensor scale_torch(torch::Tensor x, double s) {
+    auto y = torch::empty_like(x);
+    scale(y.data_ptr<float>(), x.data_ptr<float>(), (float)s, x.numel(), 256);
+    return y;
+}
+"""
+
+SEED_TWICE = """\
+#include <torch/extension.h>
+void f(torch::Tensor a) {}
+PYBIND11_MODULE(ext, m) {
+    m.def("f", &f, "doc");
+}
+// again
+PYBIND11_MODULE(ext, m) {
+    m.def("f", &f, "doc");
+}
+"""
+
+
+def test_a_host_launcher_named_as_its_kernel_is_renamed_and_the_kernel_and_launch_keep_the_name() -> None:
+    assert host_twins(TWINS) == {"scale"}
+    text, renamed = rename_host_twins(TWINS)
+    assert renamed == {"scale": "scale__host"}
+    assert "__global__ void scale(float* out" in text
+    assert "void scale__host(float* out, const float* inp, float s, int N, const int block_size)" in text
+    assert "scale<<<grid_size, block_size>>>" in text
+    assert "scale__host(y.data_ptr<float>()" in text
+    assert text.count("\n") == TWINS.count("\n")  # lines keep their numbers
+
+
+def test_no_rename_without_a_twin() -> None:
+    only = TWINS.split("void scale(float* out, const float* inp, float s, int N, const int")[0]
+    assert host_twins(only) == set()
+    assert rename_host_twins(only)[0] == only
+
+
+def test_a_module_declared_twice_is_named_at_both_lines() -> None:
+    said = duplicated_module(SEED_TWICE, Path("seed.cu"))
+    assert said is not None and "seed.cu:7:" in said and "first at line 3" in said
+    assert duplicated_module(SEED_TWICE.split("// again")[0], Path("seed.cu")) is None
+
+
+def test_module_text_calls_the_first_user_module_and_binds_the_named_functions() -> None:
+    text = module_text(SEED_TWICE.replace("void f(", "void g(torch::Tensor b) {}\nvoid f("), Path("seed.cu"),
+                       "brrr_mod", ("f", "g"))
+    assert "PYBIND11_MODULE(ext" not in text
+    assert "static void brrr_user_module_0(::pybind11::module_& m)" in text
+    glue = text.split('#line 1 "brrr: the module brrr binds"')[1]
+    assert "brrr_user_module_0(m);" in glue and "brrr_user_module_1(m)" not in glue
+    assert 'm.def("g", &g);' in glue and 'm.def("f"' not in glue  # f is the module's own
+
+
+def test_module_text_refuses_a_name_the_file_does_not_have() -> None:
+    with pytest.raises(BuildError, match="names nope, which this file neither defines nor binds"):
+        module_text(SEED_TWICE, Path("seed.cu"), "brrr_mod", ("nope",))
+
+
+def test_module_text_binds_the_host_twin_by_its_new_name() -> None:
+    glue = module_text(TWINS, Path("k.cu"), "brrr_mod", ("scale_torch",)).split("brrr binds")[1]
+    assert 'm.def("scale_torch", &scale_torch);' in glue
+
+
+def test_headers_of_the_folder_are_rewritten_and_unknown_ones_stood_in_for(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BRRR_CACHE", str(tmp_path / "cache"))
+    op = tmp_path / "op"
+    op.mkdir()
+    (op / "common.h").write_text("#pragma once\n#include <cublas_v2.h>\ntemplate <typename T>\n"
+                                 "__device__ T first(T v) {\n    __shared__ T slot[32];\n    slot[0] = v;\n"
+                                 "    return slot[0];\n}\n")
+    kernel = op / "k.cu"
+    kernel.write_text('#include "common.h"\n// #include <never_looked_at.h>\n#include <cuda_runtime.h>\n')
+    found = cpu_includes.prepare(op, [kernel], "t", [])
+    assert set(found.stubbed) == {"cublas_v2.h"}
+    assert found.stubbed["cublas_v2.h"].endswith("common.h:2")
+    rewritten = (found.folders[0] / "common.h").read_text()
+    assert "__shared__" not in rewritten.split("#line 1")[1]  # the declaration went to brrr's per-block storage
+    assert "shared_at" in rewritten
+    assert (found.folders[1] / "cublas_v2.h").is_file()
+    said = cpu_includes.explain("k.cu:9: error: 'cublasCreate' was not declared in this scope", found)
+    assert "<cublas_v2.h>" in said and "common.h:2" in said and "cuda_runtime.h" in said

@@ -1,0 +1,76 @@
+"""Ops brought with their own kernels (tests/cuda/byok_ops): forward-only, int64 targets, and the
+spec naming a torch extension's functions, on the reference stage and through torch.library."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+import brrr_kernels
+from brrr_kernels.base.errors import OpLoadError
+from brrr_kernels.op.loaders import load_op, load_reference
+from brrr_kernels.validation.torch_library import define
+
+OPS = Path(__file__).resolve().parent.parent / "cuda" / "byok_ops"
+
+
+def test_a_forward_only_op_shows_its_backward_rows_as_not_applicable_with_the_reason() -> None:
+    report = brrr_kernels.validate(str(OPS / "quantize"), stages=["reference"], seed=1)
+    assert not report.failed
+    na = [r for r in report.rows if r.verdict == "n/a"]
+    assert {r.check for r in na} == {"gradcheck", "backward vs oracle"}
+    assert all("rounding has a zero gradient" in r.detail for r in na)
+    assert report.row("reference", "opcheck", "float64").verdict == "pass"
+
+
+def test_int64_targets_go_through_gradcheck_opcheck_and_compile() -> None:
+    report = brrr_kernels.validate(str(OPS / "xent"), stages=["reference"], seed=2)
+    assert not report.failed, report
+    for check in ("gradcheck", "opcheck", "compile fullgraph"):
+        assert report.row("reference", check, "float64").verdict == "pass"
+
+
+def test_registered_op_with_int64_targets_takes_gradients_of_the_logits_only() -> None:
+    op = load_op(str(OPS / "xent"))
+    ref = load_reference(op)
+    fn = define(op, "brrr_test_byok_xent", {"CPU": (ref.forward, ref.backward)}, ref)
+    logits = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    targets = torch.randint(0, 6, (4,))
+    fn(logits, targets).sum().backward()
+    want = torch.softmax(logits.detach(), 1) - torch.nn.functional.one_hot(targets, 6)
+    torch.testing.assert_close(logits.grad, want)
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / name
+    shutil.copytree(OPS / name, folder)
+    return folder
+
+
+def test_a_cu_with_its_own_wrapper_and_no_torch_module_in_the_spec_says_what_to_add(tmp_path: Path) -> None:
+    folder = _copy(tmp_path, "xent")
+    spec = folder / "spec.py"
+    spec.write_text(spec.read_text().replace('    torch_module=TorchModule(forward="forward", backward="backward"),\n', ""))
+    with pytest.raises(OpLoadError) as e:
+        load_op(str(folder))
+    assert "xent.cu:3: this file holds its own torch wrapper" in e.value.message
+    assert "torch_module=TorchModule" in (e.value.hint or "") and "forward, backward" in (e.value.hint or "")
+
+
+def test_a_torch_module_without_backward_needs_forward_only(tmp_path: Path) -> None:
+    folder = _copy(tmp_path, "quantize")
+    spec = folder / "spec.py"
+    spec.write_text("\n".join(ln for ln in spec.read_text().splitlines() if "forward_only=" not in ln))
+    with pytest.raises(OpLoadError, match=r"spec.py:\d+: SPEC.torch_module names no backward"):
+        load_op(str(folder))
+
+
+def test_no_grad_must_name_inputs(tmp_path: Path) -> None:
+    folder = _copy(tmp_path, "xent")
+    spec = folder / "spec.py"
+    spec.write_text(spec.read_text().replace('    saved=(', '    no_grad=("target",),\n    saved=('))
+    with pytest.raises(OpLoadError, match=r"spec.py:\d+: SPEC.no_grad names \['target'\], which are not inputs"):
+        load_op(str(folder))
