@@ -38,7 +38,7 @@ from ..op.contract import as_tuple
 from ..op.spec import Inputs, Op, Size
 from ..verdict.compare import outputs_agree
 
-RUNS = 15
+RUNS = 10
 BATCH_MS = 3.0  # a timed batch of calls keeps the GPU busy at least this long (see time_ms)
 MAX_BATCH = 200
 HOST_MARGIN = 1.5  # the GPU sleep before a batch covers this many times the host's time to issue it
@@ -109,13 +109,14 @@ def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> CallTime:
     torch.cuda.synchronize()
     start = time.perf_counter()
     fn(0)
+    issue_one = (time.perf_counter() - start) * 1e3
     torch.cuda.synchronize()
     one = (time.perf_counter() - start) * 1e3
     batch = max(1, min(MAX_BATCH, math.ceil(BATCH_MS / max(one, 1e-3))))
     if one > SLOW_MS:  # a call this long (numba's matmul: 0.4 s) varies little; its runs would take seconds
         runs = min(runs, SLOW_RUNS)
     per_ms = _sleep_cycles_per_ms()
-    host_guess = one * batch
+    host_guess = issue_one * batch  # a run that finds the GPU awake before the batch is issued sleeps longer
     device, host = [], []
     for r in range(runs):
         for _attempt in range(4):
