@@ -148,7 +148,7 @@ COMMANDS: tuple[Command, ...] = (
             help="also run Nsight Compute (--clock-control none) on one forward and backward of the cuda stage at the "
                  "first size and dtype; writes REPORT-OP.ncu-rep and prints each kernel's headline"),
     ), "GPU only (exit 2 without one). Two times a call: ms, the GPU's (a batch of back-to-back calls issued "
-       "behind a GPU sleep, so no host gap counts; the median of 15 batches), and host ms, the time to issue one; "
+       "behind a GPU sleep, so no host gap counts; the median of 10 batches), and host ms, the time to issue one; "
        "a training step pays the larger.", caches=True),
     Command("sanitize", "GPU only: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over one forward and "
                         "backward of each op's cuda stage", "commands.sanitize:main", (
