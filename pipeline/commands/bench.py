@@ -391,8 +391,11 @@ def main(args: argparse.Namespace) -> int:
     copy_gbps = copy_bandwidth()
     rows = []
     profiled = []  # what --profile traces once the timing is done
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "copy_gbps": copy_gbps}
     for name in args.ops or builtin_op_names():
         op = load_op(name)
+        started = time.monotonic()
         sizes = [_parse_size(s) for s in args.size] if args.size else list(op.spec.bench_sizes or op.spec.gpu_sizes[-1:])
         impls = implementations(op, with_numba=not args.no_numba)
         for dtype in dtypes:
@@ -403,6 +406,9 @@ def main(args: argparse.Namespace) -> int:
                     rows += bench_op(op, size, dtype, impls, copy_gbps, backward)
                 profiled.append((op, size, dtype, impls))
         print(format_table([r for r in rows if r.op == op.name], copy_gbps, torch.cuda.get_device_name()), flush=True)
+        print(f"{op.name}: {time.monotonic() - started:.0f} s", flush=True)
+        if args.json:  # after every op, so a run stopped part way keeps what it measured
+            write_atomic(args.json, json.dumps({"meta": meta, "rows": to_dicts(rows)}, indent=2))
         if args.ncu:
             dtype = next((d for d in dtypes if d in op.spec.stage_dtypes("cuda")), torch.float32)
             report = args.ncu.with_name(f"{args.ncu.name.removesuffix('.ncu-rep')}-{op.name}")
@@ -411,10 +417,6 @@ def main(args: argparse.Namespace) -> int:
     if args.profile:
         profile(profiled, args.profile)
         print(f"wrote the profiler trace to {args.profile} (open it in chrome://tracing or ui.perfetto.dev)")
-    if args.json:
-        meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
-                "copy_gbps": copy_gbps}
-        write_atomic(args.json, json.dumps({"meta": meta, "rows": to_dicts(rows)}, indent=2))
     if args.plot:
         plot(rows, args.plot)
     return EXIT_OK
