@@ -70,8 +70,28 @@ def call_forward(spec: OpSpec, impl: Implementation, inputs: Sequence[Any]) -> t
 
 
 def call_backward(spec: OpSpec, impl: Implementation, upstream: Sequence[Any], saved: Sequence[Any]) -> tuple[Any, ...]:
-    """One gradient per input (None where the implementation gives none) from the implementation's backward."""
-    return as_tuple(impl.backward(*upstream, *saved, *spec.param_values))
+    """One gradient per input (None where the implementation gives none) from the implementation's backward.
+    A backward that returns only the gradients of the inputs that take one (an extension's, which
+    returns grad_logits alone beside int64 targets) has them put in their places."""
+    grads = as_tuple(impl.backward(*upstream, *saved, *spec.param_values))
+    if len(grads) < len(spec.inputs):
+        positions = _grad_positions_once(spec)
+        if len(grads) == len(positions):
+            spread: list[Any] = [None] * len(spec.inputs)
+            for i, g in zip(positions, grads):
+                spread[i] = g
+            return tuple(spread)
+    return grads
+
+
+_positions: dict[int, tuple[OpSpec, tuple[int, ...]]] = {}
+
+
+def _grad_positions_once(spec: OpSpec) -> tuple[int, ...]:
+    """grad_positions, made once per spec (it makes inputs to see their dtypes)."""
+    if id(spec) not in _positions:
+        _positions[id(spec)] = (spec, grad_positions(spec))  # the spec kept alive, so its id stays its own
+    return _positions[id(spec)][1]
 
 
 def forward_backward(spec: OpSpec, impl: Implementation, inputs: Sequence[Any],
