@@ -13,4 +13,5 @@ Layer map:
     cpu_includes  the op folder's headers rewritten for the CPU, stand-ins for headers brrr cannot provide
     module_source  an author's own torch extension (.cu with wrapper and PYBIND11_MODULE) made ready to build
     module_build  that extension built and imported for the CPU or a GPU, its functions bound by the spec
+    guards      guard bands: every tensor a cuda-stage call receives or allocates between canary bytes
 """

@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import signal
 import subprocess
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -71,6 +72,10 @@ def _pack(value: Any) -> Any:
     return value
 
 
+def _flat(value: Any) -> list[Any]:
+    return [x for v in value for x in _flat(v)] if isinstance(value, (list, tuple)) else [value]
+
+
 def _unpack(value: Any) -> Any:
     if isinstance(value, Packed):
         return value.unpack()
@@ -106,9 +111,17 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
         except EOFError:
             return
         received = _unpack(args)
+        for a in received:  # each tensor's own elements are its bounds, not the storage it came in
+            if checked and isinstance(a, torch.Tensor):
+                guards.narrow_to_span(a)
         before = [bytes(a.untyped_storage()) if isinstance(a, torch.Tensor) else None for a in received]
         try:
-            result = getattr(ops, name)(*received)
+            # what the call allocates sits between guard bands; the parent checks those it returns, by
+            # name, and the workspace it does not is checked here
+            with guards.Guarding() if guards.guards_on() else nullcontext() as mode:
+                result = getattr(ops, name)(*received)
+            if mode is not None:
+                mode.check(name, {f"result {i}": r for i, r in enumerate(_flat(result))}, unnamed_only=True)
         except Exception as e:  # the op's own error (a fault the runtime reported, a TORCH_CHECK): the parent's to raise
             calls.send(("error", type(e).__name__, str(e)))
             continue
@@ -173,6 +186,10 @@ class Isolated:
         crash_end.close()
 
     def call(self, name: str, args: tuple[Any, ...]) -> Any:
+        with guards.paused():  # the transfers are brrr's, not the op's allocations
+            return self._call(name, args)
+
+    def _call(self, name: str, args: tuple[Any, ...]) -> Any:
         import torch
 
         if self.process is None or not self.process.is_alive():

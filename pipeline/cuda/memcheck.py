@@ -89,5 +89,15 @@ def install_allocation_registry() -> Path:
     with locked(library.with_suffix(".lock")):
         if not library.is_file():
             _build_registry(library)
-    ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+    _loaded.append(ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL))
     return library
+
+
+_loaded: list[ctypes.CDLL] = []  # the registry, once installed
+
+
+def narrow_allocation(allocation: int, lo: int, nbytes: int) -> None:
+    """Tell the registry (if installed) that the allocation at `allocation` holds one tensor of
+    `nbytes` at `lo` between guard bands: the checks then bound accesses by the tensor, not the bands."""
+    if _loaded:
+        _loaded[0].brrr_alloc_narrow(ctypes.c_void_p(allocation), ctypes.c_void_p(lo), ctypes.c_size_t(nbytes))

@@ -7,13 +7,14 @@ stage's backward, so gradcheck, the runner and users call every stage the same w
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
 
 import torch
 
 from ..base.errors import OpLoadError
+from ..cuda.guards import Guarding, guards_on
 from ..op.contract import as_tuple, call_backward, call_forward, result_names, saved_tensors, visible
 from ..op.loaders import Stage
 
@@ -32,6 +33,11 @@ def watching_writes() -> Iterator[list[str]]:
         yield writes
     finally:
         _writes.reset(token)
+
+
+def _guarding(stage: Stage) -> Guarding | None:
+    """Guard bands (guards.py) around a cuda-stage call while validation watches it."""
+    return Guarding() if _writes.get() is not None and stage.name == "cuda" and guards_on() else None
 
 
 def _snapshot(received: dict[str, Any]) -> dict[str, torch.Tensor] | None:
@@ -56,9 +62,16 @@ class StageFunction(torch.autograd.Function):
     def forward(ctx: Any, stage: Stage, *inputs: torch.Tensor) -> Any:
         spec = stage.op.spec
         received = dict(zip(spec.inputs, inputs))
+        guard = _guarding(stage)
+        if guard is not None:
+            received = guard.receive(received)
+            inputs = tuple(received.values())
         before = _snapshot(received)
-        results = call_forward(spec, stage, inputs)
+        with guard or nullcontext():
+            results = call_forward(spec, stage, inputs)
         _record_writes("forward", before, received)
+        if guard is not None:
+            guard.check("forward", dict(zip(result_names(spec), results)))
         expected = len(result_names(spec))
         if len(results) != expected or not all(isinstance(r, torch.Tensor) for r in results):
             raise OpLoadError(
@@ -77,9 +90,16 @@ class StageFunction(torch.autograd.Function):
         grads_in = [g.contiguous() for g in grad_outputs]
         received = dict(zip((f"grad_{n}" for n in spec.outputs), grads_in))
         received |= {f"{n} (saved for backward)": t for n, t in zip(spec.saved, ctx.saved_tensors)}
+        guard = _guarding(stage)
+        if guard is not None:
+            received = guard.receive(received)
+        given = list(received.values())
         before = _snapshot(received)
-        grads = call_backward(spec, stage, grads_in, ctx.saved_tensors)
+        with guard or nullcontext():
+            grads = call_backward(spec, stage, given[:len(grads_in)], given[len(grads_in):])
         _record_writes("backward", before, received)
+        if guard is not None:
+            guard.check("backward", {f"grad_{n}": g for n, g in zip(spec.inputs, grads)})
         if len(grads) != len(spec.inputs):
             raise OpLoadError(
                 f"{stage.source}: backward returned {_describe(grads)}, expected one gradient per input {spec.inputs}"

@@ -222,3 +222,16 @@ def test_builtin_ops_report_nothing(op: str) -> None:
             got, want = forward_backward(spec, ext, inputs, upstream), forward_backward(spec, plain, inputs, upstream)
             for g, w in zip([*got[0], *got[1]], [*want[0], *want[1]]):
                 assert g is None and w is None or torch.equal(g, w)
+
+
+def test_a_write_into_a_0_element_output_names_that_tensor(tmp_path: Path) -> None:
+    # a 0-element tensor's data_ptr() is null: the write through it is named after it, not measured
+    # from whichever tensor lies nearest in memory
+    folder = plant(copy_op("sigmoid", tmp_path), "binding.cpp", "if (xc.numel() == 0) return y;", "")
+    plant(folder, "kernel.cu", "void sigmoid_forward(const T* x, T* y, int64_t n, cudaStream_t stream) {",
+          "void sigmoid_forward(const T* x, T* y, int64_t n, cudaStream_t stream) {\n"
+          "    if (n == 0) { sigmoid_forward_kernel<T, 1><<<1, 32, 0, stream>>>(x, y, 1); return; }")
+    plant(folder, "kernel.cu", "T* __restrict__ y, int64_t n) {\n", "T* __restrict__ y, int64_t n) {\n    if (x == nullptr) y[0] = T(0);\n")
+    message = fault_of(lambda: checked(folder).forward(torch.randn(0)))
+    assert "out-of-bounds write" in message, message
+    assert "at element 0 of x or y (0 elements: a 0-element tensor's data_ptr() is null)" in message, message

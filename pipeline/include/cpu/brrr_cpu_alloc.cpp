@@ -18,6 +18,9 @@ namespace {
 struct Registry {
     std::mutex mutex;
     std::map<uintptr_t, std::size_t> live;  // start -> bytes
+    // An allocation brrr narrowed to the tensor inside its guard bands: its start -> the tensor's
+    // start, the key `live` holds for it now (see brrr_alloc_narrow).
+    std::map<uintptr_t, uintptr_t> narrowed;
 };
 
 Registry& registry() {
@@ -35,7 +38,12 @@ void release(void* ctx) {
     if (void* p = held->inner.get()) {
         Registry& r = registry();
         std::lock_guard<std::mutex> lock(r.mutex);
-        r.live.erase(reinterpret_cast<uintptr_t>(p));
+        const auto a = reinterpret_cast<uintptr_t>(p);
+        r.live.erase(a);
+        if (auto n = r.narrowed.find(a); n != r.narrowed.end()) {
+            r.live.erase(n->second);
+            r.narrowed.erase(n);
+        }
     }
     delete held;
 }
@@ -83,5 +91,20 @@ extern "C" int brrr_alloc_find(const void* p, const void** lo, std::size_t* byte
     if (a >= it->first + (it->second == 0 ? 1 : it->second)) return 0;
     *lo = reinterpret_cast<const void*>(it->first);
     *bytes = it->second;
+    return 1;
+}
+
+// The allocation starting at `allocation` holds a tensor of `bytes` bytes at `lo` between guard
+// bands (pipeline/validation/guards.py): from now on its extent is the tensor's, so an access into
+// a band is out of bounds (a 0-byte tensor keeps its one address, so it is still found and named).
+extern "C" int brrr_alloc_narrow(const void* allocation, const void* lo, std::size_t bytes) {
+    const auto a = reinterpret_cast<uintptr_t>(allocation), l = reinterpret_cast<uintptr_t>(lo);
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.live.find(a);
+    if (it == r.live.end() || l < a || l + bytes > a + it->second) return 0;
+    r.live.erase(it);
+    r.live[l] = bytes;
+    r.narrowed[a] = l;
     return 1;
 }

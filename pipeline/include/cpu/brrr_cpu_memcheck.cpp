@@ -302,7 +302,14 @@ struct Extent {
     }
     const std::string access = plural(size, "byte");
     std::string detail;
-    if (best == nullptr) {
+    std::string empties;  // the 0-element tensors (null data_ptr) an access near address 0 may mean
+    for (const Extent& x : extents) {
+        if (best != nullptr && best->value == 0 && x.value == 0 && x.hi == 0) empties += (empties.empty() ? "" : " or ") + x.name;
+    }
+    if (!empties.empty()) {
+        detail = access + " at element " + std::to_string(addr / best->element) + " of " + empties +
+                 " (0 elements: a 0-element tensor's data_ptr() is null)";
+    } else if (best == nullptr) {
         char hex[32];
         snprintf(hex, sizeof hex, "0x%" PRIxPTR, addr);
         detail = access + " at " + hex + ", and the launch has no tensor argument";
@@ -462,7 +469,12 @@ void on_launch_begin(const Launch& launch) {
     }
     for (int i = 0; i < launch.pointer_count; ++i) {
         const brrr_cpu::PointerArg& p = launch.pointers[i];
-        if (p.address == nullptr) continue;
+        if (p.address == nullptr) {
+            // A 0-element tensor's data_ptr() is null: kept as an empty extent at 0, so a write through
+            // it is named after it ("y[0], 1 element past the last element of y (0 elements)").
+            if (p.offset < 0) L.args.push_back({p.index, 0, 0, 0, p.element_size, p.offset});
+            continue;
+        }
         const void* lo = nullptr;
         std::size_t bytes = 0;
         if (find_allocation() == nullptr || find_allocation()(p.address, &lo, &bytes) == 0) {
