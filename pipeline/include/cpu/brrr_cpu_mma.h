@@ -14,6 +14,7 @@
 // alignment; the README states the bound between the two.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -221,13 +222,25 @@ struct Mma {
     }
 };
 
-inline std::string mma_name(int m, int n, int k, Type ab, Type cd) {
+// Instruction names are made once, inside a launch, from kernel.cu's translation unit: with snprintf into
+// a static buffer in unchecked functions, not std::string, whose heap buffer the checked build (with
+// torch's allocation registry) reports as an access outside every tensor, and whose instrumented
+// inline functions that report itself then re-enters without end.
+BRRR_CPU_UNCHECKED inline bool write_mma_name(char* out, size_t size, int m, int n, int k, Type ab, Type cd) {
     static const char* const names[] = {"f16", "bf16", "tf32", "f32"};
-    const std::string a = names[static_cast<int>(ab)], c = names[static_cast<int>(cd)];
-    return "mma.sync.aligned.m" + std::to_string(m) + "n" + std::to_string(n) + "k" + std::to_string(k) + ".row.col." + c +
-           "." + a + "." + a + "." + c;
+    const char* a = names[static_cast<int>(ab)];
+    const char* c = names[static_cast<int>(cd)];
+    std::snprintf(out, size, "mma.sync.aligned.m%dn%dk%d.row.col.%s.%s.%s.%s", m, n, k, c, a, a, c);
+    return true;
 }
 
+template <int M, int N, int K, Type AB, Type CD>
+BRRR_CPU_UNCHECKED const char* mma_name() {
+    static char text[64];
+    static const bool made = write_mma_name(text, sizeof text, M, N, K, AB, CD);
+    (void)made;
+    return text;
+}
 
 // mma.sync.aligned.mMnNkK.row.col.CD.AB.AB.CD d, a, b, c
 template <int M, int N, int K, Type AB, Type CD, size_t ND, size_t NA, size_t NB, size_t NC>
@@ -236,8 +249,7 @@ void mma_sync(uint32_t (&d)[ND], const uint32_t (&a)[NA], const uint32_t (&b)[NB
     using I = Mma<M, N, K, AB, CD>;
     static_assert(NA == I::a_regs && NB == I::b_regs && NC == I::cd_regs && ND == I::cd_regs,
                   "mma operands: the register counts the PTX ISA gives for this shape and type");
-    static const std::string name = mma_name(M, N, K, AB, CD);
-    static const Collective desc{name.c_str(), &I::complete};
+    static const Collective desc{mma_name<M, N, K, AB, CD>(), &I::complete};
     MmaLane lane{a, b, c, d};
     brrr_cpu::mma::meet(desc, &lane, file, line);
 }
@@ -267,10 +279,15 @@ struct Ldmatrix {
             }
         }
     }
-    static const char* name() {
-        static const std::string n = std::string("ldmatrix.sync.aligned.m8n8.x") + std::to_string(Count) +
-                                     (Trans ? ".trans" : "") + ".shared.b16";
-        return n.c_str();
+    static BRRR_CPU_UNCHECKED bool write_name(char* out, size_t size) {
+        std::snprintf(out, size, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16", Count, Trans ? ".trans" : "");
+        return true;
+    }
+    static BRRR_CPU_UNCHECKED const char* name() {  // made once, as mma_name
+        static char text[64];
+        static const bool made = write_name(text, sizeof text);
+        (void)made;
+        return text;
     }
 };
 

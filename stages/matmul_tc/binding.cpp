@@ -1,0 +1,101 @@
+// Tensor-core matrix product, CUDA C stage, host side: forward and backward on bfloat16 tensors, plus
+// forward_v1 (the naive kernel) for brrr bench to time beside forward. Backward runs the same mma
+// kernel on the tensors as they are: which operand is stored transposed is a template argument of
+// kernel.cu's launcher, not a copy.
+#include <cstdint>
+#include <limits>
+#include <tuple>
+
+#include "brrr.cuh"
+
+// Defined in kernel.cu. Each writes c [m, n] row-major.
+void matmul_tc_naive(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int64_t m, int64_t k,
+                     int64_t n, cudaStream_t stream);
+template <bool AKContig, bool BKContig>
+void matmul_tc_mma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                   int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+
+constexpr int64_t kTile = 128;          // kernel.cu's kTileMN: gridDim.y counts column tiles of c
+constexpr int64_t kMaxGridY = 65535;
+
+static void check_operands(const at::Tensor& a, const at::Tensor& b) {
+    brrr::check_input(a, "a");
+    brrr::check_compatible(a, b, "a", "b");
+    TORCH_CHECK(a.scalar_type() == at::kBFloat16, "matmul_tc computes on the tensor cores in bfloat16, got ",
+                a.scalar_type());
+    TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "matmul_tc needs a [M, K] and b [K, N], got ",
+                a.sizes(), " and ", b.sizes());
+}
+
+// c [m, n], allocated; false when there is nothing to launch (c empty).
+static bool make_output(at::Tensor& c, const at::Tensor& like, int64_t m, int64_t n) {
+    c = at::empty({m, n}, like.options());
+    TORCH_CHECK((n + kTile - 1) / kTile <= kMaxGridY, "matmul_tc: ", n, " columns exceed the grid's ", kMaxGridY,
+                " column tiles of ", kTile);
+    TORCH_CHECK((m + kTile - 1) / kTile <= std::numeric_limits<int32_t>::max(), "matmul_tc: ", m, " rows exceed the grid");
+    return m > 0 && n > 0;  // k = 0 still launches: the kernel writes the zeros of an empty sum
+}
+
+at::Tensor forward(at::Tensor a, at::Tensor b) {
+    check_operands(a, b);
+    BRRR_DEVICE_GUARD(a);
+    auto ac = a.contiguous();
+    auto bc = b.contiguous();
+    const int64_t m = ac.size(0), k = ac.size(1), n = bc.size(1);
+    at::Tensor c;
+    if (make_output(c, ac, m, n)) {
+        // A row-major is K-contiguous; B row-major is B^T stored MN-contiguous.
+        matmul_tc_mma<true, false>(brrr::data<at::BFloat16>(ac), k, brrr::data<at::BFloat16>(bc), n,
+                                   brrr::data<at::BFloat16>(c), m, k, n, brrr::stream());
+        BRRR_CHECK_LAUNCH();
+    }
+    return c;
+}
+
+at::Tensor forward_v1(at::Tensor a, at::Tensor b) {
+    check_operands(a, b);
+    BRRR_DEVICE_GUARD(a);
+    auto ac = a.contiguous();
+    auto bc = b.contiguous();
+    const int64_t m = ac.size(0), k = ac.size(1), n = bc.size(1);
+    at::Tensor c;
+    if (make_output(c, ac, m, n)) {
+        matmul_tc_naive(brrr::data<at::BFloat16>(ac), brrr::data<at::BFloat16>(bc), brrr::data<at::BFloat16>(c), m, k,
+                        n, brrr::stream());
+        BRRR_CHECK_LAUNCH();
+    }
+    return c;
+}
+
+std::tuple<at::Tensor, at::Tensor> backward(at::Tensor grad_c, at::Tensor a, at::Tensor b) {
+    check_operands(a, b);
+    brrr::check_compatible(a, grad_c, "a", "grad_c");
+    const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+    TORCH_CHECK(grad_c.dim() == 2 && grad_c.size(0) == m && grad_c.size(1) == n, "grad_c must be [", m, ", ", n,
+                "], got ", grad_c.sizes());
+    BRRR_DEVICE_GUARD(a);
+    auto gc = grad_c.contiguous();
+    auto ac = a.contiguous();
+    auto bc = b.contiguous();
+    at::Tensor grad_a, grad_b;
+    // grad_a [m, k] = grad_c [m, n] @ b^T: grad_c is K-contiguous (its rows run along n), and the MN x K
+    // operand b^T^T = b is stored row-major, K-contiguous too.
+    if (make_output(grad_a, ac, m, k)) {
+        matmul_tc_mma<true, true>(brrr::data<at::BFloat16>(gc), n, brrr::data<at::BFloat16>(bc), n,
+                                  brrr::data<at::BFloat16>(grad_a), m, n, k, brrr::stream());
+        BRRR_CHECK_LAUNCH();
+    }
+    // grad_b [k, n] = a^T [k, m] @ grad_c [m, n]: a^T is stored as a, MN-contiguous; grad_c as B, MN-contiguous.
+    if (make_output(grad_b, bc, k, n)) {
+        matmul_tc_mma<false, false>(brrr::data<at::BFloat16>(ac), k, brrr::data<at::BFloat16>(gc), n,
+                                    brrr::data<at::BFloat16>(grad_b), k, m, n, brrr::stream());
+        BRRR_CHECK_LAUNCH();
+    }
+    return {grad_a, grad_b};
+}
+
+BRRR_BIND(m) {
+    m.def("forward", &forward);
+    m.def("backward", &backward);
+    m.def("forward_v1", &forward_v1);
+}

@@ -1,0 +1,125 @@
+"""Tensor-core matrix product c = a @ b in bfloat16: mma.sync fragments staged by cp.async and ldmatrix."""
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
+from brrr_kernels.op.tolerances import tensor_core_bound
+
+CUDA_TILE = 128  # kernel.cu's kTileMN: a block of 4 warps computes a 128x128 tile of c
+CUDA_WARP_TILE = 64  # kernel.cu's kWarpMN: each warp a 64x64 quarter
+
+
+def mma_locate(index: int, shape: tuple[int, ...]) -> Place:
+    """kernel.cu's mma_kernel: gridDim.x counts row tiles; warp 2 (r / 64) + c / 64 of the tile holds
+    element (r, c), in lane 4 (r % 8) + (c % 8) / 2 (mma.sync's accumulator layout)."""
+    row, col = divmod(index, shape[-1])
+    warp = row % CUDA_TILE // CUDA_WARP_TILE * 2 + col % CUDA_TILE // CUDA_WARP_TILE
+    return (row // CUDA_TILE, col // CUDA_TILE, 0), (32 * warp + 4 * (row % 8) + col % 8 // 2, 0, 0)
+
+
+def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
+    m, k, n = size
+    # As matmul's: a scaled by 1/sqrt(M) and b by 1/sqrt(N) keep c and both gradients (the runner's
+    # upstream gradient is N(0, 1)) of unit size or less. Drawn in float64, then rounded to the dtype.
+    a = torch.randn(m, k, dtype=torch.float64, generator=gen) / math.sqrt(max(m, 1))
+    b = torch.randn(k, n, dtype=torch.float64, generator=gen) / math.sqrt(max(n, 1))
+    return a.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
+
+
+def outer_product(dtype: torch.dtype, device: torch.device) -> Inputs:
+    """K = 1: one partial k-step."""
+    return make_inputs((5, 1, 3), dtype, device, torch.Generator().manual_seed(1))
+
+
+def empty_sum(dtype: torch.dtype, device: torch.device) -> Inputs:
+    """K = 0: c is all zeros, and a kernel skipped for it would leave whatever was in memory."""
+    return torch.empty(3, 0, dtype=dtype, device=device), torch.empty(0, 2, dtype=dtype, device=device)
+
+
+def huge_mixed_sign(dtype: torch.dtype, device: torch.device) -> Inputs:
+    """Magnitudes near 1e18, both signs, every result exact in bfloat16 and float32, cancellations included.
+
+    Column p of a and row p of b each hold one nonzero, small integers (8 bits at most: exact in
+    bfloat16) times 2^60 and 2^40, so every product is an integer times 2^100 and every sum exact in
+    any order; a garbage or stale tile element would show at this scale. p = 0, 1 cancel at c[0, 0],
+    p = 3, 5 at the corner c[4, 2]; p = 2, 4 add up at c[1, 2] to -57 2^100, exact in bfloat16.
+    """
+    m, k, n = 5, 6, 3
+    a = torch.zeros(m, k, dtype=torch.float64)
+    b = torch.zeros(k, n, dtype=torch.float64)
+    terms = [(0, 0, 3, 5), (0, 0, -3, 5), (1, 2, -7, 3), (4, 2, 11, -2), (1, 2, 13, -3), (4, 2, -11, -2)]
+    for p, (i, j, x, y) in enumerate(terms):
+        a[i, p] = x * 2.0**60
+        b[p, j] = y * 2.0**40
+    return a.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
+
+
+# Each element is a sum of products of both signs: its error is measured against the sum of their
+# absolute values, the size of what cancels.
+def c_terms(t: Terms) -> torch.Tensor:
+    return t["a"].abs() @ t["b"].abs()
+
+
+def grad_a_terms(t: Terms) -> torch.Tensor:
+    return t["grad_c"].abs() @ t["b"].abs().T
+
+
+def grad_b_terms(t: Terms) -> torch.Tensor:
+    return t["a"].abs().T @ t["grad_c"].abs()
+
+
+def tensor_cores(terms: Callable[[Terms], torch.Tensor], k_of: Callable[[Terms], int]) -> Callable[[Terms], torch.Tensor]:
+    """The tensor-core bound, tolerances.tensor_core_bound(K) x the size of the terms, as a scale of one
+    ulp of the stage's dtype (the Widen below counts 1 ulp of it)."""
+    return lambda t: tensor_core_bound(k_of(t)) * terms(t) / t["eps"]
+
+
+FLOAT = (torch.float32, torch.float64)
+OUTPUTS = (("c", c_terms, lambda t: t["a"].shape[1]),  # each product's K: c sums over k,
+           ("grad_a", grad_a_terms, lambda t: t["grad_c"].shape[1]),  # grad_a over n,
+           ("grad_b", grad_b_terms, lambda t: t["a"].shape[0]))  # grad_b over m
+
+SPEC = OpSpec(
+    name="matmul_tc",
+    doc="bfloat16 on the tensor cores: mma.sync m16n8k16, ldmatrix, double-buffered cp.async, 128x128 tiles",
+    inputs=("a", "b"),
+    outputs=("c",),
+    saved=("a", "b"),
+    make_inputs=make_inputs,
+    # (M, K, N). numba_kernel.py's blocks are 32x16 (two warps) stepping 16 through k: (40, 35, 37) has
+    # two row blocks (the second in warp 0 alone), three column blocks and three k-steps, all ending
+    # partial; (17, 48, 24) three whole k-steps. Executed on the CPU, all three have rows that are not
+    # whole 16-byte chunks except (17, 48, 24)'s, which kernel.cu stages with cp.async.
+    sim_sizes=((1, 1, 1), (40, 35, 37), (17, 48, 24)),
+    # kernel.cu's 128x128 tiles, each quarter a warp's: (130, 72, 200) reaches all four warps of a block,
+    # partial row and column tiles, and a partial k-step, every operand by cp.async (rows of 16-byte
+    # chunks); (129, 37, 131) every operand by plain loads, partial chunks at each row's end;
+    # (200, 40, 131) and (70, 33, 136) mix the two in each of the three products (forward, grad_a from
+    # grad_c and b, grad_b from a and grad_c); (257, 64, 136) three row tiles. The CPU execution runs
+    # these (up to 2^18 input elements); a GPU the larger ones too.
+    gpu_sizes=((1, 1, 1), (130, 72, 200), (129, 37, 131), (200, 40, 131), (70, 33, 136), (257, 64, 136),
+               (1000, 1027, 999), (1024, 4096, 2048)),
+    gradcheck_size=(2, 3, 2),
+    edge_cases={"K=1, outer product": outer_product, "K=0, empty sum": empty_sum,
+                "huge mixed-sign, exact": huge_mixed_sign},
+    oracle=torch.matmul,
+    tolerances=tuple(
+        w for name, terms, k_of in OUTPUTS for w in (
+            Widen(name, "a sum of products of both signs: measured against the sum of their sizes", scale=terms,
+                  dtypes=FLOAT),
+            Widen(name, "bfloat16 products (exact) summed in float32, as tensor cores do: tolerances.tensor_core_bound(K) "
+                  "x the sum of their sizes", ulps=1, scale=tensor_cores(terms, k_of), dtypes=(torch.bfloat16,)),
+        )),
+    dtypes={
+        "reference": (torch.float32, torch.float64, torch.bfloat16),
+        # numba has no bfloat16: its bfloat16 stage widens the inputs to float32 (exactly) and rounds c once.
+        "numba": (torch.float64, torch.bfloat16),
+        "cuda": (torch.bfloat16,),  # the tensor cores' input type
+    },
+    layouts={"cuda": Layout(mma_locate, f"{CUDA_TILE}x{CUDA_TILE} tiles of 4 warps, each warp a {CUDA_WARP_TILE}x"
+                            f"{CUDA_WARP_TILE} quarter in mma.sync's accumulator layout")},
+    bench_sizes=((4096, 4096, 4096),),
+)
