@@ -22,6 +22,7 @@ from pathlib import Path
 from ..base.errors import BuildError
 from ..base.files import shown
 from .cpu_ptx import UnsupportedPtx, translate
+from .tokens import masked, split_top
 
 
 class CpuSourceError(BuildError):
@@ -35,52 +36,6 @@ class _Edit:
     text: str
 
 
-def masked(text: str) -> str:
-    """`text` with comments, string and character literals blanked (newlines kept): positions match."""
-    out = list(text)
-    i, n = 0, len(text)
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, b):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            blank(i, j)
-            i = j
-        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            m = re.match(r'R"([^(\s]*)\(', text[i:])
-            if not m:
-                i += 1
-                continue
-            close = ")" + m.group(1) + '"'
-            j = text.find(close, i + m.end())
-            j = n if j < 0 else j + len(close)
-            blank(i + 1, j)
-            i = j
-        elif c in "\"'":
-            if c == "'" and i > 0 and text[i - 1].isalnum():  # a digit separator: 1'000'000
-                i += 1
-                continue
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            blank(i + 1, min(j, n))
-            i = j + 1
-        else:
-            i += 1
-    return "".join(out)
-
-
 def _matching(mask: str, open_at: int, pair: str = "()") -> int:
     """Index of the bracket closing the one at `open_at`, or -1."""
     depth = 0
@@ -92,21 +47,6 @@ def _matching(mask: str, open_at: int, pair: str = "()") -> int:
             if depth == 0:
                 return k
     return -1
-
-
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """Split at `sep` outside (), [], {} and <>."""
-    parts, depth, start = [], 0, 0
-    for k, c in enumerate(text):
-        if c in "([{<":
-            depth += 1
-        elif c in ")]}>":
-            depth -= 1
-        elif c == sep and depth == 0:
-            parts.append(text[start:k])
-            start = k + 1
-    parts.append(text[start:])
-    return parts
 
 
 def _c_string(text: str) -> str:
@@ -143,6 +83,8 @@ class _Rewriter:
             if close < 0:
                 raise self.error(start, "a '<<<' without its '>>>'")
             config = self.text[m.end():close]
+            # The config on the launch's first line, its line breaks after it: the arguments keep their lines.
+            config = " ".join(config.split()) + ")" + "\n" * config.count("\n")
             paren = close + 3
             while paren < len(self.mask) and self.mask[paren].isspace():
                 paren += 1
@@ -158,7 +100,7 @@ class _Rewriter:
                                  hint="launch a kernel by its name: name<<<grid, block>>>(...) or name<T><<<...>>>(...)")
             args = self.text[paren + 1:end]
             site = f"::brrr_cpu::Site{{__FILE__, {self.line_of(kstart)}, {_c_string(kernel)}, {_c_string(args)}}}"
-            call = (f"::brrr_cpu::launch(::brrr_cpu::LaunchConfig({config}), {site}, {kernel}"
+            call = (f"::brrr_cpu::launch(::brrr_cpu::LaunchConfig({config}, {site}, {kernel}"
                     + (f", {args})" if args.strip() else ")"))
             self.edits.append(self.keep_lines(kstart, end + 1, call))
 
@@ -244,7 +186,7 @@ class _Rewriter:
             align = am.group(am.lastindex or 1)
             source = source[:am.start()] + source[am.end():]
         source = re.sub(r"\b(__shared__|extern|static)\b", " ", source)
-        parts = _split_top(source)
+        parts = split_top(source, angles=True)
         first = re.match(r"^(?P<type>.*?[\w>*&\s])\s*\b(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\]]*\]\s*)*)$",
                          parts[0].strip(), re.S)
         if not first or not first.group("type").strip():
@@ -289,7 +231,7 @@ class _Rewriter:
             self.edits.append(self.keep_lines(m.start(), end + 1, self._ptx(m.start(), self.text[open_at + 1:close])))
 
     def _ptx(self, pos: int, body: str) -> str:
-        sections = _split_asm(body)
+        sections = split_top(body, ":")
         template = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', sections[0])).replace("\\n", " ").replace("\\t", " ")
         template = " ".join(template.split()).rstrip("; ")
         outputs = _operands(sections[1]) if len(sections) > 1 else []
@@ -337,35 +279,10 @@ _PTX_UNARY = {
 }
 
 
-def _split_asm(body: str) -> list[str]:
-    """An asm body's template, outputs, inputs and clobbers: split at ':' outside strings and brackets."""
-    parts, depth, start, in_string = [], 0, 0, False
-    k = 0
-    while k < len(body):
-        c = body[k]
-        if in_string:
-            if c == "\\":
-                k += 1
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        elif c == ":" and depth == 0:
-            parts.append(body[start:k])
-            start = k + 1
-        k += 1
-    parts.append(body[start:])
-    return parts
-
-
 def _operands(section: str) -> list[str]:
     """The C++ expressions of '"=f"(r), "f"(d)'."""
     found = []
-    for part in _split_top(section):
+    for part in split_top(section, angles=True):
         m = re.match(r'^\s*"[^"]*"\s*\((.*)\)\s*$', part, re.S)
         if m:
             found.append(m.group(1).strip())

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from ..base.errors import UsageError
+from ..cuda.tokens import kernel_names
 from ..op.contract import call_backward, call_forward, saved_tensors, visible
 from ..op.spec import Op
 
@@ -62,15 +63,6 @@ def find_gdb() -> str:
     if gdb is None:
         raise UsageError(GDB_MISSING)
     return gdb
-
-
-_GLOBAL = re.compile(r"__global__\s+(?:[\w:<>,\s]*?\s)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
-
-
-def kernel_names(source: str) -> list[str]:
-    """The __global__ functions kernel.cu defines, by name, in order."""
-    found = [m.group(1) for m in _GLOBAL.finditer(source)]
-    return list(dict.fromkeys(n for n in found if n != "__launch_bounds__"))
 
 
 def _call(library: Library, op: Op, inputs: tuple[torch.Tensor, ...], upstream: tuple[torch.Tensor, ...],

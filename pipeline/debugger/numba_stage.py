@@ -160,7 +160,9 @@ def _fmt(v: Any) -> str:
 
 def trace(session: Session, module: Any, out: TextIO) -> tuple[torch.Tensor, ...]:
     """Print each kernel line the chosen thread executes with the locals it changed, and its writes."""
-    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
+    from ..sim.numba_internals import internal
+
+    FakeWithinKernelCUDAArray = internal("cudadrv.devicearray", "FakeWithinKernelCUDAArray")
 
     codes = chosen_codes(module, session.kernel)
     lines_of: dict[str, list[str]] = {}

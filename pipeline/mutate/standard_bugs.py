@@ -11,12 +11,14 @@ from __future__ import annotations
 import ast
 import difflib
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from ..cuda.tokens import Token, tokens
+from ..sim.jit_source import is_device_function, jit_decorator
 
 
 class Kind(str, Enum):
@@ -122,18 +124,6 @@ class _Source:
         return Mutant(kind, self.file, node.lineno, what, edit)
 
 
-def _is_kernel(fn: ast.FunctionDef) -> bool:
-    return any(isinstance(d, ast.Call) and _is_jit(d.func) or _is_jit(d) for d in fn.decorator_list)
-
-
-def _is_jit(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == "jit" or isinstance(node, ast.Name) and node.id == "jit"
-
-
-def _is_device(fn: ast.FunctionDef) -> bool:
-    return any(isinstance(d, ast.Call) and any(k.arg == "device" for k in d.keywords) for d in fn.decorator_list)
-
-
 def _simple(node: ast.AST) -> bool:
     return isinstance(node, (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Call))
 
@@ -141,13 +131,13 @@ def _simple(node: ast.AST) -> bool:
 def python_mutants(text: str, file: str = "numba_kernel.py") -> list[Mutant]:
     """Every standard bug this file admits, in line order, one per distinct mutated source."""
     src = _Source(text, file)
-    kernels = [n for n in ast.walk(src.tree) if isinstance(n, ast.FunctionDef) and _is_kernel(n)]
+    kernels = [n for n in ast.walk(src.tree) if isinstance(n, ast.FunctionDef) and jit_decorator(n)]
     kernel_names = {k.name for k in kernels}
     found: list[Mutant] = []
     for fn in kernels:
         found += _comparisons(src, fn) + _loop_bounds(src, fn) + _indices(src, fn) + _accumulators(src, fn)
         found += _barriers(src, fn)
-        if not _is_device(fn):
+        if not is_device_function(fn):
             found += _input_writes(src, fn)
     found += _launches(src, kernel_names) + _naive_calls(src, kernels) + _constants(src)
     unique: dict[str, Mutant] = {}
@@ -334,34 +324,6 @@ def _input_writes(src: _Source, fn: ast.FunctionDef) -> list[Mutant]:
 
 
 # --- kernel.cu: the same bugs from a token stream ---------------------------------------------------
-
-_TOKEN = re.compile(r"""
-   (?P<comment>//[^\n]*|/\*.*?\*/)
-  |(?P<pre>^[ \t]*\#[^\n]*(?:\\\n[^\n]*)*)
-  |(?P<string>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
-  |(?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[fFlLuU]*)
-  |(?P<ident>[A-Za-z_]\w*)
-  |(?P<op><<<|>>>|<<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|::|[^\s\w])
-  |(?P<space>\s+)
-""", re.M | re.S | re.X)
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # number | ident | op
-    text: str
-    start: int  # offsets into the source
-    end: int
-
-
-def tokens(text: str) -> list[Token]:
-    """C++ tokens, without comments, preprocessor lines, strings or white space."""
-    found = []
-    for m in _TOKEN.finditer(text):
-        if m.lastgroup in ("number", "ident", "op"):
-            found.append(Token(m.lastgroup, m.group(), m.start(), m.end()))
-    return found
-
 
 _TEMPLATE_INSIDE = {"::", ",", "*", "&", "const", "<", ">"}
 

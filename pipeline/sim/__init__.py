@@ -8,6 +8,8 @@ Layer map:
     install        puts the scheduler, warp functions and tracked memory into numba's simulator
     shared_memory  shared memory that remembers who touched it: races, unwritten reads
     writers        which simulated thread wrote each element of a tensor, observed
+    jit_source     which functions of numba_kernel.py are @cuda.jit kernels or device functions
+    numba_internals  every private piece of numba's simulator brrr uses, listed once
     floats         where the simulator and a GPU compute in different precisions
     gpu_rules      what numba's GPU compiler refuses and its simulator runs
 """

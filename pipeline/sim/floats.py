@@ -15,6 +15,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from .jit_source import jit_decorator
+
 
 @dataclass(frozen=True)
 class MixedLine:
@@ -24,11 +26,6 @@ class MixedLine:
     def describe(self, path: str) -> str:
         return (f"{path}:{self.line}: `{self.code}`: a float32 element meets a Python number; the simulator "
                 f"computes it in float32 (NumPy 2), a GPU in float64: write float(...) around the element")
-
-
-def _is_jit(decorator: ast.expr) -> bool:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return isinstance(target, ast.Attribute) and target.attr == "jit"
 
 
 def _number(node: ast.expr) -> bool:
@@ -109,7 +106,7 @@ def mixed_lines(path: Path) -> list[MixedLine]:
         return []  # loading the stage reports it
     found: dict[int, MixedLine] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
+        if isinstance(node, ast.FunctionDef) and jit_decorator(node) is not None:
             kernel = _Kernel(source)
             kernel.visit(node)
             found.update(kernel.found)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import shared_memory, writers
+from .numba_internals import internal
 from .scheduler import FULL_MASK, Block, Finding, WarpMaskError, current
 
 
@@ -25,7 +26,7 @@ def warp_function(kind: str) -> Callable[..., Any]:
 
 def _module_class() -> type:
     """numba's kernel-side cuda module, with warp functions, tracked shared memory and a deadline."""
-    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+    FakeCUDAModule = internal("kernelapi", "FakeCUDAModule")
 
     class SimModule(FakeCUDAModule):  # type: ignore[misc,valid-type]
         def __init__(self, grid_dim: Any, block_dim: Any, dynshared_size: int) -> None:
@@ -70,8 +71,10 @@ def install() -> None:
     global _installed
     if _installed:
         return
-    from numba.cuda.simulator import kernel as sim_kernel
+    import numba.cuda.simulator.kernel as sim_kernel
 
+    for name in ("BlockManager", "FakeCUDAModule"):  # the two replaced below: named if a release drops them
+        internal("kernel", name)
     sim_kernel.BlockManager = Block
     sim_kernel.FakeCUDAModule = _module_class()
     writers.install()
@@ -97,7 +100,7 @@ def _with_gpu_options(jit: Any) -> Any:
             kernel.brrr_max_threads = limit
             return kernel
 
-        from numba.cuda.simulator.kernel import FakeCUDAKernel
+        FakeCUDAKernel = internal("kernel", "FakeCUDAKernel")
 
         return bounded(made) if isinstance(made, FakeCUDAKernel) else lambda fn: bounded(made(fn))
 

@@ -90,7 +90,9 @@ def _as_kernel_arg(value: Any) -> Any:
     if simulating():
         if value.device.type != "cpu":
             raise UsageError(f"the numba simulator runs on CPU tensors, got one on {value.device}")
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        from .numba_internals import internal
+
+        FakeCUDAArray = internal("cudadrv.devicearray", "FakeCUDAArray")
 
         from . import writers
 

@@ -294,9 +294,9 @@ class Block:
         self.module: Any = None
 
     def run(self, grid_point: tuple[int, ...], *args: Any) -> None:
-        from numba.cuda.simulator import kernel as sim_kernel
+        from .numba_internals import internal
 
-        self.module = sim_kernel._get_kernel_context()
+        self.module = internal("kernel", "_get_kernel_context")()
         if self.module is not None and hasattr(self.module, "begin_block"):
             self.module.begin_block(self)
         f = self._f

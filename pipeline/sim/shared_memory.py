@@ -22,14 +22,17 @@ from types import FrameType
 from typing import Any
 
 import numpy as np
-from numba.cuda.simulator.kernelapi import FakeCUDAAtomic, FakeCUDAShared
 
+from .numba_internals import internal
 from .scheduler import Finding, SharedMemoryRace, SimThread, UnwrittenSharedRead, kernel_stack, where
 
 # An access: (epoch, warp, warp epoch, thread, frame, line, atomic)
 Access = tuple[int, int, int, SimThread, FrameType, int, bool]
 
 _NAME = re.compile(r"(\w+)\s*=\s*cuda\.shared\.array")
+
+FakeCUDAShared = internal("kernelapi", "FakeCUDAShared")
+FakeCUDAAtomic = internal("kernelapi", "FakeCUDAAtomic")
 
 
 def _unordered(a: Access, t: SimThread, epoch: int) -> bool:

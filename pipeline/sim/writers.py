@@ -121,7 +121,9 @@ def install() -> None:
     global _installed
     if _installed:
         return
-    from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
+    from .numba_internals import internal
+
+    FakeWithinKernelCUDAArray = internal("cudadrv.devicearray", "FakeWithinKernelCUDAArray")
 
     from .scheduler import SimThread
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..sim.jit_source import is_jit
 from .common import (
     ACC,
     BOOL,
@@ -118,17 +119,6 @@ HELPERS = {
     "py_max": "template <typename V>\n__host__ __device__ inline V py_max(V a, V b) { return b > a ? b : a; }",
     "py_min": "template <typename V>\n__host__ __device__ inline V py_min(V a, V b) { return b < a ? b : a; }",
 }
-
-
-def is_jit(decorator: ast.expr) -> tuple[bool, bool]:
-    """(is @cuda.jit, device=True)."""
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    if not (isinstance(target, ast.Attribute) and target.attr == "jit" and isinstance(target.value, ast.Name)
-            and target.value.id == "cuda"):
-        return False, False
-    device = isinstance(decorator, ast.Call) and any(
-        k.arg == "device" and isinstance(k.value, ast.Constant) and k.value.value is True for k in decorator.keywords)
-    return True, device
 
 
 def find_functions(tree: ast.Module, path: Path) -> dict[str, JitFunction]:

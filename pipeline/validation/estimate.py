@@ -28,7 +28,9 @@ def counting_threads() -> Iterator[list[int]]:
     """Count the simulated threads of the kernel launches in the body: yields [count], filled as they run."""
     counted = [0]
     try:
-        from numba.cuda.simulator.kernel import FakeCUDAKernel
+        from ..sim.numba_internals import internal
+
+        FakeCUDAKernel = internal("kernel", "FakeCUDAKernel")
     except ImportError:  # not the simulator: nothing to count
         yield counted
         return
