@@ -81,9 +81,14 @@ class Guard:
         return t.untyped_storage().data_ptr() == self.buffer.untyped_storage().data_ptr()
 
 
+# A band holds one row of a matrix (a write a row off lands in it); a flat tensor's "row" is all of
+# it, so the row part stops here: 2 x 1 MB of bands per 2^18 floats cost 15x a copy of the tensor.
+ROW_CAP = 16384
+
+
 def band_bytes(t: torch.Tensor) -> int:
-    """At least 64 bytes, and at least one row (the last dimension), rounded up to ALIGN."""
-    row = (t.shape[-1] if t.dim() else 1) * t.element_size()
+    """At least 64 bytes, and one row (the last dimension) up to ROW_CAP, rounded up to ALIGN."""
+    row = min((t.shape[-1] if t.dim() else 1) * t.element_size(), ROW_CAP)
     return -(-max(ALIGN, row) // ALIGN) * ALIGN
 
 
