@@ -22,10 +22,10 @@ from typing import Any, TextIO
 import torch
 
 from ..base.errors import UsageError
-from ..base.files import replacing, shown
 from ..op.contract import call_backward, call_forward, saved_tensors, visible
 from ..op.spec import Op, Phase
 from ..verdict.faults import scalar_locals
+from ..verdict.replay import load_failure
 
 Dim3 = tuple[int, int, int]
 
@@ -293,25 +293,6 @@ def prepare(op_ref: str | None, **selection: Any) -> tuple[Session, Any]:
     return session, stage.module
 
 
-def load_failure(path: Path) -> dict[str, Any]:
-    """The inputs `save_failure` kept; anything else is one line naming the file."""
-    import warnings
-
-    try:
-        with warnings.catch_warnings():  # torch warns about a corrupt file's pickle protocol before failing on it
-            warnings.simplefilter("ignore")
-            saved = torch.load(path, weights_only=True)
-    except OSError as e:
-        raise UsageError(f"--input {path}: cannot read it ({e.strerror or e})") from e
-    except Exception as e:  # torch's unpickling errors run to many lines; their kind is enough
-        raise UsageError(f"--input {path}: not inputs saved by a failed validation (torch.load: {type(e).__name__})",
-                         hint="validation prints the --input path to use under a failing row") from e
-    if not (isinstance(saved, dict) and {"op", "inputs", "upstream"} <= saved.keys()):
-        raise UsageError(f"--input {path}: a torch file, but not inputs saved by a failed validation "
-                         f"(expected the keys op, inputs, upstream)")
-    return saved
-
-
 def _writer(probe: Session, module: Any, index: int) -> tuple[Dim3, Dim3, str]:
     """The block, thread and kernel that wrote element `index` of the phase's first result, as the
     simulator saw it in one run of the op (the simulator is deterministic: the debug run is the same)."""
@@ -323,56 +304,3 @@ def _writer(probe: Session, module: Any, index: int) -> tuple[Dim3, Dim3, str]:
         raise UsageError(f"no simulated thread wrote element {index} of the {probe.phase} result: it stays unwritten",
                          hint="pick a thread with --block/--thread")
     return writer.block, writer.thread, writer.kernel
-
-
-# --- failures kept for replay ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A failed check's case, kept so `brrr debug --input` replays it in the thread that went wrong.
-
-    The thread is named by the element it computes (`index`: the thread the simulator saw write it) or,
-    for an exception raised in the simulator, by its `block` and `thread`.
-    """
-
-    op: Op
-    inputs: tuple[torch.Tensor, ...]
-    upstream: tuple[torch.Tensor, ...]
-    phase: Phase
-    index: int | None = None
-    block: tuple[int, ...] | None = None
-    thread: tuple[int, ...] | None = None
-    stage: str = "numba"  # cuda: replayed in gdb on the CPU execution (brrr debug --stage cuda)
-    kernel: str | None = None  # where the simulator saw the writer
-
-
-def save_failure(failure: Failure, name: str) -> str:
-    """Save the failure's inputs (atomically) under the cache's failures/; the command line that replays it."""
-    from ..cuda.builder import cache_root
-
-    path = cache_root() / "failures" / f"{failure.op.name}-{name}.pt"
-    data = {"op": str(failure.op.folder), "phase": failure.phase,
-            "inputs": [x.detach().cpu().clone() for x in failure.inputs],
-            "upstream": [u.detach().cpu().clone() for u in failure.upstream]}
-    with replacing(path) as tmp:
-        torch.save(data, tmp)
-    return f"debug it: {replay_command(failure, path)}"
-
-
-def replay_command(failure: Failure, path: Path) -> str:
-    phase = " --phase backward" if failure.phase == "backward" else ""
-    if failure.index is not None:
-        thread = f"--index {failure.index}"
-    else:
-        thread = f"--block {','.join(map(str, failure.block or ()))} --thread {','.join(map(str, failure.thread or ()))}"
-        thread += f" --kernel {failure.kernel}" if failure.kernel else ""
-    stage = " --stage cuda" if failure.stage == "cuda" else ""
-    return f"brrr debug {op_ref(failure.op)} --input {path}{stage}{phase} {thread}"
-
-
-def op_ref(op: Op) -> str:
-    """The op as `brrr debug` takes it: a built-in's name, else its folder."""
-    from ..op.loaders import BUILTIN_DIR
-
-    return op.name if op.folder.parent == BUILTIN_DIR else shown(op.folder)

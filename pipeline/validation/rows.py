@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..debugger.numba_stage import Failure, save_failure
 from ..op.spec import Op
 from ..verdict.compare import Comparison
 from ..verdict.faults import StageFault, fault_key
+from ..verdict.replay import Failure, save_failure
 from ..verdict.report import FAIL, PASS, UNRUN, Problem, Row
 from .trial import Case
 

@@ -136,7 +136,7 @@ def test_debug_input_that_is_not_saved_inputs_is_one_line(tmp_path: Path, capsys
 def test_replay_command_names_the_thread_by_element_or_by_block_and_thread(tmp_path: Path) -> None:
     from conftest import copy_op
 
-    from brrr_kernels.debugger.numba_stage import Failure, replay_command
+    from brrr_kernels.verdict.replay import Failure, replay_command
 
     sigmoid = load_op("sigmoid")
     by_index = Failure(sigmoid, (), (), "forward", index=344)
