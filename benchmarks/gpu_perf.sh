@@ -4,6 +4,8 @@
 # bfloat16 with its wall time, and the independent timing (gpu_indep.py, do_bench with L2
 # flushed) beside it. Each step has a time limit so the call ends inside the lease's 10 minutes;
 # what a step printed before its limit is kept. Logs go to $OUT (at most 8 files come back).
+# With NCU="op:dtype op:dtype ...", Nsight Compute (--clock-control none) on one forward and backward
+# of each at its bench size: achieved bandwidth, occupancy, warp stalls (ncu.txt). PROBE=0 skips the probe.
 # usage: bash benchmarks/gpu_perf.sh "OP OP ..."   (from the repo root)
 source benchmarks/gpu_setup.sh
 read -r -a ops <<< "${1:-}"
@@ -17,7 +19,33 @@ step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NAME.txt
 }
 if [ ${#ops[@]} -gt 0 ]; then
   step validate "${VALIDATE_S:-150}" python3 -m brrr_kernels validate "${ops[@]}" --stage cuda
+  # The same kernels executed on this machine's CPUs (cuda@cpu), where they must pass too.
+  if [ "${CUDA_ON_CPU:-1}" != 0 ]; then
+    step validate_cpu "${VALIDATE_CPU_S:-200}" python3 -m brrr_kernels validate "${ops[@]}" --stage cuda --cuda-on-cpu
+  fi
 fi
-step probe "${PROBE_S:-90}" python3 benchmarks/timing_probe.py
-step bench "${BENCH_S:-240}" python3 -m brrr_kernels bench --dtype float32 --dtype bfloat16 --json "$OUT/bench.json"
-step indep "${INDEP_S:-100}" python3 "${INDEP:-../shared/tools/gpu_indep.py}" --out "$OUT/indep.json"
+if [ "${PROBE:-1}" != 0 ]; then  # PROBE=0 skips it
+  step probe "${PROBE_S:-90}" python3 benchmarks/timing_probe.py
+fi
+if [ "${BENCH:-1}" != 0 ]; then
+  step bench "${BENCH_S:-240}" python3 -m brrr_kernels bench --dtype float32 --dtype bfloat16 --json "$OUT/bench.json"
+fi
+[ "${INDEP_RUN:-1}" != 0 ] && step indep "${INDEP_S:-100}" python3 "${INDEP:-../shared/tools/gpu_indep.py}" --out "$OUT/indep.json"
+ncu_all() {
+  local ncu
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for pair in $NCU; do
+    local op=${pair%%:*} dtype=${pair##*:}
+    local size
+    size=$(python3 -c "from brrr_kernels.op.loaders import load_op; import json; print(json.dumps(load_op('$op').spec.bench_sizes[0]))")
+    echo "### $op $dtype $size"
+    "$ncu" --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --section LaunchStats python3 -m brrr_kernels.commands.bench "stages/$op" "$size" "$dtype" 2>&1 |
+      grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Size|Grid Size|Stall|Warp Cycles Per Issued|Block Limit"
+  done
+}
+if [ -n "${NCU:-}" ]; then
+  export -f ncu_all
+  export NCU
+  step ncu "${NCU_S:-150}" bash -c ncu_all
+fi
