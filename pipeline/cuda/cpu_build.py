@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.assets import CPU_INCLUDE
+from ..base.errors import BuildError
 from ..base.files import write_atomic
 from ..op.spec import Op
-from . import builder, memcheck
+from . import builder, cpu_includes, memcheck
 from .builder import INCLUDE_DIR, Extension, Job
 from .cpu_source import rewrite
+from .module_source import rename_host_twins
 
 RUNTIME_SOURCE = CPU_INCLUDE / "brrr_cpu_runtime.cpp"
 # The crash reporter (a signal handler on an alternate stack), installed only where isolated.py runs the library.
@@ -84,17 +86,29 @@ def runtime_job(flavour: Flavour = DEFAULT, source: Path = RUNTIME_SOURCE) -> Jo
     return Job(source, command, key, builder.object_path(f"{source.stem.replace('_', '-')}-{flavour.name}", key), source)
 
 
+def kernel_text(op: Op) -> tuple[str, dict[str, str]]:
+    """kernel.cu as the CPU build compiles it: a host launcher named as its kernel renamed NAME__host
+    (C++ cannot tell the two apart; binding.cpp is compiled with NAME defined as NAME__host), rewritten."""
+    original = op.path("cuda")
+    text, renamed = rename_host_twins(original.read_text())
+    return rewrite(text, original), renamed
+
+
 def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
-    """kernel.cu rewritten for the CPU (written into the cache, named by its content) and its command."""
+    """kernel.cu rewritten for the CPU (written into the cache, named by its content) and its command.
+    The op folder's headers are rewritten too and headers brrr cannot provide stood in for (cpu_includes),
+    so an author's common.h with __shared__ in a template builds as kernel.cu does."""
     cxx = builder.find_cxx()
     original = op.path("cuda")
-    text = rewrite(original.read_text(), original)
+    text, _ = kernel_text(op)
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     source = builder.cache_root() / "cpu-src" / f"{op.name}-kernel-{digest}.cpp"
     if not source.is_file() or source.read_text() != text:
         write_atomic(source, text)
-    command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", f"-I{CPU_INCLUDE}",
-               f"-I{INCLUDE_DIR}", f"-I{op.folder}", *flavour.extra, *(memcheck.CHECK_FLAGS if flavour.checked else ())]
+    includes = cpu_includes.prepare(op.folder, [original], op.name, [])
+    command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *includes.flags,
+               f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}", f"-I{op.folder}", *flavour.extra,
+               *(memcheck.CHECK_FLAGS if flavour.checked else ())]
     key = builder.object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()], command,
                              (builder.compiler_version(cxx),))
     return Job(source, command, key, builder.object_path(f"{op.name}-kernel-{flavour.name}", key), original)
@@ -108,8 +122,9 @@ def binding_job(op: Op) -> Job:
     abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
     source = op.path("binding")
     # -g1 -gdwarf-4: line tables only, so a crash in binding.cpp is reported at its line (addr2line).
+    renamed = kernel_text(op)[1]
     command = [cxx, "-c", *builder.CXX_FLAGS, "-g1", "-gdwarf-4", abi, "-DBRRR_CPU", f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}",
-               f"-I{op.folder}", *builder.torch_include_flags()]
+               f"-I{op.folder}", *builder.torch_include_flags(), *(f"-D{old}={new}" for old, new in renamed.items())]
     versions = (builder.compiler_version(cxx), torch.__version__)
     # Keyed without the op folder's path (its headers' content is in the key): a copy of an op, as
     # the planted-bug tests make, reuses the object instead of spending torch's headers again.
@@ -127,7 +142,11 @@ def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = Fals
     if flavour.checked:
         memcheck.install_allocation_registry()  # before the tensors a checked launch receives are made
         jobs.append(memcheck.memcheck_job(flavour.extra))
-    kernel, binding, *runtime = builder.compile_all(jobs, f"compiling {op.name} for the CPU", "cpu", verbose)
+    try:
+        kernel, binding, *runtime = builder.compile_all(jobs, f"compiling {op.name} for the CPU", "cpu", verbose)
+    except BuildError as e:  # a name from a header brrr stood in for: said as such
+        includes = cpu_includes.prepare(op.folder, [op.path("cuda")], op.name, [])
+        raise BuildError(cpu_includes.explain(e.message, includes), hint=e.hint) from e
     builder.check_launchers(op, kernel, binding)
     return builder.link_and_load(op, [binding, kernel, *runtime], (f"brrr_{flavour.name}", link_libs()), start,
                                  verbose)
