@@ -1,18 +1,22 @@
-"""Run one function over several items in worker processes, results in the order asked.
+"""The one process pool: run one function over several items in worker processes.
 
 Workers are spawned (forking after torch and numba have started threads is unsafe), each in its
 own process group and killed with brrr's main process (see interrupts.worker_start). However the
 caller stops (Ctrl-C, SIGTERM, an exception, or it simply stops reading), the workers and what
 they started are killed, not awaited: a worker in the middle of a simulation would otherwise keep
-the pool's shutdown, and so brrr, waiting.
+the pool's shutdown, and so brrr, waiting. An item running past the pool's time limit has its
+worker killed and replaced (brrr mutate: a mutant that hangs); `in_processes` gives the results in
+the order asked, `Pool.run` as each is done.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .interrupts import worker_start
@@ -23,25 +27,155 @@ T = TypeVar("T")
 def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: Any) -> Iterator[T]:
     """fn(item, *extra) for each item in up to `jobs` processes (a default: free_cpus()); each result
     as soon as it and those before it are ready. fn and its arguments must be picklable (a
-    module-level function)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    workers = max(1, min(jobs, len(items)))
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start, initargs=(os.getpid(), share_of_cpus(workers)))
+    module-level function); an exception fn raises is raised here."""
+    pool = Pool(fn, max(1, min(jobs, len(items))), extra)
     finished = False
-    spawned: set[int] = set()
     try:
-        with _quiet_bootstrap(spawned):
-            futures = [pool.submit(fn, item, *extra) for item in items]
-        for future in futures:
-            yield future.result()
+        done: dict[int, Any] = {}
+        following = 0
+        for index, result in pool.run(items):
+            if isinstance(result, Lost):
+                raise RuntimeError(f"a worker process was lost: {result.why}")
+            done[index] = result
+            while following in done:
+                yield done.pop(following)
+                following += 1
         finished = True
     finally:
-        if not finished:
-            _kill_workers(pool, spawned)
-        pool.shutdown(wait=finished, cancel_futures=True)
+        pool.close(kill=not finished)
+
+
+@dataclass(frozen=True)
+class Lost:
+    """What an item gives whose worker is gone: killed past the pool's time limit (overdue), or dead
+    on its own (a crash in an op's code)."""
+
+    why: str
+    seconds: float
+    overdue: bool = False
+
+
+class Pool:
+    """`jobs` worker processes running fn(item, *extra), fed from one queue, each answering on a pipe
+    of its own (written as it goes, so a worker that dies has said which item it took). `limit`:
+    seconds after which an item's worker is killed (its process group) and replaced, the item
+    giving Lost; None, no limit (it may be set later, as brrr mutate does from the op's own time)."""
+
+    def __init__(self, fn: Callable[..., Any], jobs: int, extra: tuple[Any, ...] = (), limit: float | None = None) -> None:
+        import multiprocessing
+
+        self.context = multiprocessing.get_context("spawn")
+        self.tasks = self.context.Queue()
+        self.fn, self.extra, self.limit = fn, extra, limit
+        self.threads = share_of_cpus(jobs)
+        self._processes: dict[int, Any] = {}  # pid -> process (the name _kill_workers reads)
+        self.answers: dict[int, Any] = {}  # pid -> the reading end of its pipe
+        self.spawned: set[int] = set()
+        self.lost_workers = 0
+        self.items = 0  # given to run() so far
+        try:
+            for _ in range(jobs):
+                self._spawn()
+        except BaseException:  # Ctrl-C while workers start: none of them outlives brrr
+            _kill_workers(self, self.spawned)
+            raise
+
+    def _spawn(self) -> None:
+        reader, writer = self.context.Pipe(duplex=False)
+        process = self.context.Process(target=_serve, daemon=True, args=(
+            self.fn, self.extra, self.tasks, writer, os.getpid(), self.threads))
+        with _quiet_bootstrap(self.spawned):
+            process.start()
+        writer.close()  # the worker's copy is the only one: its end reads as the end of the pipe
+        self._processes[process.pid] = process
+        self.answers[process.pid] = reader
+
+    def run(self, items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """(index, result) for each item as it is done; Lost for one whose worker was killed past the
+        limit or died."""
+        from multiprocessing.connection import wait
+
+        self.items += len(items)
+        for item in enumerate(items):
+            self.tasks.put(item)
+        running: dict[int, tuple[int, float]] = {}  # worker pid -> (item index, start)
+        left = len(items)
+        while left:
+            by_reader = {r: pid for pid, r in self.answers.items()}
+            for reader in wait(list(by_reader), timeout=1.0):
+                pid = by_reader[reader]
+                try:
+                    event, index, value = reader.recv()
+                except (EOFError, OSError):  # the worker is gone
+                    if pid in running:
+                        index, began = running.pop(pid)
+                        left -= 1
+                        code = self._retire(pid)
+                        yield index, Lost(f"its worker process died (exit code {code})", time.monotonic() - began)
+                    else:
+                        self._retire(pid)
+                    continue
+                if event == "start":
+                    running[pid] = (index, time.monotonic())
+                    continue
+                running.pop(pid, None)
+                left -= 1
+                if event == "raised":
+                    raise value
+                yield index, value
+            for pid, (index, began) in list(running.items()):
+                if self.limit is not None and time.monotonic() - began > self.limit:
+                    _kill_group(pid)
+                    del running[pid]
+                    left -= 1
+                    self._retire(pid)
+                    yield index, Lost(f"ran past {self.limit:.0f}s", self.limit, overdue=True)
+
+    def _retire(self, pid: int) -> int | None:
+        """A worker that is gone, killed or dead, is replaced; its exit code. Each item may take one
+        worker with it: more are workers that end as they start, and the pool gives up."""
+        process = self._processes.pop(pid)
+        self.answers.pop(pid).close()
+        process.join(timeout=5)
+        self.lost_workers += 1
+        if self.lost_workers > self.items:
+            raise RuntimeError(f"worker processes end as they start (exit code {process.exitcode})")
+        self._spawn()
+        return process.exitcode
+
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers: each ends after its current item, or with kill, at once (and what it started)."""
+        if kill:
+            _kill_workers(self, self.spawned)
+        else:
+            for _ in self._processes:
+                self.tasks.put(None)
+        for process in self._processes.values():
+            process.join(timeout=None if not kill else 5)
+        for reader in self.answers.values():
+            reader.close()
+
+
+def _serve(fn: Callable[..., Any], extra: tuple[Any, ...], tasks: Any, answers: Any, parent: int, threads: int) -> None:
+    """A worker's life: its start (worker_start, its share of torch's threads), then items until told to stop."""
+    _start(parent, threads)
+    while (item := tasks.get()) is not None:
+        index, value = item
+        answers.send(("start", index, os.getpid()))
+        try:
+            answers.send(("done", index, fn(value, *extra)))
+        except Exception as e:  # raised where the caller reads it
+            answers.send(("raised", index, e))
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)  # a group of its own since worker_start
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def cpus() -> int:
@@ -132,12 +266,6 @@ def _quiet_bootstrap(spawned: set[int]) -> Iterator[None]:
 
 def _kill_workers(pool: Any, spawned: set[int]) -> None:
     """SIGKILL each worker's process group (the worker and what it started), and nothing else of the
-    caller's: the executor's workers, and any process spawned for it that it never registered."""
+    caller's: the pool's workers, and any process spawned for it that it never registered."""
     for pid in {*(getattr(pool, "_processes", None) or {}), *spawned}:
-        try:
-            os.killpg(pid, signal.SIGKILL)  # a group of its own since worker_start
-        except (ProcessLookupError, PermissionError):
-            try:
-                os.kill(pid, signal.SIGKILL)  # killed before worker_start made its group
-            except ProcessLookupError:
-                pass
+        _kill_group(pid)

@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing
 import os
-import queue
 import shutil
 import sys
 import tempfile
@@ -32,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ..base import workers
-from ..base.errors import EXIT_CHECK_FAILED, EXIT_OK, BrrrError, CheckFailed, UsageError
-from ..base.workers import share_of_cpus
+from ..base.errors import EXIT_CHECK_FAILED, EXIT_OK, BrrrError, CheckFailed, OpLoadError, UsageError
+from ..base.workers import Lost, Pool
 from .probe import probe
 from .standard_bugs import Kind, Mutant, cuda_mutants, known_bugs, python_mutants
 
@@ -179,13 +177,19 @@ def _edited_lines(mutant: Mutant) -> set[int]:
     return set(range(edit.line, edit.end_line + 1))
 
 
+_HEADED_LINES = 12
+
+
 def _failures(op: Any, seed: int, stage: str) -> str:
     """The first failing row of validating one stage of the op, as one line; "" when all pass."""
     from ..validation.executor import Options, validate
 
     for row in validate(op, Options(stages=(stage,), seed=seed, fail_fast=True)):
         if row.failed:
-            first = row.detail.splitlines()[0] if row.detail else ""
+            lines = row.detail.splitlines()
+            # A first line ending in ":" heads what follows (a compiler's errors): keep what it heads.
+            first = "\n".join(lines[:_HEADED_LINES]) if lines and lines[0].rstrip().endswith(":") else \
+                "".join(lines[:1])
             return f"{row.stage} {row.check} {row.dtype}: {first}"
     return ""
 
@@ -295,22 +299,22 @@ def _same(a: Any, b: Any) -> bool:
 
 # --- the pool --------------------------------------------------------------------------------------
 
-def _worker(tasks: Any, results: Any, threads: int) -> None:
-    from ..base.workers import use_threads
+def judged(task: Task) -> Result:
+    """run_task in a worker of the pool; a mutant that breaks brrr itself still gets a verdict."""
+    try:
+        return run_task(task)
+    except Exception as e:
+        key = task.mutant.key if task.mutant else "baseline"
+        kind = task.mutant.kind.value if task.mutant else ""
+        return Result(key, kind, Verdict.KILLED, f"raised {type(e).__name__}: {e}")
 
-    use_threads(threads)
-    while True:
-        item = tasks.get()
-        if item is None:
-            return
-        index, task = item
-        results.put(("start", index, os.getpid()))
-        try:
-            results.put(("done", index, run_task(task)))
-        except Exception as e:  # a mutant that breaks brrr itself still gets a verdict
-            key = task.mutant.key if task.mutant else "baseline"
-            kind = task.mutant.kind.value if task.mutant else ""
-            results.put(("done", index, Result(key, kind, Verdict.KILLED, f"raised {type(e).__name__}: {e}")))
+
+def _lost(task: Task, lost: Lost) -> Result:
+    """A mutant whose worker was killed past the time limit (it hangs) or died (it crashed): caught."""
+    key = task.mutant.key if task.mutant else "baseline"
+    kind = task.mutant.kind.value if task.mutant else ""
+    why = f"{lost.why}: it hangs" if lost.overdue else f"{lost.why}: it crashes"
+    return Result(key, kind, Verdict.KILLED, why, seconds=lost.seconds)
 
 
 # Without a --timeout, a mutant hangs when it runs HANG_FACTOR times as long as the op as it is took
@@ -323,60 +327,6 @@ HANG_FLOOR = 60.0
 
 def hang_limit(clean_seconds: float) -> float:
     return max(HANG_FLOOR, HANG_FACTOR * clean_seconds)
-
-
-class Pool:
-    """Worker processes fed from one queue; a task past `limit` seconds has its worker killed and replaced
-    (limit None: no task is killed until it is set, as mutate does from the op's own time)."""
-
-    def __init__(self, jobs: int, limit: float | None) -> None:
-        self.context = multiprocessing.get_context("spawn")  # fork after torch started threads is unsafe
-        self.tasks, self.results = self.context.Queue(), self.context.Queue()
-        self.limit = limit
-        self.threads = share_of_cpus(jobs)
-        self.workers = {}
-        for _ in range(jobs):
-            self._spawn()
-
-    def _spawn(self) -> None:
-        p = self.context.Process(target=_worker, args=(self.tasks, self.results, self.threads), daemon=True)
-        p.start()
-        self.workers[p.pid] = p
-
-    def run(self, tasks: list[Task]) -> Any:
-        """Yield (index, Result) as each task finishes."""
-        for item in enumerate(tasks):
-            self.tasks.put(item)
-        running: dict[int, tuple[int, float]] = {}  # task index -> (worker pid, start)
-        left = len(tasks)
-        while left:
-            try:
-                event, index, value = self.results.get(timeout=1.0)
-            except queue.Empty:
-                event = ""
-            if event == "start":
-                running[index] = (value, time.monotonic())
-            elif event == "done":
-                running.pop(index, None)
-                left -= 1
-                yield index, value
-            for index, (pid, began) in list(running.items()):
-                if self.limit is not None and time.monotonic() - began > self.limit:
-                    self.workers.pop(pid).kill()
-                    running.pop(index)
-                    left -= 1
-                    self._spawn()
-                    mutant = tasks[index].mutant
-                    yield index, Result(mutant.key if mutant else "baseline", mutant.kind.value if mutant else "",
-                                        Verdict.KILLED, f"ran past {self.limit:.0f}s: it hangs", seconds=self.limit)
-
-    def close(self) -> None:
-        for _ in self.workers:
-            self.tasks.put(None)
-        for p in self.workers.values():
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
 
 
 def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "numba",
@@ -393,7 +343,10 @@ def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "n
                          "mutate the numba stage, or install g++")
     file = FILES[stage]
     source = op.path(stage).read_text()
-    mutants = python_mutants(source, file) if stage == "numba" else cuda_mutants(source, file)
+    try:
+        mutants = python_mutants(source, file) if stage == "numba" else cuda_mutants(source, file)
+    except SyntaxError as e:  # the stage file itself does not parse: its file and line, not an internal error
+        raise OpLoadError(f"{op.path(stage)}:{e.lineno}: syntax error: {e.msg}", hint=(e.text or "").rstrip()) from e
     mutants += known_bugs(op.folder, file)
     if kinds:
         mutants = [m for m in mutants if m.kind in kinds]
@@ -402,10 +355,18 @@ def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "n
     tasks = [Task(str(op.folder), seed, None, stage)] + [Task(str(op.folder), seed, m, stage) for m in mutants]
     print(f"  {op.name}: the op as it is, then {len(mutants)} mutants of {file} in {jobs} processes ...",
           file=sys.stderr, flush=True)
-    pool = Pool(jobs, limit)
+    scratch = Scratch()  # before the pool: its workers inherit it as their TMPDIR
+    try:
+        pool = Pool(judged, jobs, limit=limit)  # the one process pool (base/workers.py)
+    except BaseException:
+        scratch.remove()
+        raise
+    finished = False
     try:
         done = 0
         for index, result in pool.run(tasks):
+            if isinstance(result, Lost):
+                result = _lost(tasks[index], result)
             if index == 0:
                 if result.verdict == Verdict.KILLED:
                     raise CheckFailed(f"{op.name} fails validation as it is ({result.reason}): fix that before mutating it")
@@ -417,13 +378,34 @@ def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "n
             report.results.append(result)
             done += 1
             print(f"  [{done}/{len(mutants)}] {result.verdict.value:10s} {result.key}", file=sys.stderr, flush=True)
+        finished = True
     finally:
-        pool.close()
+        pool.close(kill=not finished)
+        scratch.remove()
     keys = {m.key for m in mutants}
     report.stale = [k for k in explained if k not in keys]
     order = {m.key: i for i, m in enumerate(mutants)}
     report.results.sort(key=lambda r: order.get(r.key, 0))
     return report
+
+
+class Scratch:
+    """One folder of this process's for every mutant's copy of the op (and what compilers write),
+    removed however brrr mutate ends (a failure, Ctrl-C, SIGTERM): a worker killed mid-mutant (a
+    hang, an interrupt) cannot remove its own copy. Workers find it as TMPDIR, which spawned
+    processes inherit."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="brrr-mutants-")
+        self.was = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = self.folder
+
+    def remove(self) -> None:
+        if self.was is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = self.was
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _cuda_runs_here() -> bool:

@@ -85,3 +85,36 @@ def test_a_process_spawned_but_never_registered_is_killed_with_the_workers() -> 
     workers._kill_workers(object(), spawned)
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def nap_or_die(seconds: float) -> float:
+    """An item: sleep that long (forever, in effect, past the pool's limit); a negative one kills its worker."""
+    import time
+
+    if seconds < 0:
+        os._exit(3)
+    time.sleep(seconds)
+    return seconds
+
+
+def test_the_pool_replaces_a_worker_past_its_limit_or_dead_and_goes_on() -> None:
+    """brrr mutate's hangs and crashes: the item is lost, said why, and the items after it still run."""
+    pool = workers.Pool(nap_or_die, 1, limit=2.0)
+    try:
+        results = dict(pool.run([0.0, 600.0, -1.0, 0.1]))
+    finally:
+        pool.close(kill=True)
+    assert results[0] == 0.0 and results[3] == 0.1
+    hang, crash = results[1], results[2]
+    assert isinstance(hang, workers.Lost) and hang.overdue and hang.why == "ran past 2s"
+    assert isinstance(crash, workers.Lost) and not crash.overdue and "exit code 3" in crash.why
+    assert all(not p.is_alive() for p in pool._processes.values())
+
+
+def test_an_exception_in_a_worker_is_raised_in_the_caller() -> None:
+    with pytest.raises(ZeroDivisionError):
+        list(workers.in_processes(reciprocal, [1, 0], 2))
+
+
+def reciprocal(n: int) -> float:
+    return 1 / n
