@@ -21,7 +21,8 @@ import multiprocessing
 import os
 import signal
 import subprocess
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -29,7 +30,10 @@ from typing import Any
 
 from ..base.files import shown
 from ..base.settings import seconds_setting
+from . import guards
 
+CHILD_NAME = "brrr-cpu-exec"
+_PR_SET_NAME = 15
 # A call's time limit beyond the runtime's own (BRRR_CPU_TIMEOUT a launch): for host code that loops.
 HOST_GRACE_S = 30.0
 
@@ -96,6 +100,10 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
     from ..base.interrupts import worker_start
 
     worker_start(os.getppid())  # dies with the forkserver, ignores the terminal's Ctrl-C (brrr handles it)
+    try:  # its name in ps and /proc/PID/comm, so what runs an op's code can be told apart from the forkserver
+        ctypes.CDLL(None).prctl(_PR_SET_NAME, CHILD_NAME.encode())
+    except (OSError, AttributeError):
+        pass
     os.environ.update(env)
     torch.set_num_threads(1)
     if checked:
@@ -181,7 +189,8 @@ class Isolated:
         self.process = context.Process(target=_child, daemon=True, name="brrr-cpu-execution",
                                        args=(str(self.extension.library), self.extension.namespace, self.checked,
                                              env, child_end, crash_end))
-        self.process.start()
+        with _without_main():
+            self.process.start()
         child_end.close()
         crash_end.close()
 
@@ -221,7 +230,7 @@ class Isolated:
         return Crashed(describe_crash(record.decode(errors="replace"), code, name))
 
     def kill(self) -> None:
-        if self.process is not None and self.process.is_alive():
+        if self.process is not None and self.process.pid is not None and self.process.is_alive():
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.join(5)
 
@@ -231,11 +240,33 @@ class Isolated:
             if end is not None:
                 end.close()
         self.calls = self.crashes = None
-        self.kill()
-        if self.process is not None:
+        if self.process is not None and self.process.pid is not None:  # started
+            self.kill()
             self.process.join(5)
             self.process.close()
         self.process = None
+
+
+@contextmanager
+def _without_main() -> Iterator[None]:
+    """Start a child without multiprocessing's re-import of __main__ in it: _child needs only this
+    module, and a user's script calling brrr_kernels.validate() at its top level (no __main__
+    guard) would otherwise run again in every child."""
+    from multiprocessing import spawn
+
+    original = spawn.get_preparation_data
+
+    def preparation(name: str) -> dict[str, Any]:
+        data = original(name)
+        data.pop("init_main_from_name", None)
+        data.pop("init_main_from_path", None)
+        return data
+
+    spawn.get_preparation_data = preparation
+    try:
+        yield
+    finally:
+        spawn.get_preparation_data = original
 
 
 def _read_raw(connection: Any) -> bytes:
