@@ -147,9 +147,16 @@ def validate(name: str, targets: list[str], stages: tuple[str, ...], tmp: Path) 
     return run(name, command, json_out=out)
 
 
+def stages() -> Path:
+    """The built-in ops of the brrr_kernels this runs (PYTHONPATH may point at another version's)."""
+    import brrr_kernels.stages
+
+    return Path(brrr_kernels.stages.__file__).parent
+
+
 def copy_of(op: str, tmp: Path, edit: Callable[[Path], None] | None, label: str) -> Path:
     folder = tmp / label / op
-    shutil.copytree(ROOT / "stages" / op, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(stages() / op, folder, ignore=shutil.ignore_patterns("__pycache__"))
     if edit is not None:
         edit(folder)
     return folder
@@ -158,7 +165,7 @@ def copy_of(op: str, tmp: Path, edit: Callable[[Path], None] | None, label: str)
 def unwritten_last(folder: Path) -> None:
     from brrr_kernels.mutate.bug_files import apply_bug, read_bug
 
-    apply_bug(read_bug(ROOT / "stages" / "sigmoid" / "bugs" / "cuda_last_element.bug"), folder)
+    apply_bug(read_bug(stages() / "sigmoid" / "bugs" / "cuda_last_element.bug"), folder)
 
 
 def wrong_gelu_constant(folder: Path) -> None:
@@ -242,7 +249,10 @@ def machine() -> dict[str, str | int]:
 
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())
-    return {"cpu": cpu, "cpus": os.cpu_count() or 0, "affinity": len(os.sched_getaffinity(0)),
+    import brrr_kernels
+
+    return {"brrr_kernels": str(Path(brrr_kernels.__file__).parent), "cpu": cpu, "cpus": os.cpu_count() or 0,
+            "affinity": len(os.sched_getaffinity(0)),
             "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
             "python": platform.python_version(), "torch": torch.__version__,
