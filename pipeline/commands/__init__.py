@@ -6,6 +6,7 @@ Layer map:
     debug        brrr debug and trace on the command line
     build        brrr build: compile only, and each kernel's resources
     new          brrr new: an op folder from templates that validates at once
+    adopt        brrr adopt: an op folder from an extension its author already has
     export       brrr export: a standalone pip-installable package
     bench        brrr bench: the cuda stage against eager and torch.compile
     sanitize     brrr sanitize: compute-sanitizer over the cuda stage

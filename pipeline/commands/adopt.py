@@ -1,0 +1,322 @@
+"""`brrr adopt PATH`: an extension its author already has, made into an op folder brrr validates.
+
+PATH is one `.cu` (kernels, and perhaps the torch wrapper and PYBIND11_MODULE), a `setup.py`, a
+Python file calling `torch.utils.cpp_extension.load(...)`, or a folder holding one of those. The
+sources it names are copied into the op folder as they are (never edited, never overwriting a
+different file), with the headers they include by quotes; spec.py and reference.py are written
+as stubs that name what is left to write. The kernel code stays the author's: what brrr then finds
+in it is said against its own lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base.errors import EXIT_OK, UsageError
+from ..base.files import shown, write_atomic
+from ..cuda.tokens import kernel_names, masked
+from ..op.extension import torch_wrapper_line
+
+SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
+_QUOTED_INCLUDE = re.compile(r'#[ \t]*include[ \t]*"([^"]+)"')
+# m.def("name", &function) in a PYBIND11_MODULE, m.impl("name", &function) in a TORCH_LIBRARY_IMPL.
+_DEFINED = re.compile(r'\.\s*def\s*\(\s*"(\w+)"')
+_BOUND = re.compile(r'\.\s*(def|impl)\s*\(\s*"(\w+)"\s*,\s*&?\s*([\w:]+)')
+
+
+@dataclass(frozen=True)
+class Function:
+    """A C++ function of the sources: its name and its parameters (type, name)."""
+
+    name: str
+    params: tuple[tuple[str, str], ...]
+
+    def tensors(self) -> tuple[str, ...]:
+        return tuple(n for t, n in self.params if re.search(r"\bTensor\b", t))
+
+    def others(self) -> tuple[str, ...]:
+        return tuple(f"{t} {n}" for t, n in self.params if not re.search(r"\bTensor\b", t))
+
+
+@dataclass(frozen=True)
+class Project:
+    """What adopt found: the sources (the one .cu first), the Python names the module binds (name ->
+    C++ function), the kernels, and the host functions of a .cu with no wrapper."""
+
+    sources: tuple[Path, ...]
+    bound: dict[str, Function | None]
+    kernels: tuple[str, ...]
+    wrapper: bool
+    found_by: str
+
+
+# --- finding the sources -------------------------------------------------------------------------
+
+
+def _strings(node: ast.AST) -> list[str]:
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
+
+
+def python_sources(py: Path) -> list[Path]:
+    """The files a setup.py (CUDAExtension(name, [sources])) or a load(name, sources=[...]) names."""
+    try:
+        tree = ast.parse(py.read_text(errors="replace"), str(py))
+    except SyntaxError as e:
+        raise UsageError(f"{shown(py)}:{e.lineno}: not valid Python ({e.msg})") from e
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        for kw in node.keywords:
+            if kw.arg == "sources":
+                names += _strings(kw.value)
+        if callee in ("CUDAExtension", "CppExtension", "load") and len(node.args) >= 2:
+            names += _strings(node.args[1])
+    found = [(py.parent / n) for n in dict.fromkeys(names)]
+    missing = [n for n in found if not n.is_file()]
+    if missing:
+        raise UsageError(f"{shown(py)} names sources that are not there: {', '.join(map(shown, missing))}")
+    return found
+
+
+def find_sources(path: Path) -> tuple[list[Path], str]:
+    """The extension's source files, and how they were found (for the summary)."""
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder")
+    if path.is_file() and path.suffix in SOURCE_SUFFIXES:
+        return [path], f"{shown(path)}"
+    if path.is_file() and path.suffix == ".py":
+        return python_sources(path), f"the sources {shown(path)} names"
+    if path.is_dir():
+        scripts = [path / "setup.py", *sorted(p for p in path.glob("*.py") if p.name != "setup.py")]
+        for py in scripts:
+            if py.is_file() and (listed := python_sources(py)):
+                return listed, f"the sources {shown(py)} names"
+        files = sorted(p for p in path.iterdir() if p.suffix in SOURCE_SUFFIXES and p.is_file())
+        if files:
+            return files, f"the sources in {shown(path)}"
+    raise UsageError(f"{path}: no extension found",
+                     hint="give a .cu file, a setup.py, a Python file calling torch.utils.cpp_extension.load(), "
+                          "or a folder holding one of those")
+
+
+# --- reading them ----------------------------------------------------------------------------------
+
+
+def function_signature(text: str, name: str) -> Function | None:
+    """The parameters of the first definition of C++ function `name` in `text` (None: not defined there)."""
+    mask = masked(text)
+    bare = name.split("::")[-1]
+    for m in re.finditer(rf"(?<![\w.]){re.escape(bare)}\s*\(", mask):
+        before = mask[max(0, m.start() - 120):m.start()].rstrip()
+        if not before or not (before[-1].isalnum() or before[-1] in "_*&>") or before.endswith(("return", "<<<")):
+            continue
+        depth, k = 0, m.end() - 1
+        for k in range(m.end() - 1, len(mask)):
+            depth += (mask[k] in "(<") - (mask[k] in ")>")
+            if depth == 0:
+                break
+        if not mask[k + 1:k + 200].lstrip().startswith(("{", "const", "noexcept")):
+            continue  # a declaration or a call, not the definition
+        params = []
+        for part in _split_params(text[m.end():k]):
+            pm = re.match(r"^(?P<type>.*?)\b(?P<name>[A-Za-z_]\w*)\s*(=.*)?$", part.strip(), re.S)
+            if pm and pm.group("type").strip():
+                params.append((" ".join(pm.group("type").split()), pm.group("name")))
+        return Function(name, tuple(params))
+    return None
+
+
+def _split_params(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for c in text:
+        depth += (c in "(<[") - (c in ")>]")
+        if c == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += c
+    return [p for p in [*parts, current] if p.strip() and p.strip() != "void"]
+
+
+def analyse(sources: list[Path], found_by: str) -> Project:
+    cus = [s for s in sources if s.suffix == ".cu"]
+    if not cus:
+        raise UsageError(f"{found_by}: no .cu file among {', '.join(map(shown, sources))}",
+                         hint="brrr's cuda stage is CUDA C: a .cu holding the kernels")
+    if len(cus) > 1:
+        raise UsageError(f"{found_by}: {len(cus)} .cu files ({', '.join(map(shown, cus))}); an op folder holds one",
+                         hint="adopt each .cu (one op each), or join the kernels of one op into one .cu")
+    ordered = (cus[0], *(s for s in sources if s != cus[0]))
+    texts = {s: s.read_text(errors="replace") for s in ordered}
+    bound: dict[str, Function | None] = {}
+    for text in texts.values():
+        for m in in_code(_BOUND, text):
+            kind, python_name, cxx = m.group(1), m.group(2), m.group(3)
+            # A registered impl is no module function: the spec names the C++ function, which brrr binds.
+            python_name = python_name if kind == "def" else cxx.split("::")[-1]
+            bound[python_name] = next((f for t in texts.values() if (f := function_signature(t, cxx))), None)
+        for m in in_code(_DEFINED, text):  # m.def("name", [](...) {...}): bound, its signature unknown
+            bound.setdefault(m.group(1), None)
+    return Project(ordered, bound, tuple(sorted(kernel_names(texts[cus[0]]))),
+                   any(torch_wrapper_line(t) for t in texts.values()), found_by)
+
+
+def in_code(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """Matches of `pattern` (which starts with code: `.def(`, `#include`) outside comments; the
+    string literals they hold are read from `text` itself."""
+    mask = masked(text)
+    return [m for m in pattern.finditer(text) if mask[m.start():m.end()].strip()[:1] in (".", "#")]
+
+
+def host_functions(text: str) -> list[Function]:
+    """The functions a kernels-only .cu defines for the host (its launchers), by their signatures."""
+    mask = masked(text)
+    out = []
+    for m in re.finditer(r"^[ \t]*(?:template\s*<[^>]*>\s*)?(?:static\s+|inline\s+)*void\s+(\w+)\s*\(", mask, re.M):
+        if re.search(r"__global__|__device__", mask[max(0, m.start() - 60):m.end()]) or m.group(1) == "main":
+            continue
+        if (f := function_signature(text, m.group(1))) is not None:
+            out.append(f)
+    return out
+
+
+# --- writing the op folder --------------------------------------------------------------------------
+
+
+def _copy(source: Path, target: Path, written: list[str]) -> None:
+    """Copy `source` to `target` unless the same file is there; a different one there is refused."""
+    if target.exists():
+        if target.read_bytes() == source.read_bytes():
+            return
+        raise UsageError(f"{shown(target)} exists and differs from {shown(source)}; brrr adopt never overwrites",
+                         hint="adopt into another folder (--into DIR), or move the file away")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+    written.append(shown(target))
+
+
+def local_headers(source: Path, seen: set[Path] | None = None) -> list[Path]:
+    """The headers `source` includes by quotes that lie in or below its folder, and theirs, recursively."""
+    seen = seen if seen is not None else set()
+    found = []
+    for match in in_code(_QUOTED_INCLUDE, source.read_text(errors="replace")):
+        name = match.group(1)
+        header = (source.parent / name).resolve()
+        if header in seen or not header.is_file():
+            continue
+        seen.add(header)
+        found += [header, *local_headers(header, seen)]
+    return found
+
+
+def _roles(project: Project) -> tuple[str | None, str | None]:
+    names = list(project.bound)
+    forward = next((n for n in names if re.search(r"forward|fwd", n, re.I)), names[0] if names else None)
+    backward = next((n for n in names if re.search(r"backward|bwd|grad", n, re.I) and n != forward), None)
+    return forward, backward
+
+
+def spec_text(name: str, project: Project) -> str:
+    forward, backward = _roles(project)
+    fn = project.bound.get(forward) if forward else None
+    inputs = fn.tensors() if fn else ()
+    lines = [f'"""{name}: adopted by `brrr adopt` from {project.found_by}. The kernel code is the author\'s, as',
+             'copied; this spec and reference.py are stubs: each TODO says what is left to write."""', "",
+             "import torch", "", "from brrr_kernels import OpSpec" + (", TorchModule" if project.wrapper else ""), "", ""]
+    lines += ["def make_inputs(size, dtype, device, gen):",
+              "    # TODO: inputs of the shapes and values the kernels expect (one tensor each below, at `size`).",
+              f"    return tuple(torch.randn(size, dtype=dtype, generator=gen).to(device) for _ in range({len(inputs) or 1}))",
+              "", ""]
+    if project.bound:
+        lines.append(f"# The module binds: {', '.join(f'{k} ({_signature(v)})' for k, v in project.bound.items())}")
+    if fn and fn.others():
+        lines.append(f"# TODO: {forward} also takes {', '.join(fn.others())}: adapt it with a Python function "
+                     "(see brrr_kernels.op.extension) or keep them as spec params.")
+    lines += ["SPEC = OpSpec(", f'    name="{name}",',
+              f"    inputs={tuple(inputs) or ('x',)!r},  # TODO: check against the forward's tensors",
+              '    outputs=("y",),  # TODO: name the outputs',
+              "    make_inputs=make_inputs,",
+              "    sim_sizes=((3, 7), (2, 300)),  # TODO: sizes the CPU execution checks (small)",
+              "    gpu_sizes=((64, 1000),),  # TODO: sizes a GPU checks (real ones)",
+              "    gradcheck_size=(3, 5),",
+              '    dtypes={"reference": (torch.float32, torch.float64), "cuda": (torch.float32,)},  # TODO: the kernels\' dtypes']
+    if project.wrapper:
+        extra = tuple(s.name for s in project.sources[1:] if s.suffix != ".cu" and s.suffix in SOURCE_SUFFIXES)
+        call = f'forward="{forward or "TODO"}"' + (f', backward="{backward}"' if backward else "")
+        call += f", sources={extra!r}" if extra else ""
+        lines.append(f"    torch_module=TorchModule({call}),")
+    if not backward:
+        lines.append('    forward_only="TODO: no backward found; say why the op has none, or write one and name it",')
+    else:
+        lines.append(f'    saved={tuple(inputs)!r},  # TODO: what {backward} takes besides the upstream gradient')
+    lines.append(")")
+    return "\n".join(lines) + "\n"
+
+
+def _signature(fn: Function | None) -> str:
+    return ", ".join(f"{t} {n}" for t, n in fn.params) if fn else "signature not found"
+
+
+def reference_text(project: Project) -> str:
+    forward, backward = _roles(project)
+    fn = project.bound.get(forward) if forward else None
+    args = ", ".join(fn.tensors()) if fn and fn.tensors() else "x"
+    out = ["import torch  # noqa: F401", "", "", f"def forward({args}):",
+           f'    raise NotImplementedError("brrr adopt: write forward in PyTorch: what {forward or "the kernels"} computes")']
+    if backward:
+        out += ["", "", f"def backward(grad_y, {args}):",
+                f'    raise NotImplementedError("brrr adopt: write backward in PyTorch: what {backward} computes")']
+    return "\n".join(out) + "\n"
+
+
+def adopt(path: Path, into: Path | None, name: str | None) -> tuple[Path, list[str], list[str]]:
+    """Write the op folder; the files written and what is left to do."""
+    sources, found_by = find_sources(path)
+    project = analyse(sources, found_by)
+    name = name or re.sub(r"\W", "_", project.sources[0].stem)
+    if not name.isidentifier():
+        raise UsageError(f"--name {name!r}: an op's name is a Python identifier")
+    folder = into or Path(name)
+    written: list[str] = []
+    base = project.sources[0].parent
+    for source in project.sources:
+        for f in [source, *local_headers(source)]:
+            rel = f.relative_to(base) if f.is_relative_to(base) else Path(f.name)
+            _copy(f, folder / rel, written)
+    left: list[str] = []
+    for stub, text in (("spec.py", spec_text(name, project)), ("reference.py", reference_text(project))):
+        target = folder / stub
+        if target.exists():
+            left.append(f"{shown(target)} was there already and is kept: check it against the sources")
+            continue
+        write_atomic(target, text)
+        written.append(shown(target))
+    left.append(f"{shown(folder / 'reference.py')}: forward (and backward) in PyTorch")
+    left.append(f"{shown(folder / 'spec.py')}: each TODO (inputs, outputs, sizes, dtypes)")
+    if not project.wrapper:
+        launchers = host_functions(project.sources[0].read_text(errors="replace"))
+        left.append(f"{shown(folder / 'binding.cpp')}: forward on at::Tensor calling the .cu's launchers ("
+                    + ("; ".join(f"{f.name}({_signature(f)})" for f in launchers) or "none found: write one per kernel")
+                    + "), as stages/sigmoid/binding.cpp does")
+    return folder, written, left
+
+
+def main(args: argparse.Namespace) -> int:
+    folder, written, left = adopt(Path(args.path), args.into, args.name)
+    print(f"brrr adopt: {shown(folder)}")
+    for w in written:
+        print(f"  wrote {w}")
+    print("left to write:")
+    for item in left:
+        print(f"  - {item}")
+    print(f"then: brrr validate {shown(folder)}")
+    return EXIT_OK

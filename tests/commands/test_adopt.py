@@ -1,0 +1,136 @@
+"""`brrr adopt`: extensions of our own, in the layouts their authors use, made into op folders whose
+kernel code is byte for byte the author's, with stubs that say what is left to write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brrr_kernels.base.errors import UsageError
+from brrr_kernels.cli import main as cli_main
+from brrr_kernels.commands.adopt import adopt
+from brrr_kernels.op.loaders import load_op, load_reference
+
+# One .cu holding kernel, wrapper and module, as load() users write it.
+SINGLE = """\
+#include <torch/extension.h>
+
+__global__ void scale_kernel(float* y, const float* x, float s, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] * s;
+}
+
+torch::Tensor scale_forward(torch::Tensor x, double s) {
+    auto y = torch::empty_like(x);
+    scale_kernel<<<(x.numel() + 255) / 256, 256>>>(y.data_ptr<float>(), x.data_ptr<float>(), (float)s, x.numel());
+    return y;
+}
+
+torch::Tensor scale_backward(torch::Tensor grad_y, torch::Tensor x, double s) { return grad_y * s; }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("forward", &scale_forward, "y = s x");
+    // m.def("old_forward", &scale_forward);
+    m.def("backward", &scale_backward);
+}
+"""
+
+# A setup.py project: the wrapper in a .cpp, the kernels in a .cu including a header of the project.
+SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(name="addone", ext_modules=[CUDAExtension("addone_cuda", ["addone.cpp", "addone_kernel.cu"])],
+      cmdclass={"build_ext": BuildExtension})
+"""
+WRAPPER = """\
+#include <torch/extension.h>
+torch::Tensor addone_cuda(torch::Tensor x);
+torch::Tensor addone(torch::Tensor x) { return addone_cuda(x); }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("addone", &addone); }
+"""
+KERNELS = """\
+#include <torch/extension.h>
+#include "util/ceil.h"
+__global__ void addone_kernel(float* y, const float* x, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] + 1.0f;
+}
+torch::Tensor addone_cuda(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    addone_kernel<<<CEIL(x.numel(), 256), 256>>>(y.data_ptr<float>(), x.data_ptr<float>(), x.numel());
+    return y;
+}
+"""
+
+# llm.c's way: kernels and host launchers, no torch at all.
+KERNELS_ONLY = """\
+__global__ void relu_kernel(float* out, const float* inp, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
+void relu_forward(float* out, const float* inp, int N, const int block_size) {
+    relu_kernel<<<(N + block_size - 1) / block_size, block_size>>>(out, inp, N);
+}
+"""
+
+
+def test_a_single_cu_becomes_an_op_folder_naming_its_module_functions(tmp_path: Path) -> None:
+    (tmp_path / "scale.cu").write_text(SINGLE)
+    folder, written, left = adopt(tmp_path / "scale.cu", tmp_path / "op", None)
+    assert (folder / "scale.cu").read_text() == SINGLE  # the author's code as it is
+    spec = (folder / "spec.py").read_text()
+    assert 'TorchModule(forward="forward", backward="backward")' in spec
+    assert "inputs=('x',)" in spec
+    assert "old_forward" not in spec  # a commented-out binding is not one
+    assert "double s" in spec  # the non-tensor argument is named as left to adapt
+    op = load_op(str(folder))
+    assert op.spec.name == "scale" and op.path("cuda").name == "scale.cu"
+    reference = load_reference(op)
+    with pytest.raises(NotImplementedError, match="brrr adopt: write forward"):
+        reference.forward(None)
+    assert any("reference.py" in item for item in left)
+
+
+def test_a_setup_py_project_brings_its_sources_and_headers(tmp_path: Path) -> None:
+    project = tmp_path / "addone"
+    (project / "util").mkdir(parents=True)
+    (project / "setup.py").write_text(SETUP)
+    (project / "addone.cpp").write_text(WRAPPER)
+    (project / "addone_kernel.cu").write_text(KERNELS)
+    (project / "util" / "ceil.h").write_text("#define CEIL(a, b) (((a) + (b) - 1) / (b))\n")
+    folder, _, _ = adopt(project, tmp_path / "op", "addone")
+    for name in ("addone.cpp", "addone_kernel.cu", "util/ceil.h"):
+        assert (folder / name).read_text() == (project / name).read_text()
+    spec = (folder / "spec.py").read_text()
+    assert "TorchModule(forward=\"addone\", sources=('addone.cpp',))" in spec
+    assert 'forward_only="TODO' in spec  # no backward found: said as a TODO, not decided
+    assert load_op(str(folder)).spec.torch_module.sources == ("addone.cpp",)
+
+
+def test_adopt_never_overwrites_a_different_file(tmp_path: Path) -> None:
+    (tmp_path / "scale.cu").write_text(SINGLE)
+    target = tmp_path / "op"
+    target.mkdir()
+    (target / "scale.cu").write_text("// mine\n")
+    with pytest.raises(UsageError, match="never overwrites"):
+        adopt(tmp_path / "scale.cu", target, None)
+    assert (target / "scale.cu").read_text() == "// mine\n"
+
+
+def test_a_kernels_only_cu_lists_its_launchers_for_binding_cpp(tmp_path: Path) -> None:
+    (tmp_path / "relu.cu").write_text(KERNELS_ONLY)
+    folder, _, left = adopt(tmp_path / "relu.cu", tmp_path / "op", None)
+    assert "TorchModule" not in (folder / "spec.py").read_text()
+    binding = next(item for item in left if "binding.cpp" in item)
+    assert "relu_forward(float* out, const float* inp, int N, const int block_size)" in binding
+
+
+def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "scale.cu").write_text(SINGLE)
+    assert cli_main(["adopt", str(tmp_path / "scale.cu"), "--into", str(tmp_path / "op")]) == 0
+    assert "left to write" in capsys.readouterr().out
+    assert cli_main(["adopt", str(tmp_path / "nothing.cu")]) != 0
+    assert "no such file" in capsys.readouterr().err
