@@ -56,15 +56,14 @@ def _line(folder: Path, file: str, mark: str) -> int:
 
 
 def _isolated_children() -> list[int]:
-    """Processes below this one that run an op's code (the forkserver itself may stay, idle)."""
+    """Processes below this one that run an op's code (the forkserver they fork from may stay, idle)."""
     found = []
     for pid in descendants(os.getpid()):
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if Path(f"/proc/{pid}/comm").read_text().strip() == isolated.CHILD_NAME:
+                found.append(pid)
         except OSError:
             continue
-        if b"forkserver" not in cmdline and b"resource_tracker" not in cmdline:
-            found.append(pid)
     return found
 
 
@@ -72,9 +71,15 @@ def _details(rows: list) -> str:
     return "\n".join(f"{r.stage} {r.check} {r.dtype} {r.verdict}\n{r.detail}" for r in rows)
 
 
+def _built(rows: list) -> None:
+    compile_row = next(r for r in rows if r.check == "compile")
+    assert not compile_row.failed, compile_row.detail
+
+
 def test_a_crash_in_binding_cpp_fails_its_cases_at_its_line_and_the_rest_goes_on(tmp_path: Path) -> None:
     folder = _planted(tmp_path, "crashing", "binding.cpp", BINDING_FAULTS)
     rows = validate(folder, "cuda")
+    _built(rows)
     text = _details(rows)
     forward = next(r for r in rows if r.check == "forward" and r.dtype == "float32")
     backward = next(r for r in rows if r.check == "backward" and r.dtype == "float32")
@@ -97,6 +102,7 @@ def test_a_trap_a_stack_overflow_and_an_endless_loop_are_named_at_their_kernel_l
     monkeypatch.setenv("BRRR_CPU_TIMEOUT", "2")  # the loop is caught at this limit, whatever the machine's load
     folder = _planted(tmp_path, "kernel_faults", "kernel.cu", KERNEL_FAULTS)
     rows = validate(folder, "cuda")
+    _built(rows)
     forward = next(r for r in rows if r.check == "forward" and r.dtype == "float32")
     detail = forward.detail
     trap, big, loop = (_line(folder, "kernel.cu", m) for m in ("// TRAP", "// BIG", "// LOOP"))
