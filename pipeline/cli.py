@@ -104,10 +104,13 @@ COMMANDS: tuple[Command, ...] = (
             "commands.debug:main", THREAD_SELECTION, "Trace one simulated thread. Exit 0 when the op ran through."),
     Command("new", "scaffold an op folder (spec and three stage templates) that validates at once", "commands.new:main", (
         arg("name", help="the op's name (a Python identifier)"),
-        arg("--inputs", default="x", help="comma-separated tensor input names (default: x)"),
-        arg("--kind", default="elementwise", choices=("elementwise", "rowwise"),
-            help="elementwise (default): a thread per element; rowwise: x [rows, cols] and weight [cols], "
-                 "a param eps and a saved per-row statistic, a block per row"),
+        arg("--inputs", default=None, help="comma-separated tensor input names (default: the kind's own, x for "
+                                            "elementwise); a kind that cannot take them says why"),
+        arg("--kind", default="elementwise", choices=("elementwise", "rowwise", "rowloss", "rowscan", "tiled"),
+            help="elementwise (default): a thread per element; rowwise: x [rows, cols] (and weight [cols] unless "
+                 "--inputs x), a param eps and a saved per-row statistic, a block per row; rowloss: scores "
+                 "[rows, classes] and int64 targets [rows] (no gradient), a loss per row; rowscan: a running sum "
+                 "along each row; tiled: a [m, k] by b [k, n] through shared-memory tiles"),
         arg("--dir", type=Path, default=Path("."), help="where to create the folder (default: here)"),
     ), "Write NAME/ with spec.py, reference.py, numba_kernel.py, kernel.cu and binding.cpp. "
        "Never overwrites: exit 1 if NAME exists.", creates="dir"),

@@ -320,4 +320,4 @@ def test_a_user_op_with_shared_memory_barriers_and_a_warp_shuffle_validates_on_t
 
 def test_rowwise_refuses_other_inputs(tmp_path: Path) -> None:
     proc = brrr("new", "rn", "--kind", "rowwise", "--inputs", "a,b,c", "--dir", str(tmp_path))
-    assert proc.returncode == 2 and "--kind rowwise writes the inputs x, weight" in proc.stderr
+    assert proc.returncode == 2 and "--kind rowwise takes x [rows, cols], and weight [cols]" in proc.stderr
