@@ -187,6 +187,9 @@ _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
 _PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 _DIAG = re.compile(r"^(?P<file>[^\s(:]+)(?:\((?P<line>\d+)\)|:(?P<line2>\d+)(?::\d+)?):\s*(?:fatal )?error")
+# A tool's own error, with no file and line: "ptxas error   : Entry function ... uses too much shared
+# data", "nvlink error   : ...". ptxas pads with spaces before the colon, so " error:" misses it.
+_TOOL_ERROR = re.compile(r"^(?:ptxas|nvlink|fatbinary|cicc|nvcc)(?: fatal)? error\s*:", re.I)
 
 
 def parse_resources(ptxas_output: str) -> list[dict[str, Any]]:
@@ -222,7 +225,7 @@ def compiler_errors(output: str, source: Path) -> str:
     lines = output.replace(str(source), shown).splitlines()
     picked: list[str] = []
     for i, line in enumerate(lines):
-        if _DIAG.match(line.strip()) or " error:" in line or line.startswith("error"):
+        if _DIAG.match(line.strip()) or " error:" in line or line.startswith("error") or _TOOL_ERROR.match(line):
             picked.extend(lines[i : i + 3])
         if len(picked) >= 24:
             break

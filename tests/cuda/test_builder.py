@@ -193,3 +193,16 @@ def test_a_link_error_blames_kernel_cu_only_for_launchers(undefined: tuple[str, 
     else:
         assert "linking sigmoid failed" in error.message and "command: c++ -shared" in error.message
         assert error.hint is not None and "toolchain" in error.hint
+
+
+def test_a_ptxas_error_is_shown_not_only_its_info_lines(tmp_path: Path) -> None:
+    """A 64 MB __shared__ array: ptxas says why in a line with no file (padded "error   :"); the message
+    shows that line, not "could not compile" and the info lines after it."""
+    from brrr_kernels.cuda.builder import compiler_errors
+
+    output = ("ptxas error   : Entry function '_Z1kPf' uses too much shared data (0x4000000 bytes, 0xc000 max)\n"
+              "ptxas info    : 0 bytes gmem\n"
+              "ptxas info    : Compiling entry function '_Z1kPf' for 'sm_90'\n"
+              + "ptxas info    : Function properties for _Z1kPf\n" * 30)
+    shown = compiler_errors(output, tmp_path / "kernel.cu")
+    assert shown.splitlines()[0].startswith("ptxas error") and "too much shared data" in shown
