@@ -33,8 +33,11 @@ ALLOC_SOURCE = CPU_INCLUDE / "brrr_cpu_alloc.cpp"
 # check: the threshold 0 makes every access a call), with no stack or global poisoning (brrr's
 # callbacks classify addresses themselves). DWARF 4: binutils 2.40's addr2line misreads the
 # file table gcc 12 writes in DWARF 5 after #line, and reports would name the rewritten file.
+# -fsanitize=alignment: a typed access at an address its type's alignment does not divide (a float4
+# load 4 bytes past a multiple of 16) calls brrr's handler, which faults as a GPU does.
 CHECK_FLAGS = (
     "-fsanitize=kernel-address",
+    "-fsanitize=alignment",
     "--param", "asan-instrumentation-with-call-threshold=0",
     "--param", "asan-stack=0",
     "--param", "asan-globals=0",

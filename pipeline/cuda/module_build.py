@@ -33,7 +33,7 @@ from ..op.spec import Op
 from . import builder, cpu_build, cpu_includes, memcheck
 from .builder import INCLUDE_DIR, Job
 from .cpu_source import rewrite
-from .module_source import duplicated_module, module_text, on_the_cpu
+from .module_source import duplicated_module, module_text, modules, on_the_cpu
 
 # What a module's CPU build links beside the runtime (see the file's comment).
 MODULE_SOURCE = cpu_build.CPU_INCLUDE / "brrr_cpu_module.cpp"
@@ -85,9 +85,13 @@ def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job],
     cxx = builder.find_cxx()
     includes = cpu_includes.prepare(op.folder, _sources(op), op.name, [Path(p[2:]) for p in builder.torch_include_flags()])
     jobs = []
-    for i, source in enumerate(_sources(op)):
+    sources = _sources(op)
+    # brrr's module goes beside the author's: into the source declaring PYBIND11_MODULE (a setup.py
+    # project's .cpp), else into the .cu; a source may declare it only once (two would clash).
+    home = next((s for s in sources if modules(s.read_text(errors="replace"))), sources[0])
+    for source in sources:
         text = source.read_text(errors="replace")
-        if i == 0:
+        if source == home:
             text = module_text(text, source, name, module.function_names())
         text = rewrite(on_the_cpu(text, source), source)
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -457,16 +457,19 @@ BRRR_CPU_SCOPED(atomicCAS)
 #undef BRRR_CPU_SCOPED
 
 // ---- loads and stores with cache hints: plain accesses here ---------------------------------------
-template <typename T> T __ldg(const T* p) { return *p; }
-template <typename T> T __ldcg(const T* p) { return *p; }
-template <typename T> T __ldca(const T* p) { return *p; }
-template <typename T> T __ldcs(const T* p) { return *p; }
-template <typename T> T __ldlu(const T* p) { return *p; }
-template <typename T> T __ldcv(const T* p) { return *p; }
-template <typename T> void __stcg(T* p, T v) { *p = v; }
-template <typename T> void __stcs(T* p, T v) { *p = v; }
-template <typename T> void __stwb(T* p, T v) { *p = v; }
-template <typename T> void __stwt(T* p, T v) { *p = v; }
+// Always inlined, so the access is the caller's: the memory checks place a fault through one at the
+// kernel's line (symbolize: the first inlined frame outside brrr's headers), and gdb steps over it.
+#define BRRR_CPU_STAND_IN [[gnu::always_inline, gnu::artificial]] inline
+template <typename T> BRRR_CPU_STAND_IN T __ldg(const T* p) { return *p; }
+template <typename T> BRRR_CPU_STAND_IN T __ldcg(const T* p) { return *p; }
+template <typename T> BRRR_CPU_STAND_IN T __ldca(const T* p) { return *p; }
+template <typename T> BRRR_CPU_STAND_IN T __ldcs(const T* p) { return *p; }
+template <typename T> BRRR_CPU_STAND_IN T __ldlu(const T* p) { return *p; }
+template <typename T> BRRR_CPU_STAND_IN T __ldcv(const T* p) { return *p; }
+template <typename T> BRRR_CPU_STAND_IN void __stcg(T* p, T v) { *p = v; }
+template <typename T> BRRR_CPU_STAND_IN void __stcs(T* p, T v) { *p = v; }
+template <typename T> BRRR_CPU_STAND_IN void __stwb(T* p, T v) { *p = v; }
+template <typename T> BRRR_CPU_STAND_IN void __stwt(T* p, T v) { *p = v; }
 
 // ---- math: CUDA's global overloads and intrinsics --------------------------------------------------
 // <math.h> gives exp(float) etc. their float overloads in the global namespace, as CUDA does. The

@@ -175,20 +175,44 @@ std::string run_command(const std::string& command) {
     return out;
 }
 
+// Where brrr's own headers are (this file's folder): a frame there is brrr's stand-in, not the user's code.
+const std::string& brrr_include_dir() {
+    static const std::string dir = [] {
+        const std::string file = __FILE__;
+        return file.substr(0, file.rfind('/') + 1);
+    }();
+    return dir;
+}
+
+bool brrr_header(const std::string& file) {
+    const std::string base = file.substr(file.rfind('/') + 1);
+    return (!brrr_include_dir().empty() && file.rfind(brrr_include_dir(), 0) == 0) || base.rfind("brrr_cpu", 0) == 0;
+}
+
 // kernel.cu:line of the access whose call returns to `pc`: addr2line on the library's line table
-// (-gdwarf-4: binutils 2.40's addr2line misreads gcc 12's DWARF 5 file table after #line).
+// (-gdwarf-4: binutils 2.40's addr2line misreads gcc 12's DWARF 5 file table after #line). With -i
+// it lists the inlined calls too, innermost first: an access made inside one of brrr's stand-ins
+// (__ldcs, __stcs, __ldg: always inlined) is placed at the user's line that called it.
 Place symbolize(const void* pc) {
     Dl_info info{};
     if (dladdr(pc, &info) == 0 || info.dli_fname == nullptr) return {"?", 0};
     const uintptr_t offset = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(info.dli_fbase) - 1;
     char address[32];
     snprintf(address, sizeof address, "0x%" PRIxPTR, offset);
-    const std::string out = run_command(std::string("addr2line -e '") + info.dli_fname + "' " + address + " 2>/dev/null");
-    const std::string first = out.substr(0, out.find('\n'));
-    const auto colon = first.rfind(':');
-    if (colon == std::string::npos) return {"?", 0};
-    Place p{first.substr(0, colon), std::atoi(first.c_str() + colon + 1)};
-    return p.line > 0 ? p : Place{"?", 0};
+    const std::string out = run_command(std::string("addr2line -i -e '") + info.dli_fname + "' " + address + " 2>/dev/null");
+    Place first{"?", 0};
+    for (std::size_t at = 0; at < out.size();) {
+        const std::size_t end = std::min(out.find('\n', at), out.size());
+        const std::string frame = out.substr(at, end - at);
+        at = end + 1;
+        const auto colon = frame.rfind(':');
+        if (colon == std::string::npos) continue;
+        Place p{frame.substr(0, colon), std::atoi(frame.c_str() + colon + 1)};
+        if (p.line <= 0) continue;
+        if (!brrr_header(p.file)) return p;
+        if (first.line == 0) first = p;
+    }
+    return first;
 }
 
 std::string triple(uint3 v) {
@@ -553,7 +577,56 @@ struct Install {
     }
 } install;
 
+// --- misaligned accesses ---------------------------------------------------------------------------------
+
+// -fsanitize=alignment (memcheck.py): gcc calls this where a typed access's address is not a multiple
+// of its type's alignment (a float4 at 4 bytes past a multiple of 16). A GPU faults there ("misaligned
+// address"); a CPU would read it and go on. The layout is gcc's libubsan's (TypeMismatchData v1).
+struct UbsanLocation {
+    const char* file;
+    uint32_t line, column;
+};
+struct UbsanType {
+    uint16_t kind, info;
+    char name[1];
+};
+struct UbsanMismatch {
+    UbsanLocation location;
+    const UbsanType* type;
+    unsigned char log_alignment, check_kind;
+};
+
+[[noreturn]] void misaligned(const UbsanMismatch* d, uintptr_t addr, const void* pc) {
+    Place place = symbolize(pc);
+    if (place.line == 0 && d->location.file != nullptr) place = {d->location.file, static_cast<int>(d->location.line)};
+    const uintptr_t align = uintptr_t(1) << d->log_alignment;
+    std::string type = d->type != nullptr ? d->type->name : "value";
+    if (type.size() > 2 && type.front() == '\'' && type.back() == '\'') type = type.substr(1, type.size() - 2);
+    std::string where;
+    for (const Argument& a : L.args) {
+        if (addr >= a.lo && addr < a.hi) {
+            where = ", " + std::to_string(addr - a.value) + " bytes from the start of " + argument_name(a, place);
+            break;
+        }
+    }
+    // gcc's kinds: 0 a load, 1 a store, others a use of the object (a member access, a copy).
+    const char* kind = d->check_kind == 1 ? "misaligned write" : d->check_kind == 0 ? "misaligned read" : "misaligned access";
+    report(kind,
+           "a " + type + " (" + std::to_string(align) + "-byte aligned) at an address " + std::to_string(addr % align) +
+               " bytes past a multiple of " + std::to_string(align) + where + " (a GPU faults: misaligned address)",
+           place);
+}
+
 }  // namespace
+
+extern "C" void __ubsan_handle_type_mismatch_v1(UbsanMismatch* d, uintptr_t addr) {
+    if (B == nullptr || !B->running) return;  // host code of kernel.cu, or a launch that is not checked
+    misaligned(d, addr, __builtin_return_address(0));
+}
+
+extern "C" void __ubsan_handle_type_mismatch_v1_abort(UbsanMismatch* d, uintptr_t addr) {
+    __ubsan_handle_type_mismatch_v1(d, addr);
+}
 
 // --- the callbacks gcc's instrumentation calls ---------------------------------------------------------
 

@@ -48,7 +48,7 @@ inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.__x; }
 inline short __bfloat16_as_short(__nv_bfloat16 h) { return static_cast<short>(h.__x); }
 inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { return brrr_cpu_bf16(u); }
 inline __nv_bfloat16 __short_as_bfloat16(short s) { return brrr_cpu_bf16(static_cast<unsigned short>(s)); }
-inline __nv_bfloat16 __ldg(const __nv_bfloat16* p) { return *p; }
+[[gnu::always_inline, gnu::artificial]] inline __nv_bfloat16 __ldg(const __nv_bfloat16* p) { return *p; }
 
 inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) {
     return __nv_bfloat162(__float2bfloat16(a), __float2bfloat16(b));
@@ -121,4 +121,4 @@ inline __nv_bfloat162 __low2bfloat162(__nv_bfloat162 a) { return __nv_bfloat162(
 inline __nv_bfloat162 __high2bfloat162(__nv_bfloat162 a) { return __nv_bfloat162(a.y, a.y); }
 inline __nv_bfloat162 __lows2bfloat162(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x, b.x); }
 inline __nv_bfloat162 __highs2bfloat162(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.y, b.y); }
-inline __nv_bfloat162 __ldg(const __nv_bfloat162* p) { return *p; }
+[[gnu::always_inline, gnu::artificial]] inline __nv_bfloat162 __ldg(const __nv_bfloat162* p) { return *p; }

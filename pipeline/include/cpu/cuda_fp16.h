@@ -49,7 +49,7 @@ inline unsigned short __half_as_ushort(__half h) { return h.__x; }
 inline short __half_as_short(__half h) { return static_cast<short>(h.__x); }
 inline __half __ushort_as_half(unsigned short u) { return brrr_cpu_half(u); }
 inline __half __short_as_half(short s) { return brrr_cpu_half(static_cast<unsigned short>(s)); }
-inline __half __ldg(const __half* p) { return *p; }
+[[gnu::always_inline, gnu::artificial]] inline __half __ldg(const __half* p) { return *p; }
 
 inline __half2 __floats2half2_rn(float a, float b) { return __half2(__float2half(a), __float2half(b)); }
 inline __half2 __float2half2_rn(float a) { return __half2(__float2half(a), __float2half(a)); }
@@ -124,4 +124,4 @@ inline __half2 __low2half2(__half2 a) { return __half2(a.x, a.x); }
 inline __half2 __high2half2(__half2 a) { return __half2(a.y, a.y); }
 inline __half2 __lows2half2(__half2 a, __half2 b) { return __half2(a.x, b.x); }
 inline __half2 __highs2half2(__half2 a, __half2 b) { return __half2(a.y, b.y); }
-inline __half2 __ldg(const __half2* p) { return *p; }
+[[gnu::always_inline, gnu::artificial]] inline __half2 __ldg(const __half2* p) { return *p; }

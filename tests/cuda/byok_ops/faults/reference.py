@@ -1,0 +1,2 @@
+def forward(x):
+    return x.clone()
