@@ -62,3 +62,9 @@ def test_the_public_functions_stay_functions_when_every_subpackage_is_imported()
         importlib.import_module(f"brrr_kernels.{package}")
     for name in ("validate", "debug", "trace"):
         assert callable(getattr(brrr_kernels, name)) and getattr(brrr_kernels, name).__module__ == "brrr_kernels", name
+
+
+@pytest.mark.parametrize("seed", ["abc", 1.5, -1, True, 2**64])
+def test_a_seed_that_is_no_whole_number_is_brrrs_own_message(seed: object) -> None:
+    with pytest.raises(BrrrError, match=r"seed=.*: expected a whole number from 0 to 2\*\*64 - 1"):
+        brrr_kernels.validate("sigmoid", stages=["reference"], seed=seed)  # type: ignore[arg-type]
