@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -290,6 +291,17 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {' and '.join(str(p) for p in written)}")
     if result.todos:
         print(f"{len(result.todos)} TODO(s) left, so validation reports the cuda stage unfinished: " + "; ".join(result.todos))
-    shown = written[0].parent if written[0].parent.is_absolute() else f"./{written[0].parent}"
-    print(f"next: brrr validate {shown} --stage cuda")
+    print(f"next: {next_command(op, written[0].parent)}")
     return EXIT_OK
+
+
+def next_command(op: Op, folder: Path) -> str:
+    """The command that validates the translation where it was written: a folder of --out that lacks the
+    op's other files gets them copied first, or `brrr validate` there would find no op."""
+    shown = shlex.quote(str(folder) if folder.is_absolute() or str(folder).startswith(".") else f"./{folder}")
+    validate = f"brrr validate {shown} --stage cuda"
+    missing = [op.folder / name for name in ("spec.py", "reference.py", "numba_kernel.py")
+               if (op.folder / name).is_file() and not (folder / name).exists()]
+    if not missing:
+        return validate
+    return f"cp {' '.join(shlex.quote(str(p)) for p in missing)} {shown}/ && {validate}"

@@ -3,7 +3,9 @@ never overwrites."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -284,3 +286,19 @@ def test_rowwise_templates_count_as_templates(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     binding = (tmp_path / "rms" / "binding.cpp").read_text()
     assert "translated from numba_kernel.py" in binding and "grad_weight.zero_();" in binding
+
+
+def test_the_next_command_after_out_works_there(tmp_path: Path) -> None:
+    """After --out DIR (only kernel.cu and binding.cpp there), the printed command first copies the
+    op's other files in, so `brrr validate DIR` finds an op."""
+    out = tmp_path / "out dir"
+    result = brrr("translate", "sigmoid", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    command = next(ln.removeprefix("next: ") for ln in result.stdout.splitlines() if ln.startswith("next: "))
+    assert command.startswith("cp ") and command.endswith("--stage cuda"), command
+    copy, validate = command.split(" && ")
+    assert subprocess.run(copy, shell=True, check=False).returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == ["binding.cpp", "kernel.cu", "numba_kernel.py", "reference.py", "spec.py"]
+    args = shlex.split(validate)[1:]
+    checked = brrr(*[a if a != "cuda" else "reference" for a in args])  # the op loads there; its reference runs
+    assert checked.returncode == 0, checked.stdout + checked.stderr
