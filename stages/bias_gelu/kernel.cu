@@ -36,9 +36,13 @@
 //   v2, this file: 0.1873 ms float32 (95.7%), 0.1205 ms bfloat16 (74.5%); fwd+bwd float32 85.3%
 // The two are within noise of each other in float32; in 16-bit both trail torch.compile (87.5%).
 //   v3, this file now: the 16-bit types move 16-byte vectors of 8 columns (v2's 4-column vectors were
-//       8-byte accesses for them, twice the load and store instructions a byte), with 2 rows of loads
-//       in flight a thread instead of 4 (the same 128 bytes; 4 rows of 8 columns took 141 registers,
-//       one block an SM, against 87). float and double are unchanged.
+//       8-byte accesses for them, twice the load and store instructions a byte); the forward keeps its
+//       4 rows of loads as loaded and widens a row at a time (widened on load, 4 rows of 8 columns
+//       took 141 registers, one block an SM). float and double are unchanged.
+//       Measured (benchmarks/results/2026-11-24-h100-perf/run3): bfloat16 forward 0.0935 ms (95.3% of copy;
+//       torch.compile 0.0972), float32 0.1812 ms (98.3%); with the parallel bias_grad_kernel below,
+//       forward+backward 0.4765 ms float32 (93.5%), 0.3169 ms bfloat16 (70.3%; ncu in run2: the backward
+//       kernel at 57% of DRAM peak, 102 registers, 2 blocks of 256 threads an SM).
 #include "brrr_kernel.cuh"
 
 constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
@@ -53,11 +57,12 @@ constexpr int kBlockX = 32;             // threads a block row: one warp spans k
 template <typename T> constexpr int kStride = kBlockX * kVec<T>;  // columns from a thread's first vector to its second
 constexpr int kBlockY = 8;              // row groups a block
 constexpr int64_t kRowsPerThread = 4;
-// Rows whose loads the forward issues together: 4 (128 bytes a thread) for float; 2 for the 16-bit
-// types, whose 16-byte vectors hold twice the columns (4 rows took 141 registers, one block an SM).
+// Rows whose loads the forward's scalar path issues together: 4 for float; 2 for the 16-bit types,
+// whose vectors hold twice the columns (4 rows widened on load took 141 registers).
 template <typename T> constexpr int kRowsInFlight = sizeof(T) == 2 ? 2 : 4;
 constexpr int64_t kMaxGridY = 65535;
-constexpr int kFinalizeThreads = 256;
+constexpr int kFinalizeColumns = 32;  // bias_grad_kernel: a warp reads 32 neighbouring columns of a part
+constexpr int kFinalizeGroups = 8;    // ... and 8 warps split the parts
 
 template <typename T>
 using A = brrr::acc_t<T>;
@@ -204,21 +209,63 @@ __device__ __forceinline__ void forward_tile(const T* __restrict__ x, const T* _
                                              int64_t cols, const Tile& t) {
     A<T> b[kPacks][kVec<T>];
     load_row(bias, t, kVector, b);
-    for (int64_t r0 = t.row0; r0 < t.row1; r0 += kRowsInFlight<T>) {
-        A<T> u[kRowsInFlight<T>][kPacks][kVec<T>];
+    if constexpr (kVector) {
+        // kRowsPerThread rows of loads in flight, kept as loaded (a 16-bit vector is 4 registers,
+        // 8 once widened) and widened a row at a time: 128 bytes in flight a thread in every dtype.
+        using V = brrr::Pack<T, kAccess<T>>;
+        constexpr int kV = kVec<T> / kAccess<T>;
+        for (int64_t r0 = t.row0; r0 < t.row1; r0 += kRowsPerThread) {
+            V raw[kRowsPerThread][kPacks][kV];
 #pragma unroll
-        for (int i = 0; i < kRowsInFlight<T>; ++i) {
-            if (r0 + i < t.row1) load_row(x + (r0 + i) * cols, t, kVector, u[i]);
-        }
+            for (int i = 0; i < kRowsPerThread; ++i) {
+                if (r0 + i < t.row1) {
 #pragma unroll
-        for (int i = 0; i < kRowsInFlight<T>; ++i) {
-            if (r0 + i < t.row1) {
+                    for (int j = 0; j < kPacks; ++j) {
 #pragma unroll
-                for (int j = 0; j < kPacks; ++j) {
-#pragma unroll
-                    for (int k = 0; k < kVec<T>; ++k) u[i][j][k] = gelu(u[i][j][k] + b[j][k]);
+                        for (int a = 0; a < kV; ++a) {
+                            raw[i][j][a] = reinterpret_cast<const V*>(x + (r0 + i) * cols + t.col0 + j * kStride<T>)[a];
+                        }
+                    }
                 }
-                store_row(y + (r0 + i) * cols, t, kVector, u[i]);
+            }
+#pragma unroll
+            for (int i = 0; i < kRowsPerThread; ++i) {
+                if (r0 + i < t.row1) {
+                    A<T> u[kPacks][kVec<T>];
+#pragma unroll
+                    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+                        for (int a = 0; a < kV; ++a) {
+#pragma unroll
+                            for (int e = 0; e < kAccess<T>; ++e) {
+                                const int k = a * kAccess<T> + e;
+                                u[j][k] = gelu(brrr::to_acc(raw[i][j][a].v[e]) + b[j][k]);
+                            }
+                        }
+                    }
+                    store_row(y + (r0 + i) * cols, t, true, u);
+                }
+            }
+        }
+    } else {
+        // The scalar path (ragged rows, unaligned tensors) widens as it loads: fewer rows at once,
+        // or its registers would set the whole kernel's.
+        for (int64_t r0 = t.row0; r0 < t.row1; r0 += kRowsInFlight<T>) {
+            A<T> u[kRowsInFlight<T>][kPacks][kVec<T>];
+#pragma unroll
+            for (int i = 0; i < kRowsInFlight<T>; ++i) {
+                if (r0 + i < t.row1) load_row(x + (r0 + i) * cols, t, false, u[i]);
+            }
+#pragma unroll
+            for (int i = 0; i < kRowsInFlight<T>; ++i) {
+                if (r0 + i < t.row1) {
+#pragma unroll
+                    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+                        for (int k = 0; k < kVec<T>; ++k) u[i][j][k] = gelu(u[i][j][k] + b[j][k]);
+                    }
+                    store_row(y + (r0 + i) * cols, t, false, u[i]);
+                }
             }
         }
     }
@@ -308,14 +355,24 @@ __global__ void bias_gelu_backward_kernel(const T* __restrict__ grad_y, const T*
     }
 }
 
-// grad_bias[c] = the sum of partial[j * cols + c] over the `parts` block rows, in order.
+// grad_bias[c] = the sum of partial[j * cols + c] over the `parts` block rows: kFinalizeGroups
+// interleaved groups of them summed apart (threadIdx.y), then the groups in order, so the same bits
+// every run. v2 gave each column one thread walking all parts: 32 blocks at 8192 columns, 34 us of
+// a 340 us bfloat16 forward+backward at 15% of copy (ncu, benchmarks/results/2026-11-24-h100-perf/run2).
 template <typename T>
 __global__ void bias_grad_kernel(const double* __restrict__ partial, T* __restrict__ grad_bias, int64_t parts,
                                  int64_t cols) {
-    const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (c >= cols) return;
+    __shared__ double groups[kFinalizeGroups][kFinalizeColumns];
+    const int64_t c = static_cast<int64_t>(blockIdx.x) * kFinalizeColumns + threadIdx.x;
     double acc = 0.0;
-    for (int64_t j = 0; j < parts; ++j) acc += partial[j * cols + c];
+    if (c < cols) {
+        for (int64_t j = threadIdx.y; j < parts; j += kFinalizeGroups) acc += partial[j * cols + c];
+    }
+    // Every thread stores, in range or not, so the barrier is reached by the whole block.
+    groups[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y != 0 || c >= cols) return;
+    for (int g = 1; g < kFinalizeGroups; ++g) acc += groups[g][threadIdx.x];
     grad_bias[c] = brrr::from_acc<T>(static_cast<A<T>>(acc));
 }
 
@@ -431,8 +488,8 @@ void bias_gelu_backward(const T* grad_y, const T* x, const T* bias, T* grad_x, T
         bias_gelu_backward_kernel<T><<<tl.grid, tl.block, 0, stream>>>(grad_y, x, bias, grad_x, partial, rows, cols,
                                                                       tl.rows_per_thread, aligned);
     }
-    bias_grad_kernel<T><<<brrr::blocks_for(cols, kFinalizeThreads), kFinalizeThreads, 0, stream>>>(partial, grad_bias,
-                                                                                                   parts, cols);
+    bias_grad_kernel<T><<<brrr::blocks_for(cols, kFinalizeColumns), dim3(kFinalizeColumns, kFinalizeGroups), 0, stream>>>(
+        partial, grad_bias, parts, cols);
 }
 
 // The dtypes binding.cpp dispatches to.

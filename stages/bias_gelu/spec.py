@@ -13,7 +13,7 @@ NUMBA_BLOCK = 32  # numba_kernel.py: one warp a block keeps the simulator cheap 
 # of VEC consecutive columns, BLOCK_X * VEC apart (so each vector access of a warp is one
 # contiguous run), of ROWS_PER_THREAD (or more) consecutive rows. A vector is 16 bytes: VEC is 4
 # for float (and double, in two accesses) and 8 for the 16-bit types (vec_of).
-VEC, PACKS, BLOCK_X, BLOCK_Y, ROWS_PER_THREAD, MAX_GRID_Y, FINALIZE_THREADS = 4, 2, 32, 8, 4, 65535, 256
+VEC, PACKS, BLOCK_X, BLOCK_Y, ROWS_PER_THREAD, MAX_GRID_Y, FINALIZE_COLUMNS = 4, 2, 32, 8, 4, 65535, 32
 PACK = VEC * PACKS
 
 
@@ -56,7 +56,7 @@ class Tiles(Layout):
 
 def locate_tile(index: int, shape: tuple[int, ...], vec: int) -> Place:
     if len(shape) == 1:  # grad_bias, written by the column-sum kernel
-        return (index // FINALIZE_THREADS, 0, 0), (index % FINALIZE_THREADS, 0, 0)
+        return (index // FINALIZE_COLUMNS, 0, 0), (index % FINALIZE_COLUMNS, 0, 0)
     rows, cols = shape
     row, col = divmod(index, cols)
     # A block row of threads spans BLOCK_X * PACKS * vec columns; within it, thread x owns the vec
@@ -69,8 +69,9 @@ def locate_tile(index: int, shape: tuple[int, ...], vec: int) -> Place:
 def cuda_layout() -> Layout:
     return Tiles(lambda index, shape: locate_tile(index, shape, VEC),
                  f"y, grad_x: {PACKS} x 16-byte vectors ({VEC} floats or 8 16-bit values, {BLOCK_X} vectors apart) x "
-                 f"{ROWS_PER_THREAD}+ rows a thread, {BLOCK_X}x{BLOCK_Y} threads a block; grad_bias: a thread per column, "
-                 f"{FINALIZE_THREADS} a block")
+                 f"{ROWS_PER_THREAD}+ rows a thread, {BLOCK_X}x{BLOCK_Y} threads a block; "
+                 f"grad_bias: a thread (x) per column, its parts split over 8 (y), "
+                 f"{FINALIZE_COLUMNS} columns a block")
 
 
 K, C = (2 / math.pi) ** 0.5, 0.044715  # reference.py's constants

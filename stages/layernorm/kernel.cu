@@ -16,6 +16,19 @@
 // 16-byte packs, takes both statistics from there and writes y with 16-byte stores; rows that do
 // not fit (too long, a width that is not a whole number of packs, a pointer off 16 bytes) still
 // take v1, which handles any row. The launcher layernorm_forward chooses.
+//
+// Backward: grad_y and x in, grad_x out (3 tensors' traffic: 403 MB at float32 4096 x 8192, 136 us at
+// copy speed), plus the weight and bias gradients, column sums over all rows.
+//   backward v1, grad_x by rows then the column sums in a second pass over grad_y and x: fwd+bwd
+//       0.458-0.48 ms float32 (48% of copy, as eager), bfloat16 43% (issue 26's table)
+//   backward v2, one pass, per-block column sums reduced in a fixed order (layernorm_backward):
+//       fwd+bwd 0.2727 ms float32 (81.7% of copy; eager 0.4711, torch.compile 0.3814), bfloat16
+//       0.1793 ms (62.1%) with one block of 1024 threads an SM (benchmarks/results/2026-11-24-h100-perf/
+//       run1; the GPU time of the kernels: torch.profiler's sum was 0.2705 ms float32). bfloat16 rows of
+//       8192 now take 512 threads of 2 packs, two blocks an SM: 0.1706 ms (65.3%; run3). Nsight Compute
+//       (run2): the fused kernel 112 us at 56% of DRAM peak, occupancy 48% (64 registers, 2 x 512
+//       threads), the reduction of 264 parts 8.9 us; the parts are 17 MB written and read again, 8%
+//       on top of the 201 MB the backward must move.
 #include "brrr_kernel.cuh"
 
 constexpr int kThreads = 256;  // v1 and backward: a multiple of 32, the reduction works in whole warps
@@ -332,7 +345,8 @@ __global__ void layernorm_backward_weight_kernel(const T* __restrict__ grad_y, c
 // Sums are in Part<T> (double for float and double, float for the 16-bit types, as the statistics);
 // the products summed are computed in acc_t and widened once.
 template <typename T> using part_t = stat_t<T>;
-constexpr int kMaxBwdPacks = 2;  // g and x, this row's and the next: 4 x 2 packs a thread in registers
+constexpr int kMaxBwdPacks = 2;
+constexpr int kBwdThreads = 512;  // g and x, this row's and the next: 4 x 2 packs a thread in registers
 constexpr int kReduceColumns = 32;
 constexpr int kReduceGroups = 16;
 
@@ -369,15 +383,15 @@ layernorm_backward_fused_kernel(const T* __restrict__ grad_y, const T* __restric
     const int t = threadIdx.x;
     const int stride = blockDim.x;
     const int warps = blockDim.x / 32;
-    A w[kPacks][W];
+    // weight stays packed (16-bit: half the registers of floats) and is widened where used.
+    P w[kPacks];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
         if (p < packs) {
-            const P wp = reinterpret_cast<const P*>(weight)[p];
+            w[k] = reinterpret_cast<const P*>(weight)[p];
 #pragma unroll
             for (int j = 0; j < W; ++j) {
-                w[k][j] = brrr::to_acc(wp.v[j]);
                 sum_w[j * packs + p] = Q(0);
                 sum_b[j * packs + p] = Q(0);
             }
@@ -405,7 +419,7 @@ layernorm_backward_fused_kernel(const T* __restrict__ grad_y, const T* __restric
             if (k * stride + t < packs) {
 #pragma unroll
                 for (int j = 0; j < W; ++j) {
-                    const A wg = brrr::to_acc(g[k].v[j]) * w[k][j];
+                    const A wg = brrr::to_acc(g[k].v[j]) * brrr::to_acc(w[k].v[j]);
                     sum_wg += wg;
                     sum_wgx += wg * (affine.centred(v[k].v[j]) * affine.r);
                 }
@@ -437,7 +451,7 @@ layernorm_backward_fused_kernel(const T* __restrict__ grad_y, const T* __restric
                 for (int j = 0; j < W; ++j) {
                     const A gy = brrr::to_acc(g[k].v[j]);
                     const A xhat = affine.centred(v[k].v[j]) * affine.r;
-                    out[j] = affine.r * (gy * w[k][j] - mean_g - xhat * mean_gx);
+                    out[j] = affine.r * (gy * brrr::to_acc(w[k].v[j]) - mean_g - xhat * mean_gx);
                     sum_w[j * packs + p] += static_cast<Q>(gy * xhat);
                     sum_b[j * packs + p] += static_cast<Q>(gy);
                 }
@@ -568,7 +582,10 @@ static int fused_packs(int64_t cols) {
     int limit = 0;
     cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
     if (2 * cols * static_cast<int64_t>(sizeof(part_t<T>)) > limit) return 0;
-    if (packs <= kMaxThreads) return 1;
+    // Up to kBwdThreads threads a pack each; beyond, 2 packs a thread (up to kMaxThreads): a block of
+    // 512 leaves room for two on an SM, whose barriers then overlap (bfloat16 at 8192 columns: one
+    // block of 1024 threads an SM ran the backward at 52% of copy).
+    if (packs <= kBwdThreads) return 1;
     if (packs <= static_cast<int64_t>(kMaxThreads) * kMaxBwdPacks) return 2;
     return 0;
 }

@@ -13,6 +13,10 @@
 //   v1, one block per row, 3 strided passes over x:     0.133 ms float32 (67.4%), 0.079 ms bf16 (56.7%)
 //   v2, row in registers, 16-byte packs (this file):    0.095 ms float32 (94.5%), 0.055 ms bf16 (82.2%)
 // (benchmarks/sweep.py softmax: 16 slots a thread and exp2f were within 2% of this either way.)
+//   v3, 16-bit rows kept as loaded (kRaw below): bfloat16 forward 45.1 us, backward 68.4 us, 50 and 56
+//       registers (Nsight Compute, --clock-control none, benchmarks/results/2026-11-24-h100-perf/run2;
+//       v2's forward+backward took 141.6 us of GPU time in run1's probe); do_bench, L2 flushed: forward
+//       50 us (run3).
 //
 // v1 reads x three times (max, sum, write), one element a load; it is kept as forward_v1, and
 // as the path for rows too long for registers (more than 1024 threads x kSlots elements).
@@ -21,6 +25,7 @@
 // enough: the register path takes at most 32768 columns).
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "brrr_kernel.cuh"
 
@@ -28,6 +33,15 @@
 // registers: double's exp needs the rest to stay within 64 registers without spilling).
 template <typename T>
 constexpr int kSlots = sizeof(T) == 8 ? 8 : 32;
+// v3: 16-bit rows of whole packs keep their 32 elements a thread as loaded (4 packs, 16 registers;
+// the backward 2 x 16), widened where used. v2 widened them on load: the backward's two rows took
+// 100 registers (2 blocks of 256 threads an SM, 64 bytes of loads in flight a thread, half of
+// float32's), bfloat16 82% of copy forward and 77% forward+backward. The forward then takes exp twice
+// (__expf, 2 instructions) rather than keep 32 floats. (64 raw slots a thread spilled in bfloat16.)
+template <typename T, int W>
+constexpr bool kRaw = sizeof(T) == 2 && W > 1;
+template <typename T, int W>
+constexpr int kSlotsFor = kSlots<T>;
 
 // Threads per row in the register path are a multiple of 32 up to this: forward's 32 slots plus
 // indexing fit the 64 registers a thread of a 1024-thread block may have.
@@ -47,6 +61,35 @@ template <>
 __device__ __forceinline__ float exp_acc<__half>(float d) { return __expf(d); }
 template <>
 __device__ __forceinline__ float exp_acc<__nv_bfloat16>(float d) { return __expf(d); }
+
+// Element j of a 16-bit pack as float, and W floats rounded into a pack. bfloat16 by its bits (the
+// top half of a float; two conversions of a pair round at once), which ptxas keeps packed until use.
+template <typename T, int W>
+__device__ __forceinline__ float widen(const brrr::Pack<T, W>& p, int j) {
+    if constexpr (sizeof(T) == 2 && !std::is_same_v<T, __half>) {
+        const uint32_t two = reinterpret_cast<const uint32_t*>(p.v)[j / 2];
+        return __uint_as_float(j % 2 == 0 ? two << 16 : two & 0xffff0000u);
+    } else {
+        return brrr::to_acc(p.v[j]);
+    }
+}
+
+template <typename T, int W>
+__device__ __forceinline__ brrr::Pack<T, W> narrow(const brrr::acc_t<T> (&a)[W]) {
+    brrr::Pack<T, W> out;
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+#pragma unroll
+        for (int j = 0; j < W; j += 2) {
+            const __nv_bfloat162 two = __floats2bfloat162_rn(a[j], a[j + 1]);
+            out.v[j] = two.x;
+            out.v[j + 1] = two.y;
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < W; ++j) out.v[j] = brrr::from_acc<T>(a[j]);
+    }
+    return out;
+}
 
 // Reductions over the `tpr` threads of one row (a multiple of 32; a block holds blockDim.x / tpr
 // rows), returned to all of them. A warp-per-row launch (tpr == 32) needs no shared memory and no
@@ -93,7 +136,7 @@ template <typename T, int W>
 __global__ void __launch_bounds__(kMaxRowThreads)
 softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols, int tpr) {
     using A = brrr::acc_t<T>;
-    constexpr int P = kSlots<T> / W;
+    constexpr int P = kSlotsFor<T, W> / W;
     using Vec = brrr::Pack<T, W>;
     __shared__ A part_max[kMaxRowThreads / 32];
     __shared__ A part_sum[kMaxRowThreads / 32];
@@ -103,9 +146,44 @@ softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
     const int mine = units > lane ? (units - lane + tpr - 1) / tpr : 0;
     const int64_t base = (row < rows ? row : 0) * cols;  // a row past the last stays inside x
 
-    A v[P][W];
     A m = -std::numeric_limits<A>::infinity();  // the identity of max, for threads with no element
     const Vec* in = reinterpret_cast<const Vec*>(x + base) + lane;
+    if constexpr (kRaw<T, W>) {
+        Vec raw[P];
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+            if (k < mine) {
+                raw[k] = *in;
+                in += tpr;
+#pragma unroll
+                for (int j = 0; j < W; ++j) m = max(m, widen(raw[k], j));
+            }
+        }
+        m = row_max(m, part_max, tpr);
+        A s = 0;
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+            if (k < mine) {
+#pragma unroll
+                for (int j = 0; j < W; ++j) s += exp_acc<T>(widen(raw[k], j) - m);
+            }
+        }
+        s = row_sum(s, part_sum, tpr);
+        const A inv = A(1) / s;
+        Vec* out = reinterpret_cast<Vec*>(y + base) + lane;
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+            if (k < mine) {
+                A o[W];
+#pragma unroll
+                for (int j = 0; j < W; ++j) o[j] = exp_acc<T>(widen(raw[k], j) - m) * inv;
+                *out = narrow<T, W>(o);
+                out += tpr;
+            }
+        }
+        return;
+    }
+    A v[P][W];
 #pragma unroll
     for (int k = 0; k < P; ++k) {
         if (k < mine) {
@@ -150,12 +228,14 @@ softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
 
 // grad_x = y * (grad_y - sum(grad_y * y)): the forward's layout, one reduction. Two rows of
 // registers a thread: at most kMaxRowThreadsBackward threads (128 registers each) a row.
+// Kept as loaded, bfloat16's rows still took 95 registers (ptxas widens them all early): the raw
+// path asks for two blocks of 512 threads an SM, 64 registers a thread.
 template <typename T, int W>
-__global__ void __launch_bounds__(kMaxRowThreadsBackward)
+__global__ void __launch_bounds__(kMaxRowThreadsBackward, kRaw<T, W> ? 2 : 1)
 softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T* __restrict__ grad_x,
                         int64_t rows, int cols, int tpr) {
     using A = brrr::acc_t<T>;
-    constexpr int P = kSlots<T> / W;
+    constexpr int P = kSlotsFor<T, W> / W;
     using Vec = brrr::Pack<T, W>;
     __shared__ A part_sum[kMaxRowThreadsBackward / 32];
     const int lane = threadIdx.x % tpr;
@@ -164,10 +244,37 @@ softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T
     const int mine = units > lane ? (units - lane + tpr - 1) / tpr : 0;
     const int64_t base = (row < rows ? row : 0) * cols;
 
-    A g[P][W], yv[P][W];
-    A dot = 0;
     const Vec* gin = reinterpret_cast<const Vec*>(grad_y + base) + lane;
     const Vec* yin = reinterpret_cast<const Vec*>(y + base) + lane;
+    Vec* out = reinterpret_cast<Vec*>(grad_x + base) + lane;
+    A dot = 0;
+    if constexpr (kRaw<T, W>) {
+        Vec pg[P], py[P];
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+            if (k < mine) {
+                pg[k] = *gin;
+                py[k] = *yin;
+                gin += tpr;
+                yin += tpr;
+#pragma unroll
+                for (int j = 0; j < W; ++j) dot += widen(pg[k], j) * widen(py[k], j);
+            }
+        }
+        dot = row_sum(dot, part_sum, tpr);
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+            if (k < mine) {
+                A o[W];
+#pragma unroll
+                for (int j = 0; j < W; ++j) o[j] = widen(py[k], j) * (widen(pg[k], j) - dot);
+                *out = narrow<T, W>(o);
+                out += tpr;
+            }
+        }
+        return;
+    }
+    A g[P][W], yv[P][W];
 #pragma unroll
     for (int k = 0; k < P; ++k) {
         if (k < mine) {
@@ -185,7 +292,6 @@ softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T
     }
     dot = row_sum(dot, part_sum, tpr);
 
-    Vec* out = reinterpret_cast<Vec*>(grad_x + base) + lane;
 #pragma unroll
     for (int k = 0; k < P; ++k) {
         if (k < mine) {
@@ -289,16 +395,18 @@ void softmax_forward_v1(const T* x, T* y, int64_t rows, int64_t cols, cudaStream
 template <typename T>
 void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t stream) {
     constexpr int V = 16 / sizeof(T);
-    if (cols > static_cast<int64_t>(kMaxRowThreads) * kSlots<T>) {
+    // Every row starts 16-byte aligned only if the first does and a row is a whole number of packs.
+    const bool packed = cols % V == 0 && brrr::aligned16(x) && brrr::aligned16(y);
+    const int slots = packed ? kSlotsFor<T, V> : kSlots<T>;
+    if (cols > static_cast<int64_t>(kMaxRowThreads) * slots) {
         softmax_forward_v1(x, y, rows, cols, stream);
         return;
     }
-    const RowShape s = row_shape(cols, kSlots<T>);
+    const RowShape s = row_shape(cols, slots);
     const unsigned int blocks = brrr::blocks_for(rows, s.rows_per_block);
     const int threads = s.tpr * s.rows_per_block;
     const int c = static_cast<int>(cols);
-    // Every row starts 16-byte aligned only if the first does and a row is a whole number of packs.
-    if (cols % V == 0 && brrr::aligned16(x) && brrr::aligned16(y)) {
+    if (packed) {
         softmax_forward_kernel<T, V><<<blocks, threads, 0, stream>>>(x, y, rows, c, s.tpr);
     } else {
         softmax_forward_kernel<T, 1><<<blocks, threads, 0, stream>>>(x, y, rows, c, s.tpr);
@@ -308,15 +416,17 @@ void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t 
 template <typename T>
 void softmax_backward(const T* grad_y, const T* y, T* grad_x, int64_t rows, int64_t cols, cudaStream_t stream) {
     constexpr int V = 16 / sizeof(T);
-    if (cols > static_cast<int64_t>(kMaxRowThreadsBackward) * kSlots<T>) {
+    const bool packed = cols % V == 0 && brrr::aligned16(grad_y) && brrr::aligned16(y) && brrr::aligned16(grad_x);
+    const int slots = packed ? kSlotsFor<T, V> : kSlots<T>;
+    if (cols > static_cast<int64_t>(kMaxRowThreadsBackward) * slots) {
         softmax_backward_v1_kernel<T><<<static_cast<unsigned int>(rows), kV1Threads, 0, stream>>>(grad_y, y, grad_x, cols);
         return;
     }
-    const RowShape s = row_shape(cols, kSlots<T>);
+    const RowShape s = row_shape(cols, slots);
     const unsigned int blocks = brrr::blocks_for(rows, s.rows_per_block);
     const int threads = s.tpr * s.rows_per_block;
     const int c = static_cast<int>(cols);
-    if (cols % V == 0 && brrr::aligned16(grad_y) && brrr::aligned16(y) && brrr::aligned16(grad_x)) {
+    if (packed) {
         softmax_backward_kernel<T, V><<<blocks, threads, 0, stream>>>(grad_y, y, grad_x, rows, c, s.tpr);
     } else {
         softmax_backward_kernel<T, 1><<<blocks, threads, 0, stream>>>(grad_y, y, grad_x, rows, c, s.tpr);
