@@ -93,6 +93,11 @@ def translate(op: Op) -> Translation:
         tree = ast.parse(source)
     except SyntaxError as e:
         raise TranslateError(f"{path}:{e.lineno}: syntax error: {e.msg}") from e
+    if (todo := _not_written(tree)) is not None:
+        name, line = todo
+        raise TranslateError(f"{path}:{line}: {name}() still raises NotImplementedError, as brrr new's template does: "
+                             "there is no numba stage to translate yet; write it and validate it (brrr validate "
+                             "OP --stage numba), then translate (kernel.cu and binding.cpp are left as they are)")
     module = load_numba(op, gpu=False).module
     from .common import Dtypes
 
@@ -169,6 +174,18 @@ def _header(op: Op, what: str) -> list[str]:
     return [f"// {op.name}, CUDA C stage, {what}: translated from numba_kernel.py by `brrr translate`, line by line",
             "// (same names and order; 64-bit indices). A first version to validate and then tune; `brrr validate`",
             "// checks it against the numba stage and the reference."]
+
+
+def _not_written(tree: ast.Module) -> tuple[str, int] | None:
+    """forward or backward still a stub (its body raises NotImplementedError), with the raise's line."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in ("forward", "backward"):
+            for statement in node.body:
+                raised = statement.exc if isinstance(statement, ast.Raise) else None
+                called = raised.func if isinstance(raised, ast.Call) else raised
+                if isinstance(called, ast.Name) and called.id == "NotImplementedError":
+                    return node.name, statement.lineno
+    return None
 
 
 def _unfinished(todos: tuple[str, ...]) -> list[str]:
