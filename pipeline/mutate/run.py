@@ -32,6 +32,7 @@ from typing import Any
 from ..base import workers
 from ..base.errors import EXIT_CHECK_FAILED, EXIT_OK, BrrrError, CheckFailed, OpLoadError, UsageError
 from ..base.workers import Lost, Pool
+from ..op.tolerances import SPREAD
 from .probe import probe
 from .standard_bugs import Kind, Mutant, cuda_mutants, known_bugs, python_mutants
 
@@ -42,6 +43,9 @@ class Verdict(str, Enum):
     KILLED = "killed"
     SURVIVED = "survived"
     EQUIVALENT = "equivalent"
+    # Differs from the original only within the spread of a reordered sum: the same math in another
+    # rounding order (an xor butterfly's offset 16 -> 17 still gives every lane the warp's sum).
+    ROUNDING = "equivalent up to rounding order"
     EXPLAINED = "explained"
 
 
@@ -69,8 +73,8 @@ class Report:
 
     @property
     def score(self) -> float:
-        """Killed over the mutants that can be killed (all but the equivalent ones)."""
-        judged = len(self.results) - self.count(Verdict.EQUIVALENT)
+        """Killed over the mutants that can be killed (all but the equivalent ones, to the bit or up to rounding order)."""
+        judged = len(self.results) - self.count(Verdict.EQUIVALENT) - self.count(Verdict.ROUNDING)
         return self.count(Verdict.KILLED) / judged if judged else 1.0
 
     @property
@@ -122,9 +126,13 @@ def run_task(task: Task) -> Result:
             failed = failed.replace(str(folder), str(original.folder))  # name the op's own file, not the copy
             result = Result(task.mutant.key, task.mutant.kind.value, Verdict.KILLED, failed)
         else:
-            difference = _first_difference(original, mutant_op, task.seed, task.stage)
+            difference, reordered = _first_difference(original, mutant_op, task.seed, task.stage)
             verdict = Verdict.SURVIVED if difference else Verdict.EQUIVALENT
             reason = difference or SAME[task.stage]
+            if difference and reordered:
+                verdict = Verdict.ROUNDING
+                reason = (f"{difference}, but every difference on every case is within {SPREAD:g} x the spread of the "
+                          "reference under rounding (a sum taken in another order): the same math, rounded otherwise")
             if not difference and task.stage == "numba" and task.mutant.line and \
                     not _reached(original, task.seed, _edited_lines(task.mutant)):
                 verdict = Verdict.SURVIVED
@@ -227,15 +235,17 @@ def _probe_cases(spec: Any, seed: int, stage: str) -> Iterator[tuple[Any, str, A
                 yield dtype, label, inputs, gen
 
 
-def _first_difference(original: Any, mutant: Any, seed: int, stage: str) -> str:
-    """Run both stages on the probe cases; the first output, gradient or tensor received whose bits
-    differ, or "" when none does."""
+def _first_difference(original: Any, mutant: Any, seed: int, stage: str) -> tuple[str, bool]:
+    """Run both stages on the probe cases: (the first output, gradient or tensor received whose bits
+    differ, or "" when none does; whether every difference on every case lies within the spread of
+    the reference under rounding, as a sum taken in another order does)."""
     import torch
 
     from ..validation.trial import Trial, stage_fn
 
     spec = original.spec
     a, b = _load(original, stage), _load(mutant, stage)
+    first = ""
     for i, (dtype, label, inputs, gen) in enumerate(_probe_cases(spec, seed, stage)):
         key = (str(original.folder), seed, stage, i)
         if key not in _ORIGINAL_RUNS:
@@ -250,11 +260,58 @@ def _first_difference(original: Any, mutant: Any, seed: int, stage: str) -> str:
         run = Trial(stage_fn(b), inputs, b.device, dtype)
         run.backward(upstream)
         got = _observed(spec, run)
+        spread = _Spread(original, inputs, upstream, dtype)
         for name, x in want.items():
             y = got[name]
             if x is not None and (y is None or not _same(x, y)):
-                return f"survives validation, but {name} differs from the original's ({dtype}, {label})"
-    return ""
+                first = first or f"survives validation, but {name} differs from the original's ({dtype}, {label})"
+                if not spread.covers(name, x, y):
+                    return first, False
+    return first, bool(first)
+
+
+class _Spread:
+    """The reference's spread under rounding on one case (rounding.py, measured as validation measures
+    it, once, on the first difference): whether a mutant's difference from the original is no more than
+    a reordered sum's."""
+
+    def __init__(self, op: Any, inputs: Any, upstream: Any, dtype: Any) -> None:
+        self.op, self.inputs, self.upstream, self.dtype = op, inputs, upstream, dtype
+        self.measured: tuple[list[Any], list[Any]] | None = None
+
+    def covers(self, name: str, original: Any, mutant: Any) -> bool:
+        import torch
+
+        spec = self.op.spec
+        names = [*spec.outputs, *(f"grad_{n}" for n in spec.inputs)]
+        if name not in names or not isinstance(mutant, torch.Tensor) or original.shape != mutant.shape:
+            return False  # an input written, a tensor the call received written: never rounding
+        outputs, grads = self._measure()
+        at = names.index(name)
+        found = outputs[at] if at < len(spec.outputs) else grads[at - len(spec.outputs)] if grads else None
+        if found is None or found.numel() != original.numel():
+            return False
+        a, b = original.detach().cpu().double().reshape(-1), mutant.detach().cpu().double().reshape(-1)
+        same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+        return bool((same | ((a - b).abs() <= SPREAD * found.reshape(-1))).all())
+
+    def _measure(self) -> tuple[list[Any], list[Any]]:
+        if self.measured is None:
+            from ..op.loaders import load_reference
+            from ..op.tolerances import NUDGED_IN
+            from ..validation.trial import Trial, stage_fn
+            from ..verdict import rounding
+
+            nudged_in = NUDGED_IN.get(self.dtype)
+            reference = stage_fn(load_reference(self.op))
+
+            def run() -> tuple[Any, Any]:
+                t = Trial(reference, self.inputs, "cpu", nudged_in)
+                t.backward(self.upstream)
+                return t.outputs, t.grads
+
+            self.measured = rounding.spread(run, seed=0) if nudged_in is not None else ([], [])
+        return self.measured
 
 
 # The original's runs on each probe case, by (op folder, seed, stage, case number): every mutant a
@@ -417,19 +474,28 @@ def _cuda_runs_here() -> bool:
 def format_report(report: Report) -> str:
     lines = [f"== {report.op}  ({report.folder}, {report.stage} stage, seed {report.seed})",
              f"{'verdict':10s}  {'kind':12s}  mutant and reason"]
+    apart = [r for r in report.results if r.verdict == Verdict.ROUNDING]
     for r in report.results:
+        if r.verdict == Verdict.ROUNDING:
+            continue  # listed apart below: not a gap in the cases
         lines.append(f"{r.verdict.value:10s}  {r.kind:12s}  {r.key}")
         if r.verdict != Verdict.KILLED or r.reason.startswith("ran past"):
             lines.append(f"{'':26s}{r.reason}")
         else:
             lines.append(f"{'':26s}caught by {r.reason[:160]}")
+    if apart:
+        lines.append("\nequivalent up to rounding order (no mutants entry needed):")
+        for r in apart:
+            lines += [f"  {r.key}", f"    {r.reason}"]
     for r in report.unexplained:
         lines.append(f"\nsurvivor: {r.key}\n{r.diff.rstrip()}")
     for key in report.stale:
         lines.append(f"\nstale: the spec explains {key!r}, which is no longer a mutant")
-    killed, judged = report.count(Verdict.KILLED), len(report.results) - report.count(Verdict.EQUIVALENT)
+    killed = report.count(Verdict.KILLED)
+    judged = len(report.results) - report.count(Verdict.EQUIVALENT) - report.count(Verdict.ROUNDING)
     lines.append(f"-- {report.op}: mutation score {killed}/{judged} = {100 * report.score:.0f}% "
                  f"({len(report.results)} mutants: {killed} killed, {report.count(Verdict.EQUIVALENT)} equivalent, "
+                 f"{report.count(Verdict.ROUNDING)} equivalent up to rounding order, "
                  f"{report.count(Verdict.EXPLAINED)} explained, {report.count(Verdict.SURVIVED)} survived)")
     return "\n".join(lines)
 

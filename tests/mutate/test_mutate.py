@@ -61,3 +61,31 @@ def test_lines_run_sees_lines_executed_in_other_threads(tmp_path) -> None:
         t.start()
         t.join()
     assert ran == {2, 3}
+
+
+def test_a_survivor_within_the_spread_of_a_reordered_sum_is_listed_apart() -> None:
+    """A difference of one rounding in a softmax row (its sum taken in another order) is within the
+    reference's spread under rounding; a difference of 1e-3, or any write into an input, is not."""
+    import torch
+
+    from brrr_kernels.mutate.run import _Spread
+    from brrr_kernels.op.loaders import load_op, load_reference
+    from brrr_kernels.validation.trial import Trial, stage_fn
+
+    op = load_op("softmax")
+    gen = torch.Generator().manual_seed(0)
+    inputs = op.spec.make_inputs((3, 300), torch.float32, torch.device("cpu"), gen)
+    upstream = (torch.randn(3, 300, dtype=torch.float64, generator=gen),)
+    y = Trial(stage_fn(load_reference(op)), inputs, "cpu", torch.float32).outputs[0]
+    spread = _Spread(op, inputs, upstream, torch.float32)
+    assert spread.covers("y", y, torch.nextafter(y, torch.full_like(y, 2.0)))
+    assert not spread.covers("y", y, y * 1.001)
+    assert not spread.covers("input x", y, torch.nextafter(y, torch.full_like(y, 2.0)))
+
+    results = [Result("a", "index", Verdict.KILLED, "numba forward float32: ..."),
+               Result("k.cu:9:40: offset 16 -> 17", "constant", Verdict.ROUNDING, "y differs ..., but within the spread")]
+    report = Report("op", "ops/op", 1, results=results)
+    assert report.score == 1.0 and not report.unexplained  # exit 0: nothing to explain in the spec
+    text = format_report(report)
+    assert "equivalent up to rounding order (no mutants entry needed):\n  k.cu:9:40: offset 16 -> 17" in text
+    assert "1 equivalent up to rounding order" in text and "survivor:" not in text
