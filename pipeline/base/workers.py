@@ -24,10 +24,12 @@ from .interrupts import worker_start
 T = TypeVar("T")
 
 
-def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: Any) -> Iterator[T]:
+def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: Any,
+                 if_lost: Callable[[Any, Lost], T] | None = None) -> Iterator[T]:
     """fn(item, *extra) for each item in up to `jobs` processes (a default: free_cpus()); each result
     as soon as it and those before it are ready. fn and its arguments must be picklable (a
-    module-level function); an exception fn raises is raised here."""
+    module-level function); an exception fn raises is raised here. An item whose worker died gives
+    if_lost(item, lost) where given (the other items go on), else raises."""
     pool = Pool(fn, max(1, min(jobs, len(items))), extra)
     finished = False
     try:
@@ -35,7 +37,9 @@ def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: 
         following = 0
         for index, result in pool.run(items):
             if isinstance(result, Lost):
-                raise RuntimeError(f"a worker process was lost: {result.why}")
+                if if_lost is None:
+                    raise RuntimeError(f"a worker process was lost: {result.why}")
+                result = if_lost(items[index], result)
             done[index] = result
             while following in done:
                 yield done.pop(following)

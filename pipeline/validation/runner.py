@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..base.errors import BrrrError
+from ..base.errors import EXIT_CHECK_FAILED, BrrrError
 from ..base.files import shown
 from ..verdict.report import Row
 from .executor import Options, validate
@@ -60,4 +61,10 @@ def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Out
             yield validate_named(name, options)
         return
     print(f"  validating {len(names)} ops in {min(jobs, len(names))} processes ...", file=sys.stderr, flush=True)
-    yield from in_processes(validate_named, names, jobs, options, True)
+    yield from in_processes(validate_named, names, jobs, options, True, if_lost=_lost)
+
+
+def _lost(name: str, lost: Any) -> Outcome:
+    """An op whose worker process died (something isolation did not catch): its own error, the other ops' verdicts kept."""
+    return Outcome(name=name, error=f"{name}: the worker process validating it died ({lost.why}); "
+                                    "run it alone (without --jobs) to see where", exit_code=EXIT_CHECK_FAILED)

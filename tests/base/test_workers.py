@@ -118,3 +118,18 @@ def test_an_exception_in_a_worker_is_raised_in_the_caller() -> None:
 
 def reciprocal(n: int) -> float:
     return 1 / n
+
+
+def crash_on_zero(n: int) -> int:
+    if n == 0:
+        os.kill(os.getpid(), signal.SIGSEGV)  # as an op's code crashing a worker would
+    return n * n
+
+
+def test_a_worker_that_dies_costs_its_item_only_when_asked() -> None:
+    """validate --jobs: an op whose worker dies is that op's error; the other ops' results still come,
+    in order (it was BrokenProcessPool, both lost)."""
+    got = list(workers.in_processes(crash_on_zero, [3, 0, 2], 2, if_lost=lambda item, lost: f"lost {item}"))
+    assert got == [9, "lost 0", 4]
+    with pytest.raises(RuntimeError, match="a worker process was lost"):
+        list(workers.in_processes(crash_on_zero, [0], 1))
