@@ -105,7 +105,7 @@ def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
     source = builder.cache_root() / "cpu-src" / f"{op.name}-kernel-{digest}.cpp"
     if not source.is_file() or source.read_text() != text:
         write_atomic(source, text)
-    includes = cpu_includes.prepare(op.folder, [original], op.name, [])
+    includes = cpu_includes.prepare(op.folder, [original], op.name, [INCLUDE_DIR])  # brrr_kernel.cuh is found, not stood in for
     command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *includes.flags,
                f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}", f"-I{op.folder}", *flavour.extra,
                *(memcheck.CHECK_FLAGS if flavour.checked else ())]
@@ -145,7 +145,7 @@ def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = Fals
     try:
         kernel, binding, *runtime = builder.compile_all(jobs, f"compiling {op.name} for the CPU", "cpu", verbose)
     except BuildError as e:  # a name from a header brrr stood in for: said as such
-        includes = cpu_includes.prepare(op.folder, [op.path("cuda")], op.name, [])
+        includes = cpu_includes.prepare(op.folder, [op.path("cuda")], op.name, [INCLUDE_DIR])
         raise BuildError(cpu_includes.explain(e.message, includes), hint=e.hint) from e
     builder.check_launchers(op, kernel, binding)
     return builder.link_and_load(op, [binding, kernel, *runtime], (f"brrr_{flavour.name}", link_libs()), start,

@@ -32,8 +32,7 @@ from ..base.errors import UsageError
 from ..cuda.tokens import kernel_names
 from ..op.contract import call_backward, call_forward, saved_tensors, visible
 from ..op.spec import Op
-
-Dim3 = tuple[int, int, int]
+from ..sim.writers import Dim3
 
 GDB_MISSING = ("gdb not found: `brrr debug --stage cuda` runs the kernel under gdb. Install it: "
                "apt-get install gdb (Debian, Ubuntu), dnf install gdb (Fedora), "
@@ -48,6 +47,7 @@ class Target:
     block: Dim3
     thread: Dim3
     index: int | None = None
+    fault: str = ""  # the fault the call met while finding the thread: gdb runs to the faulting access instead
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,11 @@ def find_writer(library: Library, op: Op, inputs: tuple[torch.Tensor, ...], upst
     writer.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
                        ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
     writer.restype = ctypes.c_int
-    results = _call(library, op, inputs, upstream, phase, arm=lambda on: record(1 if on else 0))
+    try:
+        results = _call(library, op, inputs, upstream, phase, arm=lambda on: record(1 if on else 0))
+    except RuntimeError as e:  # the memory checks (or a trap) stopped the call: stop at that access instead
+        record(0)
+        return Target(None, (0, 0, 0), (0, 0, 0), index, fault=str(e).strip().splitlines()[0])
     result = results[0]
     if not 0 <= index < result.numel():
         record(0)
@@ -119,17 +123,40 @@ def find_writer(library: Library, op: Op, inputs: tuple[torch.Tensor, ...], upst
     return Target(name.value.decode(), (block[0], block[1], block[2]), (thread[0], thread[1], thread[2]), index)
 
 
-def gdb_script(library: Library, target: Target, kernels: list[str]) -> str:
+# Run when the runtime reports a fault (brrr_cpu::fault, called by the memory checks, __trap and the
+# assertions): select the innermost frame in the op's own files, so gdb shows the faulting line of
+# kernel.cu (or its header) with its locals, not the runtime's report.
+_SELECT_USER_FRAME = """python
+def brrr_select_user_frame(folder):
+    frame = gdb.newest_frame()
+    while frame is not None:
+        sal = frame.find_sal()
+        if sal.symtab is not None and sal.symtab.filename.startswith(folder):
+            frame.select()
+            print("brrr: stopped at the faulting access, in %s at %s:%d" % (frame.name(), sal.symtab.filename, sal.line))
+            gdb.execute("frame")
+            return
+        frame = frame.older()
+    print("brrr: the fault's frame in the op's files was not found; bt shows where it stopped")
+end
+"""
+
+
+def gdb_script(library: Library, target: Target, kernels: list[str], folder: Path) -> str:
     """Commands gdb runs first: load only the op library's symbols (torch's would take long),
-    break on the kernel's first line in the chosen thread, run the driver to it."""
+    break on the kernel's first line in the chosen thread (unless the call faults: then at the
+    faulting access in the op's files, found in the checked build), run the driver to it."""
     b, t = target.block, target.thread
+    armed = "*(int*)&brrr_debug_armed == 1"
     cond = " && ".join([f"((int*)&brrr_cpu_debug_block)[{i}] == {b[i]}" for i in range(3)]
-                       + [f"((int*)&brrr_cpu_debug_thread)[{i}] == {t[i]}" for i in range(3)]
-                       + ["*(int*)&brrr_debug_armed == 1"])
-    names = [target.kernel] if target.kernel else kernels
+                       + [f"((int*)&brrr_cpu_debug_thread)[{i}] == {t[i]}" for i in range(3)] + [armed])
+    names = [] if target.fault else [target.kernel] if target.kernel else kernels
     where = f"block ({b[0]}, {b[1]}, {b[2]}) thread ({t[0]}, {t[1]}, {t[2]})"
     why = f", which computes element {target.index}" if target.index is not None else ""
     lib = re.escape(library.path.name)
+    quoted = str(folder.resolve()).replace("\\", "\\\\").replace('"', '\\"')
+    start = (f"echo brrr: the call faults ({target.fault}); running to the faulting access\\n" if target.fault else
+             f"echo brrr: running {target.kernel or 'the kernels'} to {where}{why}\\n")
     lines = [
         "set pagination off",
         "set confirm off",
@@ -137,14 +164,20 @@ def gdb_script(library: Library, target: Target, kernels: list[str]) -> str:
         "set auto-solib-add off",
         "skip -gfi /usr/include/*",
         "skip -gfi /usr/lib/*",
+        _SELECT_USER_FRAME,
         f"catch load {lib}",
         "commands",
         "silent",
         f"sharedlibrary {lib}",
         *[f"break '{n}' if {cond}" if "<" in n else f"break {n} if {cond}" for n in names],
+        f"break brrr_cpu::fault if {armed}",
+        "commands",
+        "silent",
+        f'python brrr_select_user_frame("{quoted}")',
+        "end",
         "continue",
         "end",
-        f"echo brrr: running {target.kernel or 'the kernels'} to {where}{why}\\n",
+        start,
         "run",
     ]
     return "\n".join(lines) + "\n"
@@ -167,7 +200,7 @@ def debug(library: Library, op: Op, inputs: tuple[torch.Tensor, ...], upstream: 
         session = Path(tmp) / "session.pt"
         save_session(session, library, op, (inputs, upstream), phase)
         script = Path(tmp) / "start.gdb"
-        script.write_text(gdb_script(library, target, kernels))
+        script.write_text(gdb_script(library, target, kernels, op.folder))
         env = dict(os.environ, BRRR_CPU_WORKERS="1")  # the debug globals are kept in a one-worker run
         # python-scripts off: an interpreter's own gdb helpers would only warn about the safe path
         command = [gdb, "-q", "-iex", "set auto-load python-scripts off", "-x", str(script),

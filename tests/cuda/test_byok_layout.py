@@ -32,3 +32,9 @@ def test_the_common_h_include_is_rewritten_and_cublas_stood_in_for() -> None:
     rewritten = next(f / "common.h" for f in folders if (f / "common.h").is_file() and f != ROWSUM)
     assert "__shared__ T partial" not in rewritten.read_text()  # a reference to per-block storage now
     assert any((f / "cublas_v2.h").is_file() for f in folders)
+
+
+def test_brrrs_own_headers_are_found_not_stood_in_for() -> None:
+    job = cpu_build.kernel_job(load_op("sigmoid"))  # kernel.cu includes "brrr_kernel.cuh" from brrr's include dir
+    folders = [Path(part[2:]) for part in job.command if part.startswith("-I")]
+    assert not any((f / "brrr_kernel.cuh").is_file() and "stubs" in f.parts for f in folders)
