@@ -25,6 +25,11 @@ from brrr_kernels.op.loaders import load_op  # noqa: E402
 from brrr_kernels.validation import runner  # noqa: E402
 from brrr_kernels.verdict.report import FAIL, Row  # noqa: E402
 
+# Under pytest-xdist each worker takes its share of the CPUs for torch's threads: -n auto on 2 cores
+# is 2 workers, and 2 threads each would be twice as many threads as cores, taking turns.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
 HAS_GPU = torch.cuda.is_available()
 HAS_NVCC = builder.find_nvcc() is not None  # a system toolkit, or the one `pip install '.[cuda]'` brings
 
