@@ -226,6 +226,11 @@ def compiler_errors(output: str, source: Path) -> str:
     picked: list[str] = []
     for i, line in enumerate(lines):
         if _DIAG.match(line.strip()) or " error:" in line or line.startswith("error") or _TOOL_ERROR.match(line):
+            if "No such file or directory" in line:  # a missing header: the chain of includes that reached it
+                k = i
+                while k > 0 and re.match(r"^(In file included from|\s+from) ", lines[k - 1]):
+                    k -= 1
+                picked.extend(lines[k:i])
             picked.extend(lines[i : i + 3])
         if len(picked) >= 24:
             break

@@ -89,6 +89,11 @@ def prepare(op_folder: Path, sources: list[Path], name: str, extra_dirs: list[Pa
                     f"// file that includes it but calls nothing of it builds.\n#pragma once\n")
             if not stub.is_file() or stub.read_text() != note:
                 write_atomic(stub, note)
+    # A stand-in an earlier brrr wrote for a header now found (brrr_kernel.cuh, before brrr's include
+    # folder was searched) would still shadow the real one from this cached folder: removed.
+    for old in [p for p in stubs.rglob("*") if p.is_file()] if stubs.is_dir() else []:
+        if old.relative_to(stubs).as_posix() not in stubbed:
+            old.unlink(missing_ok=True)
     return Includes((rewritten, stubs), stubbed)
 
 
@@ -99,8 +104,15 @@ def provided() -> str:
     return ", ".join(names)
 
 
+_MISSING = re.compile(r"fatal error: ([^:\s]+): No such file or directory")
+
+
 def explain(message: str, includes: Includes) -> str:
-    """A compile error about a name the kernels use from a header brrr stood in for: said as such."""
+    """A compile error about a name the kernels use from a header brrr stood in for, or a header no
+    folder holds (reached through another header): said as such, with what brrr provides."""
+    if missing := _MISSING.search(message):
+        return (f"{message}\nbrrr's CPU build does not provide <{missing.group(1)}> (the include chain above names the "
+                f"line that pulls it in). brrr provides: {provided()}")
     if not includes.stubbed or not re.search(r"was not declared|does not name a type|has not been declared|"
                                              r"is not a member of", message):
         return message
