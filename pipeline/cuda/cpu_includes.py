@@ -104,6 +104,9 @@ def provided() -> str:
     return ", ".join(names)
 
 
+# brrr's partial stand-ins, by the prefix of the names they leave out.
+_PARTIAL_HEADERS = {"cublasLt": "cublasLt.h", "cublas": "cublas_v2.h"}
+_PARTIAL = re.compile(r"['‘]((cublasLt|cublas)\w*)['’] was not declared")
 _MISSING = re.compile(r"fatal error: ([^:\s]+): No such file or directory")
 
 
@@ -113,6 +116,10 @@ def explain(message: str, includes: Includes) -> str:
     if missing := _MISSING.search(message):
         return (f"{message}\nbrrr's CPU build does not provide <{missing.group(1)}> (the include chain above names the "
                 f"line that pulls it in). brrr provides: {provided()}")
+    if partial := _PARTIAL.search(message):
+        return (f"{message}\nbrrr's CPU stand-in for <{_PARTIAL_HEADERS[partial.group(2)]}> declares its handles, types and "
+                f"setup calls only: {partial.group(1)} is not provided on the CPU (a library routine, "
+                f"not a kernel brrr can execute). brrr provides: {provided()}")
     if not includes.stubbed or not re.search(r"was not declared|does not name a type|has not been declared|"
                                              r"is not a member of", message):
         return message

@@ -35,9 +35,17 @@ def test_brrrs_stand_ins_for_torchs_cuda_headers_are_provided() -> None:
 def test_a_used_header_brrr_stood_in_for_names_its_include_line_in_brrrs_layout(tmp_path: Path) -> None:
     folder = tmp_path / "op"
     folder.mkdir()
-    (folder / "kernel.cu").write_text('#include "brrr_kernel.cuh"\n#include <cublas_v2.h>\n__global__ void k() {}\n')
+    (folder / "kernel.cu").write_text('#include "brrr_kernel.cuh"\n#include <cusolverDn.h>\n__global__ void k() {}\n')
     includes = cpu_includes.prepare(folder, [folder / "kernel.cu"], "op", [builder.INCLUDE_DIR])
-    assert list(includes.stubbed) == ["cublas_v2.h"]  # brrr_kernel.cuh is brrr's, found
-    assert includes.stubbed["cublas_v2.h"].endswith("kernel.cu:2")
-    said = cpu_includes.explain("kernel.cu:5: error: 'cublasCreate' was not declared in this scope", includes)
-    assert "<cublas_v2.h>" in said and "kernel.cu:2" in said and "brrr provides:" in said
+    assert list(includes.stubbed) == ["cusolverDn.h"]  # brrr_kernel.cuh is brrr's, found
+    assert includes.stubbed["cusolverDn.h"].endswith("kernel.cu:2")
+    said = cpu_includes.explain("kernel.cu:5: error: 'cusolverDnCreate' was not declared in this scope", includes)
+    assert "<cusolverDn.h>" in said and "kernel.cu:2" in said and "brrr provides:" in said
+
+
+def test_cublas_is_a_partial_stand_in_and_a_routine_it_lacks_is_named() -> None:
+    # llm.c's common.h declares cuBLAS handles and sets them up: those build; a GEMM call does not.
+    assert "cublas_v2.h" in cpu_includes.provided() and "cublasLt.h" in cpu_includes.provided()
+    said = cpu_includes.explain("matmul.cu:40:5: error: ‘cublasSgemm’ was not declared in this scope",
+                                cpu_includes.Includes((), {}))
+    assert "brrr's CPU stand-in for <cublas_v2.h> declares its handles, types and setup calls only: cublasSgemm" in said

@@ -91,17 +91,17 @@ def test_headers_of_the_folder_are_rewritten_and_unknown_ones_stood_in_for(tmp_p
     monkeypatch.setenv("BRRR_CACHE", str(tmp_path / "cache"))
     op = tmp_path / "op"
     op.mkdir()
-    (op / "common.h").write_text("#pragma once\n#include <cublas_v2.h>\ntemplate <typename T>\n"
+    (op / "common.h").write_text("#pragma once\n#include <cusolverDn.h>\ntemplate <typename T>\n"
                                  "__device__ T first(T v) {\n    __shared__ T slot[32];\n    slot[0] = v;\n"
                                  "    return slot[0];\n}\n")
     kernel = op / "k.cu"
     kernel.write_text('#include "common.h"\n// #include <never_looked_at.h>\n#include <cuda_runtime.h>\n')
     found = cpu_includes.prepare(op, [kernel], "t", [])
-    assert set(found.stubbed) == {"cublas_v2.h"}
-    assert found.stubbed["cublas_v2.h"].endswith("common.h:2")
+    assert set(found.stubbed) == {"cusolverDn.h"}
+    assert found.stubbed["cusolverDn.h"].endswith("common.h:2")
     rewritten = (found.folders[0] / "common.h").read_text()
     assert "__shared__" not in rewritten.split("#line 1")[1]  # the declaration went to brrr's per-block storage
     assert "shared_at" in rewritten
-    assert (found.folders[1] / "cublas_v2.h").is_file()
-    said = cpu_includes.explain("k.cu:9: error: 'cublasCreate' was not declared in this scope", found)
-    assert "<cublas_v2.h>" in said and "common.h:2" in said and "cuda_runtime.h" in said
+    assert (found.folders[1] / "cusolverDn.h").is_file()
+    said = cpu_includes.explain("k.cu:9: error: 'cusolverDnCreate' was not declared in this scope", found)
+    assert "<cusolverDn.h>" in said and "common.h:2" in said and "cuda_runtime.h" in said

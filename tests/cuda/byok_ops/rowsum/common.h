@@ -1,7 +1,9 @@
 // Helpers as public CUDA code keeps them in a common.h beside the kernels: a block reduction with
-// its __shared__ slots declared inside the template, and a header brrr cannot provide, never called.
+// its __shared__ slots declared inside the template, and headers of CUDA's libraries, never called:
+// cuBLAS (brrr's stand-in declares its handles) and cuSPARSE (brrr has none: an empty stand-in).
 #pragma once
 #include <cublas_v2.h>
+#include <cusparse.h>
 
 #define WARP_SIZE 32
 
