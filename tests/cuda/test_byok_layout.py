@@ -1,5 +1,5 @@
 """brrr's own layout (kernel.cu + binding.cpp) written as public code writes kernels: a common.h in
-the op folder with __shared__ in a template and an include brrr cannot provide (cublas_v2.h), and a
+the op folder with __shared__ in a template and includes of CUDA libraries (cublas_v2.h, cusparse.h), and a
 host launcher with its kernel's name, which binding.cpp calls. Built and run on the CPU unchanged."""
 
 from __future__ import annotations
