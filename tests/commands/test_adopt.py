@@ -134,3 +134,10 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "left to write" in capsys.readouterr().out
     assert cli_main(["adopt", str(tmp_path / "nothing.cu")]) != 0
     assert "no such file" in capsys.readouterr().err
+
+
+def test_two_cu_files_are_refused_naming_both(tmp_path: Path) -> None:
+    (tmp_path / "a.cu").write_text(KERNELS_ONLY)
+    (tmp_path / "b.cu").write_text(KERNELS_ONLY)
+    with pytest.raises(UsageError, match=r"2 \.cu files \(.*a\.cu, .*b\.cu\); an op folder holds one"):
+        adopt(tmp_path, tmp_path / "op", "two")
