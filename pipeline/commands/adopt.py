@@ -238,6 +238,9 @@ def spec_text(name: str, project: Project) -> str:
               "", ""]
     if project.bound:
         lines.append(f"# The module binds: {', '.join(f'{k} ({_signature(v)})' for k, v in project.bound.items())}")
+    elif project.wrapper:
+        lines.append("# TODO: no m.def(\"NAME\", &function) brrr can read (bound through a macro?): name the module's "
+                     "functions below, or adapt them with a Python function (see brrr_kernels.op.extension)")
     if fn and fn.others():
         lines.append(f"# TODO: {forward} also takes {', '.join(fn.others())}: adapt it with a Python function "
                      "(see brrr_kernels.op.extension) or keep them as spec params.")
