@@ -165,6 +165,7 @@ def gdb_script(library: Library, target: Target, kernels: list[str], folder: Pat
         "skip -gfi /usr/include/*",
         "skip -gfi /usr/lib/*",
         _SELECT_USER_FRAME,
+        *_bthread(b, t),
         f"catch load {lib}",
         "commands",
         "silent",
@@ -181,6 +182,19 @@ def gdb_script(library: Library, target: Target, kernels: list[str], folder: Pat
         "run",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _bthread(block: Dim3, thread: Dim3) -> list[str]:
+    """`bthread LOCATION`: a breakpoint at LOCATION (kernel.cu:54, a function) in the selected thread
+    only. Conditioned on the scheduler's plain globals, which every fiber switch sets: a plain `break`
+    fires in every fiber that reaches the line, so `next` would walk from thread to thread."""
+    cond = " && ".join([f"((int*)&brrr_cpu_debug_block)[{i}] == {block[i]}" for i in range(3)]
+                       + [f"((int*)&brrr_cpu_debug_thread)[{i}] == {thread[i]}" for i in range(3)])
+    where = f"block ({block[0]}, {block[1]}, {block[2]}) thread ({thread[0]}, {thread[1]}, {thread[2]})"
+    return ["define bthread", "  if $argc != 1",
+            "    echo usage: bthread LOCATION (kernel.cu:54, a function): break there in the selected thread only\\n",
+            "  else", f"    break $arg0 if {cond}", "  end", "end",
+            "document bthread", f"bthread LOCATION: break at LOCATION in brrr's selected thread only, {where}.", "end"]
 
 
 def save_session(path: Path, library: Library, op: Op, call: tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]],

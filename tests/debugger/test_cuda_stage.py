@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import STAGES, brrr
+from conftest import REPO, STAGES, brrr
 
 from brrr_kernels.debugger.cuda_stage import kernel_names
 
@@ -111,3 +111,22 @@ def test_the_debug_driver_runs_clean_on_every_size_validate_uses(tmp_path: Path)
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
     assert out.stdout.count("brrr: the call returned") == len(sessions), out.stdout
+
+
+@needs_gdb
+def test_thread_conditions_and_bthread_stop_in_one_thread_of_a_multi_block_launch() -> None:
+    """A block per row (examples/rmsnorm_shuffle: 4 rows of 517, 256 threads a block, blocks run in
+    order): `bthread` stops at a line in the selected thread only, at each trip through its loop, and a
+    user's breakpoint conditioned on threadIdx and blockIdx stops in that thread of a later block."""
+    kernel = (REPO / "examples" / "rmsnorm_shuffle" / "kernel.cu").read_text().splitlines()
+    sums = next(i for i, line in enumerate(kernel, 1) if "total += v * v;" in line)
+    stores = next(i for i, line in enumerate(kernel, 1) if "yr[c] = static_cast<T>(v * r" in line)
+    commands = (f"bthread kernel.cu:{stores}\ncontinue\nprint threadIdx\nprint blockIdx\nprint c\ncontinue\n"
+                f"print threadIdx\nprint c\ndelete\nbreak kernel.cu:{sums} if threadIdx.x == 40 && blockIdx.x == 1\n"
+                "continue\nprint threadIdx\nprint blockIdx\nkill\n")
+    out = brrr("debug", str(REPO / "examples" / "rmsnorm_shuffle"), "--stage", "cuda", "--block", "0",
+               "--thread", "5", stdin=commands)
+    text = out.stdout + out.stderr
+    assert "$1 = {x = 5, y = 0, z = 0}" in text and "$2 = {x = 0, y = 0, z = 0}" in text and "$3 = 5\n" in text, text
+    assert "$4 = {x = 5, y = 0, z = 0}" in text and "$5 = 261\n" in text, text
+    assert "$6 = {x = 40, y = 0, z = 0}" in text and "$7 = {x = 1, y = 0, z = 0}" in text, text
