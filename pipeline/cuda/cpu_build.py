@@ -53,7 +53,9 @@ class Flavour:
     # -fstack-clash-protection: a frame larger than the fiber stack's guard page (a 4 MB local array)
     # probes each page it takes, so it faults in the guard page (a named stack overflow,
     # brrr_cpu_crash.cpp) instead of writing over another fiber's stack.
-    kernel_flags: tuple[str, ...] = ("-O1", "-g", "-fstack-clash-protection")
+    # -gdwarf-4: binutils 2.40's addr2line misreads gcc 12's DWARF 5 after #line, and the time limit
+    # and crash reports name kernel.cu's lines with it.
+    kernel_flags: tuple[str, ...] = ("-O1", "-g", "-gdwarf-4", "-fstack-clash-protection")
     extra: tuple[str, ...] = ()
     checked: bool = False  # memory checks: kernel.cu instrumented, brrr_cpu_memcheck.cpp linked in (memcheck.py)
 
