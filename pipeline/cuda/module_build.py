@@ -62,6 +62,13 @@ def _sources(op: Op) -> list[Path]:
     return [op.path("cuda"), *(op.folder / s for s in module.sources)]
 
 
+def _home(op: Op) -> Path:
+    """The source brrr's module goes into: the one declaring PYBIND11_MODULE (a setup.py project's
+    .cpp), else the .cu."""
+    sources = _sources(op)
+    return next((s for s in sources if modules(s.read_text(errors="replace"))), sources[0])
+
+
 def _torch_flags() -> list[str]:
     import torch
 
@@ -88,7 +95,7 @@ def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job],
     sources = _sources(op)
     # brrr's module goes beside the author's: into the source declaring PYBIND11_MODULE (a setup.py
     # project's .cpp), else into the .cu; a source may declare it only once (two would clash).
-    home = next((s for s in sources if modules(s.read_text(errors="replace"))), sources[0])
+    home = _home(op)
     for source in sources:
         text = source.read_text(errors="replace")
         if source == home:
@@ -185,7 +192,11 @@ def nvcc_job(op: Op, arch: str) -> Job:
     name = _module_name(op, "gpu")
     module = op.spec.torch_module
     assert module is not None
-    text = module_text(source.read_text(errors="replace"), source, name, module.function_names())
+    text = source.read_text(errors="replace")
+    if _home(op) == source:
+        text = module_text(text, source, name, module.function_names())
+    # else: the module is declared in another source (a setup.py project's .cpp); the .cu's kernels and
+    # wrappers are what nvcc checks here, and the GPU module build links only this one object (left to do)
     quoted = str(source.resolve()).replace("\\", "\\\\").replace('"', '\\"')
     text = f'#line 1 "{quoted}"\n{text}'
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
