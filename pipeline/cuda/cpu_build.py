@@ -150,5 +150,8 @@ def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = Fals
         includes = cpu_includes.prepare(op.folder, [op.path("cuda")], op.name, [INCLUDE_DIR])
         raise BuildError(cpu_includes.explain(e.message, includes), hint=e.hint) from e
     builder.check_launchers(op, kernel, binding)
-    return builder.link_and_load(op, [binding, kernel, *runtime], (f"brrr_{flavour.name}", link_libs()), start,
+    # The runtime before kernel.cu: of the inline C++ library functions both instantiate (std::string's),
+    # the linker keeps the first copy, and kernel.cu's are instrumented in a checked build, so the memory
+    # checks' own reports would check themselves without end (a stack overflow in place of the fault).
+    return builder.link_and_load(op, [binding, *runtime, kernel], (f"brrr_{flavour.name}", link_libs()), start,
                                  verbose)

@@ -1,0 +1,62 @@
+"""matmul_tc: the tensor-core kernel's planted bugs (asynchronous copies, barriers, fragment layouts,
+zero fill) must fail on the CPU execution, and the numba stage's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import HAS_GPU, failed, validate
+
+from brrr_kernels.op.loaders import load_op
+from brrr_kernels.op.tolerances import tensor_core_bound
+
+FORWARD = ("cuda", "forward", "bfloat16")
+
+
+@pytest.mark.skipif(HAS_GPU, reason="names the CPU execution's checked-build report")
+def test_reading_tiles_before_the_wait_group_names_both_lines(mutant) -> None:
+    """No cp.async.wait_group before the math: the ldmatrix reads a tile whose copies have not landed,
+    named with the read's line and the copy's, on the sizes staged by cp.async."""
+    op = mutant("matmul_tc", "cuda_no_wait_group")
+    detail = failed(validate(op, "cuda"))[FORWARD].detail
+    assert "read before an asynchronous copy landed" in detail, detail
+    assert "cp.async" in detail or "asynchronous copy" in detail
+
+
+@pytest.mark.parametrize("bug", ["cuda_no_barrier_after_wait", "cuda_no_barrier_before_overwrite"])
+def test_missing_barrier_around_the_shared_tiles_fails(mutant, bug: str) -> None:
+    bad = failed(validate(mutant("matmul_tc", bug), "cuda"))
+    assert FORWARD in bad
+    if not HAS_GPU:  # the checked build names the race on a tile
+        assert "race on shared memory" in bad[FORWARD].detail or "asynchronous copy" in bad[FORWARD].detail
+
+
+@pytest.mark.parametrize("bug", ["cuda_ldmatrix_without_trans", "cuda_b_registers_paired_wrong",
+                                 "cuda_no_zero_fill", "cuda_copy_past_the_edge", "cuda_wait_for_the_wrong_group"])
+def test_fragment_layout_and_edge_bugs_fail_forward(mutant, bug: str) -> None:
+    """A fragment in the wrong layout (ldmatrix without .trans on a [k][mn] tile, B's registers paired
+    wrong), a tile edge not zero-filled, a copy that ignores src-size, a wait for the wrong group."""
+    bad = failed(validate(mutant("matmul_tc", bug), "cuda"))
+    assert FORWARD in bad, sorted(bad)
+
+
+@pytest.mark.parametrize("bug", ["no_barrier_after_loads", "accumulator_rows_wrong"])
+def test_numba_stage_bugs_fail(mutant, bug: str) -> None:
+    bad = failed(validate(mutant("matmul_tc", bug), "numba"))
+    assert ("numba", "forward", "bfloat16") in bad or ("numba", "forward", "float64") in bad, sorted(bad)
+
+
+def test_tensor_core_widening_is_the_tolerance_modules_bound() -> None:
+    """The bfloat16 bound is tolerances.tensor_core_bound(K) x sum |a b|, K each product's own."""
+    spec = load_op("matmul_tc").spec
+    a, b = spec.make_inputs((5, 37, 3), torch.float64, torch.device("cpu"), torch.Generator().manual_seed(0))
+    g = torch.randn(5, 3, dtype=torch.float64)
+    rule = spec.rule("c", torch.bfloat16, "cuda")
+    c = a @ b
+    terms = {"a": a, "b": b, "c": c, "grad_c": g}
+    want = tensor_core_bound(37) * (a.abs() @ b.abs())
+    bound = rule.bound(c, terms)
+    assert torch.all(bound >= want * (1 - 1e-12)) and torch.all(bound <= torch.maximum(want, 2 * 2**-7 * c.abs()) * (1 + 1e-12))
+    rule_b = spec.rule("grad_b", torch.bfloat16, "cuda")  # grad_b = a^T g sums over M = 5
+    assert torch.allclose(rule_b.bound(a.T @ g, terms).clamp_min(0),
+                          torch.maximum(tensor_core_bound(5) * (a.abs().T @ g.abs()), 2 * 2**-7 * (a.T @ g).abs()))
