@@ -45,6 +45,11 @@ class RowBuilder:
             self.covered.append(case.label)
 
     def not_run(self, case: Case, why: str) -> None:
+        """A case not run, with why; cases not run for the same reason share one line."""
+        for i, line in enumerate(self.unrun):
+            if line.endswith(f"] not run: {why}"):
+                self.unrun[i] = f"{line[: line.rindex('] not run: ')]}, {case.label}] not run: {why}"
+                return
         self.unrun.append(f"[{case.label}] not run: {why}")
 
     def add(self, comparison: Comparison, case: Case, replay: Replay | None = None) -> None:
