@@ -16,6 +16,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -109,7 +110,7 @@ def translate(op: Op) -> Translation:
         if name not in host.defs:
             raise fail(path, 1, f"numba_kernel.py defines no {name}(); translate reads forward and backward")
     forward = host.defs["forward"]
-    fwd_types: list[HType] = [Tensor("T") for _ in spec.inputs] + [_param_type(v) for v in spec.params.values()]
+    fwd_types: list[HType] = [*_input_types(spec), *(_param_type(v) for v in spec.params.values())]
     fwd = _entry(host, forward, fwd_types, len(spec.outputs) + len(spec.stats))
     returned = _returned(fwd[1], len(spec.outputs) + len(spec.stats))
     saved = saved_tensors(spec, fwd_types, returned)  # the types backward's saved arguments have
@@ -118,6 +119,13 @@ def translate(op: Op) -> Translation:
     bwd = _entry(host, host.defs["backward"], bwd_types, len(spec.inputs), stats=set(spec.stats))
     todos = tuple(dev.todos)
     return Translation(_kernel_cu(op, dev, host, todos), _binding_cpp(op, host, [fwd[0], bwd[0]], todos), todos)
+
+
+def _input_types(spec: Any) -> list[HType]:
+    """Each input's type as the spec makes it: the dispatched T for a floating-point input, and its own
+    dtype for an integer or bool one (class targets, indices), which stays so through binding.cpp's checks."""
+    made = spec.make_inputs(spec.sim_sizes[0], torch.float32, torch.device("cpu"), torch.Generator().manual_seed(0))
+    return [Tensor("T") if x.is_floating_point() else Tensor(x.dtype) for x in made]
 
 
 def _param_type(value: object) -> str:
@@ -155,7 +163,13 @@ def _entry(host: Host, node: ast.FunctionDef, types: list[HType], results: int,
         first = tensors[0]
         prologue.append(f'brrr::check_input({first}, "{first}");')
         for n in tensors[1:]:
-            if n in stat_names or params[n] != params[first]:
+            dtype = getattr(params[n], "dtype", "T")
+            if dtype != "T" and not dtype.is_floating_point:  # an integer or bool input: its own dtype, no float check
+                prologue.append(f'TORCH_CHECK({n}.scalar_type() == at::{AT_SCALAR[dtype]}, "{n} must be {dtype}, got ", '
+                                f'{n}.scalar_type());')
+                prologue.append(f'TORCH_CHECK({n}.device() == {first}.device(), "{n} and {first} must be on one '
+                                f'device: ", {n}.device(), " vs ", {first}.device());')
+            elif n in stat_names or params[n] != params[first]:
                 prologue.append(f'brrr::check_input({n}, "{n}");')
                 prologue.append(f'TORCH_CHECK({n}.device() == {first}.device(), "{n} and {first} must be on one '
                                 f'device: ", {n}.device(), " vs ", {first}.device());')
@@ -168,6 +182,11 @@ def _entry(host: Host, node: ast.FunctionDef, types: list[HType], results: int,
     c_params = ", ".join(f"{host.spell(t)} {n}" for n, t in params.items())
     lines = [f"// numba_kernel.py:{node.lineno}", f"{c_ret} {node.name}({c_params}) {{"] + emitter.w.lines + ["}"]
     return lines, ret
+
+
+# The at::ScalarType of each fixed non-floating dtype an input may have.
+AT_SCALAR = {torch.int64: "kLong", torch.int32: "kInt", torch.int16: "kShort", torch.int8: "kChar",
+             torch.uint8: "kByte", torch.bool: "kBool"}
 
 
 def _header(op: Op, what: str) -> list[str]:

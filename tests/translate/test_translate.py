@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import STAGES, brrr, failed, needs_nvcc, validate
+from conftest import REPO, STAGES, brrr, failed, needs_nvcc, validate
 
 from brrr_kernels.op.loaders import builtin_op_names, load_op
 from brrr_kernels.translate.run import TEMPLATE_LINE, translate
@@ -302,3 +302,16 @@ def test_the_next_command_after_out_works_there(tmp_path: Path) -> None:
     args = shlex.split(validate)[1:]
     checked = brrr(*[a if a != "cuda" else "reference" for a in args])  # the op loads there; its reference runs
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_integer_inputs_stay_integer_through_binding_checks(tmp_path: Path) -> None:
+    """examples/cross_entropy's targets are int64 (spec's make_inputs): the kernels take them as
+    int64_t, binding.cpp checks their dtype and device (not check_input's floating point), and an
+    index read from them is an int."""
+    out = tmp_path / "out"
+    result = brrr("translate", str(REPO / "examples" / "cross_entropy"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    binding, kernel = (out / "binding.cpp").read_text(), (out / "kernel.cu").read_text()
+    assert 'TORCH_CHECK(target.scalar_type() == at::kLong, "target must be torch.int64, got "' in binding
+    assert "check_compatible(logits, target" not in binding and 'check_input(target, "target")' not in binding
+    assert "const int64_t* target" in binding and "const int64_t* __restrict__ target" in kernel
