@@ -826,6 +826,10 @@ void* shared_storage(const void* key, size_t size, size_t align, const char* nam
     for (const SharedRegion& r : b.regions) {
         if (r.key == key) return r.data;
     }
+    // At least 16-byte aligned, as nvcc places shared arrays in practice: a kernel reading a
+    // __shared__ float array as float4 must not fault here (the checked build's alignment check)
+    // where it runs on a GPU.
+    align = align > 16 ? align : 16;
     b.static_shared += size;
     if (b.static_shared > kMaxStaticShared) {
         fault("shared memory", "__shared__ " + std::string(name) + " brings the kernel's static shared memory to " +
