@@ -327,8 +327,34 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {' and '.join(str(p) for p in written)}")
     if result.todos:
         print(f"{len(result.todos)} TODO(s) left, so validation reports the cuda stage unfinished: " + "; ".join(result.todos))
+    if (note := block_note(op)) is not None:
+        print(note)
     print(f"next: {next_command(op, written[0].parent)}")
     return EXIT_OK
+
+
+def _constant(path: Path, name: str) -> int | None:
+    """A module-level `NAME = <int>` of a stage file, read without running it."""
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return node.value.value if isinstance(node.value, ast.Constant) and type(node.value.value) is int else None
+    return None
+
+
+def block_note(op: Op) -> str | None:
+    """Where the translated block size must agree: kernel.cu launches numba_kernel.py's BLOCK, while
+    spec.py's CUDA_BLOCK (the templates' name for kernel.cu's block, which its cuda layout and its sim
+    sizes are chosen for) may say otherwise. None when they agree or either is not spelled out."""
+    numba, cuda = _constant(op.path("numba"), "BLOCK"), _constant(op.folder / "spec.py", "CUDA_BLOCK")
+    if numba is None or cuda is None or numba == cuda:
+        return None
+    return (f"note: kernel.cu launches numba_kernel.py's BLOCK = {numba} threads, but spec.py's CUDA_BLOCK = {cuda} "
+            f"(kernel.cu's block for its cuda layout and sim sizes): they must agree. Set CUDA_BLOCK = {numba} in "
+            f"spec.py, or give the translated launches in binding.cpp and the shared arrays in kernel.cu {cuda}")
 
 
 def next_command(op: Op, folder: Path) -> str:

@@ -315,3 +315,12 @@ def test_integer_inputs_stay_integer_through_binding_checks(tmp_path: Path) -> N
     assert 'TORCH_CHECK(target.scalar_type() == at::kLong, "target must be torch.int64, got "' in binding
     assert "check_compatible(logits, target" not in binding and 'check_input(target, "target")' not in binding
     assert "const int64_t* target" in binding and "const int64_t* __restrict__ target" in kernel
+
+
+def test_a_block_that_disagrees_with_the_specs_cuda_block_is_named() -> None:
+    """examples/rowscan: numba's BLOCK = 32, spec.py's CUDA_BLOCK = 256 (its layout and sim sizes)."""
+    from brrr_kernels.translate.run import block_note
+
+    note = block_note(load_op(str(REPO / "examples" / "rowscan")))
+    assert note is not None and "BLOCK = 32" in note and "CUDA_BLOCK = 256" in note and "must agree" in note
+    assert block_note(load_op("sigmoid")) is None  # no CUDA_BLOCK to disagree with
