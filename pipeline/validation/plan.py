@@ -37,7 +37,8 @@ class Cases(Enum):
     NONE = "none of its own"
     RANDOM = "fresh random inputs at the sizes of where the stage runs (around the block size, or large on a GPU)"
     SMALL = "fresh random inputs at the simulator sizes, wherever the stage runs"
-    STRIDED = "the two largest random sizes, viewed with a stride of 2 in the last dimension"
+    STRIDED = ("the two largest random sizes, viewed with a stride of 2 in the last dimension and one element off "
+               "alignment, and the largest laid out dense with its dimensions in reverse order (a transpose)")
     EDGE = "the spec's named edge inputs (±1e5, ±inf, ...)"
     GRADCHECK = "random inputs at the spec's gradcheck size, float64"
     HUGE = "more than 2^31 elements, checked on a sample that includes the last ones (--huge, GPU only)"

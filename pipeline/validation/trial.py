@@ -1,7 +1,7 @@
 """One call of a stage on one case: outputs poisoned with NaN, inputs checked bit for bit for writes.
 
 Also where cases come from: fresh random inputs from the spec, its named edge inputs, and the
-same values viewed with a stride (non-contiguous).
+same values viewed with a stride (non-contiguous), or laid out dense in another order (permuted).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ Fn = Callable[..., Tensors]  # inputs -> the visible outputs, differentiable
 
 @dataclass
 class Case:
-    label: str  # how a report names it: "size 401", an edge case's name, "non-contiguous, size 401", "misaligned, size 401"
+    label: str  # how a report names it: "size 401", an edge case's name, "non-contiguous, size 401", "misaligned, size 401",
+    # "permuted, size (3, 37)"
     inputs: Inputs
 
 
@@ -131,10 +132,29 @@ def misaligned(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
+def permuted(t: torch.Tensor) -> torch.Tensor:
+    """The same values, dense (no gaps), with the dimensions laid out in reverse order in memory: a 2-D
+    tensor's transpose made contiguous and transposed back. A stride-2 view has no dense layout to copy,
+    so only this case shows a binding that allocates its output with empty_like(x), taking x's permuted
+    strides, for a kernel that writes it as row-major."""
+    if t.dim() < 2:
+        return t
+    reverse = tuple(reversed(range(t.dim())))
+    return t.permute(reverse).contiguous().permute(reverse)
+
+
 def strided_cases(cases: list[Case]) -> list[Case]:
-    """Each case viewed with a stride of 2, and each shifted one element off its alignment."""
-    return [Case(f"{how}, {c.label}", tuple(make(x) for x in c.inputs))
+    """Each case viewed with a stride of 2, and each shifted one element off its alignment; the last
+    (largest) one also laid out permuted, where that changes any input's layout (1-D inputs have no
+    other dense order)."""
+    made = [Case(f"{how}, {c.label}", tuple(make(x) for x in c.inputs))
             for how, make in (("non-contiguous", noncontiguous), ("misaligned", misaligned)) for c in cases]
+    if cases:
+        last = cases[-1]
+        inputs = tuple(permuted(x) for x in last.inputs)
+        if any(not x.is_contiguous() for x in inputs if isinstance(x, torch.Tensor)):
+            made.append(Case(f"permuted, {last.label}", inputs))
+    return made
 
 
 def upstream_for(outputs: Tensors, gen: torch.Generator) -> Tensors:

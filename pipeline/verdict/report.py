@@ -85,10 +85,11 @@ def _worst_text(w: Worst | None) -> str:
 
 def covered(cases: list[str]) -> str:
     """The cases of a row, short: "1, 127" for sizes, "3x37" for shapes, edge cases by name, "nc" for strided,
-    "mis" for misaligned."""
+    "mis" for misaligned, "perm" for permuted."""
     short = []
     for label in cases:
-        text = label.replace("non-contiguous, ", "nc ").replace("misaligned, ", "mis ").replace("size ", "")
+        text = label.replace("non-contiguous, ", "nc ").replace("misaligned, ", "mis ").replace("permuted, ", "perm ")
+        text = text.replace("size ", "")
         if "(" in text:
             text = text.replace("(", "").replace(")", "").replace(", ", "x").replace(",", "")
         short.append(text)
