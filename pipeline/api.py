@@ -106,7 +106,7 @@ def validate(op: str | os.PathLike[str], stages: StagesArg = None, seed: int | N
     options = runner.Options(stages=chosen, numba_gpu=gpu, arch=arch or builder.DEFAULT_ARCH)
     if seed is not None:
         options.seed = seed
-    was_quiet = progress._quiet
+    was_quiet = progress.is_quiet()
     progress.set_quiet(quiet or was_quiet)
     try:
         outcome = runner.validate_named(os.fspath(op), options)

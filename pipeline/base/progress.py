@@ -17,6 +17,11 @@ def set_quiet(quiet: bool) -> None:
     _quiet = quiet
 
 
+def is_quiet() -> bool:
+    """Whether progress lines are off (set_quiet)."""
+    return _quiet
+
+
 def note(text: str) -> None:
     """One line on stderr that matters even where tickers are off (a worker process): only --quiet drops it."""
     if not _quiet or _notes_when_quiet:

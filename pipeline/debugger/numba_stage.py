@@ -24,10 +24,9 @@ import torch
 from ..base.errors import UsageError
 from ..op.contract import call_backward, call_forward, saved_tensors, visible
 from ..op.spec import Op, Phase
+from ..sim.writers import Dim3
 from ..verdict.faults import scalar_locals
 from ..verdict.replay import load_failure
-
-Dim3 = tuple[int, int, int]
 
 # pdb's `s` does not stop in these: at a call of a device function it goes through numba's
 # dispatch and lands on the function's first line; at cuda.syncthreads() it steps over.

@@ -9,6 +9,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import torch
 
@@ -211,3 +212,17 @@ def declarations(body: list[ast.stmt], params: set[str]) -> tuple[set[str], set[
         ok = uses[0][0] == order and all(u[1][: len(scope)] == scope for u in uses)
         (in_place if ok else hoisted).add(name)
     return in_place, hoisted
+
+
+class ExprDispatch:
+    """Translating a Python expression by its node type, for the device and the host side alike: a
+    subclass maps each ast type it reads to a method in EXPR_METHODS; any other is `outside` the subset."""
+
+    EXPR_METHODS: ClassVar[dict[type[ast.expr], str]] = {}
+
+    def expr(self, node: ast.expr) -> Any:
+        method = self.EXPR_METHODS.get(type(node))
+        return getattr(self, method)(node) if method else self.outside(node)
+
+    def outside(self, node: ast.expr) -> Any:
+        raise NotImplementedError

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from ..sim.jit_source import is_jit
 from .common import (
@@ -25,6 +25,7 @@ from .common import (
     I64,
     INTS,
     Dtypes,
+    ExprDispatch,
     T,
     Writer,
     declarations,
@@ -266,7 +267,7 @@ def scalar_kind(value: Any) -> str | None:
             "bool": BOOL, "uint32": I64, "int16": I64, "int8": I64}.get(text)
 
 
-class Emitter:
+class Emitter(ExprDispatch):
     """One function, for one set of parameter types."""
 
     def __init__(self, dev: Device, name: str, params: dict[str, Type]) -> None:
@@ -706,46 +707,43 @@ class Emitter:
             raise fail(self.path, node, f"{ast.unparse(node)} is not a scalar condition")
         return e
 
-    def expr(self, node: ast.expr) -> Ex:
+    EXPR_METHODS: ClassVar[dict[type[ast.expr], str]] = {
+        ast.Constant: "literal", ast.Name: "name_", ast.Attribute: "attribute", ast.Subscript: "subscript",
+        ast.BinOp: "binop", ast.UnaryOp: "unary", ast.BoolOp: "boolop", ast.Compare: "compare", ast.IfExp: "ifexp",
+        ast.Call: "call"}
+
+    def outside(self, node: ast.expr) -> Ex:
         kind = UNSUPPORTED.get(type(node))
         if kind:
             raise fail(self.path, node, f"{kind} is outside the subset translate reads (CUDA C kernels have "
                                         "scalars, arrays from cuda.shared/local.array and tuples that are unpacked)")
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool):
-                return Ex(number(node, self.dev.source), BOOL)
-            if isinstance(node.value, int):
-                return Ex(number(node, self.dev.source), I64)
-            if isinstance(node.value, float):
-                code = number(node, self.dev.source)
-                return Ex(code, F64, 16 if not code.startswith("-") else 15)
-            raise fail(self.path, node, f"the constant {node.value!r} has no meaning in a kernel")
-        if isinstance(node, ast.Name):
-            return self.name_(node)
-        if isinstance(node, ast.Attribute):
-            return self.attribute(node)
-        if isinstance(node, ast.Subscript):
-            return self.subscript(node)
-        if isinstance(node, ast.BinOp):
-            return self.arith(node.op, self.expr(node.left), self.expr(node.right), node)
-        if isinstance(node, ast.UnaryOp):
-            return self.unary(node)
-        if isinstance(node, ast.BoolOp):
-            op, prec = ("&&", 5) if isinstance(node.op, ast.And) else ("||", 4)
-            vals = [self.paren(self.cond(v), prec) for v in node.values]
-            return Ex(f" {op} ".join(vals), BOOL, prec)
-        if isinstance(node, ast.Compare):
-            return self.compare(node)
-        if isinstance(node, ast.IfExp):
-            test, a, b = self.cond(node.test), self.expr(node.body), self.expr(node.orelse)
-            t = unify(a.type, b.type) if isinstance(a.type, str) and isinstance(b.type, str) else a.type
-            a, b = self.cast(a, t), self.cast(b, t)
-            return Ex(f"{self.paren(test, 4)} ? {self.paren(a, 4)} : {self.paren(b, 3)}", t, 3)
-        if isinstance(node, ast.Call):
-            return self.call(node)
         if isinstance(node, ast.Tuple):
             raise fail(self.path, node, "a tuple is only translated where it is unpacked or returned")
         raise fail(self.path, node, f"{type(node).__name__} expressions are outside the subset")
+
+    def literal(self, node: ast.Constant) -> Ex:
+        if isinstance(node.value, bool):
+            return Ex(number(node, self.dev.source), BOOL)
+        if isinstance(node.value, int):
+            return Ex(number(node, self.dev.source), I64)
+        if isinstance(node.value, float):
+            code = number(node, self.dev.source)
+            return Ex(code, F64, 16 if not code.startswith("-") else 15)
+        raise fail(self.path, node, f"the constant {node.value!r} has no meaning in a kernel")
+
+    def binop(self, node: ast.BinOp) -> Ex:
+        return self.arith(node.op, self.expr(node.left), self.expr(node.right), node)
+
+    def boolop(self, node: ast.BoolOp) -> Ex:
+        op, prec = ("&&", 5) if isinstance(node.op, ast.And) else ("||", 4)
+        vals = [self.paren(self.cond(v), prec) for v in node.values]
+        return Ex(f" {op} ".join(vals), BOOL, prec)
+
+    def ifexp(self, node: ast.IfExp) -> Ex:
+        test, a, b = self.cond(node.test), self.expr(node.body), self.expr(node.orelse)
+        t = unify(a.type, b.type) if isinstance(a.type, str) and isinstance(b.type, str) else a.type
+        a, b = self.cast(a, t), self.cast(b, t)
+        return Ex(f"{self.paren(test, 4)} ? {self.paren(a, 4)} : {self.paren(b, 3)}", t, 3)
 
     def paren(self, e: Ex, prec: int) -> str:
         return f"({e.code})" if e.prec < prec else e.code

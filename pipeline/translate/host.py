@@ -14,12 +14,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from ..op.spec import OpSpec
-from .common import AT_DTYPE, BOOL, F64, I64, INTS, TORCH_KIND, Dtypes, Writer, declarations, fail, number
+from .common import AT_DTYPE, BOOL, F64, I64, INTS, TORCH_KIND, Dtypes, ExprDispatch, Writer, declarations, fail, number
 from .device import Arr, Device, docstring
 
 NONE, STR, DTYPE, DEVICE = "none", "str", "dtype", "device"
@@ -154,7 +154,7 @@ class Host:
         return "auto"
 
 
-class HostEmitter:
+class HostEmitter(ExprDispatch):
     def __init__(self, host: Host, node: ast.FunctionDef, params: dict[str, HType]) -> None:
         self.h, self.node, self.params = host, node, params
         self.path = host.path
@@ -524,54 +524,53 @@ class HostEmitter:
 
     # -- expressions -------------------------------------------------------------------------
 
-    def expr(self, node: ast.expr) -> HEx:
-        if isinstance(node, ast.Constant):
-            v = node.value
-            if isinstance(v, bool):
-                return HEx("true" if v else "false", BOOL)
-            if isinstance(v, int):
-                return HEx(number(node, self.h.source), I64)
-            if isinstance(v, float):
-                return HEx(number(node, self.h.source), F64)
-            if isinstance(v, str):
-                return HEx(json.dumps(v), STR)
-            if v is None:
-                return HEx("/* None */", NONE)
-        if isinstance(node, ast.Name):
-            return self.name_(node)
-        if isinstance(node, ast.Attribute):
-            return self.attribute(node)
-        if isinstance(node, ast.Subscript):
-            return self.subscript(node)
-        if isinstance(node, ast.Call):
-            return self.call(node)
-        if isinstance(node, ast.Tuple):
-            items = [self.expr(v) for v in node.elts]
-            if all(i.type in INTS for i in items):
-                return HEx(f"std::array<int64_t, {len(items)}>{{{', '.join(i.code for i in items)}}}",
-                           HTuple(tuple(I64 for _ in items)))
-            return HEx(f"std::make_tuple({', '.join(i.code for i in items)})", HTuple(tuple(i.type for i in items)))
-        if isinstance(node, ast.BinOp):
-            return self.binop(node)
-        if isinstance(node, ast.UnaryOp):
-            e = self.expr(node.operand)
-            if isinstance(node.op, ast.Not):
-                return HEx(f"!{_wrap(self.cond(node.operand))}", BOOL, 15)
-            if isinstance(node.op, ast.USub):
-                return HEx(f"-{_wrap(e.code) if e.prec < 15 else e.code}", e.type, 15)
-            return e
-        if isinstance(node, ast.BoolOp):
-            op, prec = ("&&", 5) if isinstance(node.op, ast.And) else ("||", 4)
-            return HEx(f" {op} ".join(_wrap(self.cond(v)) if self.expr(v).prec < prec else self.cond(v)
-                                      for v in node.values), BOOL, prec)
-        if isinstance(node, ast.Compare):
-            return self.compare(node)
-        if isinstance(node, ast.IfExp):
-            a, b = self.expr(node.body), self.expr(node.orelse)
-            return HEx(f"{_wrap(self.cond(node.test))} ? {a.code} : {b.code}", a.type, 3)
+    EXPR_METHODS: ClassVar[dict[type[ast.expr], str]] = {
+        ast.Constant: "literal", ast.Name: "name_", ast.Attribute: "attribute", ast.Subscript: "subscript",
+        ast.Call: "call", ast.Tuple: "tuple_", ast.BinOp: "binop", ast.UnaryOp: "unary", ast.BoolOp: "boolop",
+        ast.Compare: "compare", ast.IfExp: "ifexp"}
+
+    def outside(self, node: ast.expr) -> HEx:
         if isinstance(node, ast.List):
             raise fail(self.path, node, "a Python list is outside the subset translate reads; use a tuple")
         raise fail(self.path, node, f"{type(node).__name__} expressions in forward/backward are outside the subset")
+
+    def literal(self, node: ast.Constant) -> HEx:
+        v = node.value
+        if isinstance(v, bool):
+            return HEx("true" if v else "false", BOOL)
+        if isinstance(v, int):
+            return HEx(number(node, self.h.source), I64)
+        if isinstance(v, float):
+            return HEx(number(node, self.h.source), F64)
+        if isinstance(v, str):
+            return HEx(json.dumps(v), STR)
+        if v is None:
+            return HEx("/* None */", NONE)
+        return self.outside(node)
+
+    def tuple_(self, node: ast.Tuple) -> HEx:
+        items = [self.expr(v) for v in node.elts]
+        if all(i.type in INTS for i in items):
+            return HEx(f"std::array<int64_t, {len(items)}>{{{', '.join(i.code for i in items)}}}",
+                       HTuple(tuple(I64 for _ in items)))
+        return HEx(f"std::make_tuple({', '.join(i.code for i in items)})", HTuple(tuple(i.type for i in items)))
+
+    def unary(self, node: ast.UnaryOp) -> HEx:
+        e = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            return HEx(f"!{_wrap(self.cond(node.operand))}", BOOL, 15)
+        if isinstance(node.op, ast.USub):
+            return HEx(f"-{_wrap(e.code) if e.prec < 15 else e.code}", e.type, 15)
+        return e
+
+    def boolop(self, node: ast.BoolOp) -> HEx:
+        op, prec = ("&&", 5) if isinstance(node.op, ast.And) else ("||", 4)
+        return HEx(f" {op} ".join(_wrap(self.cond(v)) if self.expr(v).prec < prec else self.cond(v)
+                                  for v in node.values), BOOL, prec)
+
+    def ifexp(self, node: ast.IfExp) -> HEx:
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        return HEx(f"{_wrap(self.cond(node.test))} ? {a.code} : {b.code}", a.type, 3)
 
     def name_(self, node: ast.Name) -> HEx:
         n = node.id

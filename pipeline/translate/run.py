@@ -24,7 +24,7 @@ from ..base.assets import TEMPLATES
 from ..base.errors import EXIT_OK, RefusedError
 from ..base.files import write_atomic
 from ..op.contract import saved_tensors
-from ..op.names import UNFINISHED_MARK
+from ..op.names import STAGE_FILES, UNFINISHED_MARK
 from ..op.spec import Op
 from .common import C_DTYPE, TranslateError, fail
 from .device import HELPERS, Device
@@ -299,7 +299,7 @@ def write(op: Op, result: Translation, out: Path | None) -> list[Path]:
     """Write kernel.cu and binding.cpp into `out`, or into the op's folder while both are still templates.
     Never overwrites anything else: refuses (exit 1) and says why."""
     folder = out if out is not None else op.folder
-    targets = [folder / "kernel.cu", folder / "binding.cpp"]
+    targets = [folder / STAGE_FILES["cuda"], folder / STAGE_FILES["binding"]]
     for target in targets:
         if not target.exists():
             continue
