@@ -40,6 +40,16 @@ __global__ void shared_overrun(int* out) {
     out[threadIdx.x] = buf[threadIdx.x];
 }
 
+// A __syncthreads only the first warp reaches: the second, past it, reads what the first wrote in the
+// same phase (a race) before the barrier is found divergent; or the barrier every thread reaches.
+template <bool kBranch>
+__global__ void barrier_in_branch(int* out) {
+    __shared__ int slot[64];
+    slot[threadIdx.x] = static_cast<int>(threadIdx.x);
+    if (!kBranch || threadIdx.x < 32) __syncthreads();
+    out[threadIdx.x] = slot[63 - threadIdx.x];
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     std::vector<int> out(64);
@@ -49,6 +59,8 @@ int main(int argc, char** argv) {
         else if (c == "warp_unsynced") warp_exchange<false><<<1, 64>>>(out.data());
         else if (c == "across_warps") across_warps<<<1, 64>>>(out.data());
         else if (c == "shared_overrun") shared_overrun<<<1, 32>>>(out.data());
+        else if (c == "barrier_in_branch") barrier_in_branch<true><<<1, 64>>>(out.data());
+        else if (c == "barrier_for_all") barrier_in_branch<false><<<1, 64>>>(out.data());
         else return 2;
         for (int i = 0; i < 4; ++i) std::printf("%d ", out[i]);
         std::printf("\n");

@@ -83,6 +83,18 @@ def test_a_syncwarp_does_not_order_two_warps(program: Path) -> None:
     assert out.endswith("with no __syncthreads between the two"), out  # two warps: no __syncwarp could do
 
 
+def test_a_barrier_in_a_branch_is_named_divergence_beside_its_race(program: Path) -> None:
+    """The second warp skips the first warp's __syncthreads and races on its writes; the race is held
+    until the phase's barrier would complete, which it never can: divergence, the race named after it."""
+    sync = cases_line("if (!kBranch || threadIdx.x < 32) __syncthreads();")
+    out = run_case(program, "barrier_in_branch")
+    assert out.startswith(f"FAULT: {CASES}:{sync}: barrier divergence in barrier_in_branch<true>, block (0, 0, 0)"), out
+    assert "returned without reaching it" in out, out
+    full = subprocess.run([str(program), "barrier_in_branch"], capture_output=True, text=True, timeout=60).stdout
+    assert "the race it leaves unordered: " in full and "race on shared memory" in full, full
+    assert run_case(program, "barrier_for_all") == "63 62 61 60"  # the same code, every thread at the barrier
+
+
 def test_shared_overrun_names_the_array(program: Path) -> None:
     out = run_case(program, "shared_overrun")
     line = cases_line("buf[threadIdx.x + 1] = 1;")

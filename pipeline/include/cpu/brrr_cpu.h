@@ -120,6 +120,10 @@ const SharedRegion* shared_regions(int* count);
 // Stop the running launch with a fault reported at file:line in the current block and thread.
 // Called from inside a kernel (a fiber): does not return.
 [[noreturn]] void fault(const char* kind, const std::string& detail, const char* file, int line);
+// A race at file:line in the current thread: the block runs on (no other race is kept) until the
+// barrier of this phase completes, which reports it, or turns out divergent (some threads skipped
+// it, the race's likely cause), which is reported as such with the race beside it. Returns.
+void race(const char* kind, const std::string& detail, const char* file, int line);
 // __trap(): the launch stops with a "trap" fault at file:line.
 [[noreturn]] void trap(const char* file, int line);
 

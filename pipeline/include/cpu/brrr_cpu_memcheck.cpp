@@ -97,6 +97,7 @@ struct BlockState {
     uint64_t epoch = 0;
     std::vector<Shared> shared;
     std::vector<uint32_t> wsync;  // per thread of the block
+    bool raced = false;  // a race is held by the scheduler for this block: later ones go unnamed (and unsymbolized)
 };
 // A pointer, so the hot path reads a plain thread-local word (no TLS init wrapper).
 thread_local BlockState* B = nullptr;
@@ -379,14 +380,19 @@ bool conflicts(const Access& a, int32_t thread, uint32_t wsync) {
     return a.thread / 32 != thread / 32 || a.wsync == wsync;
 }
 
-[[noreturn]] void race(const Shared& s, uintptr_t addr, const Access& first, bool first_write, bool write, const void* pc) {
+void race(const Shared& s, uintptr_t addr, const Access& first, bool first_write, bool write, const void* pc) {
+    if (B->raced) return;
+    B->raced = true;
     const Place now = symbolize(pc), then = symbolize(first.pc);
     const bool warp = first.thread / 32 == B->thread / 32;
     const std::string detail = std::string(write ? "writes " : "reads ") + element_name(s, addr) + ", which thread " +
                                triple(thread_of(first.thread)) + (first_write ? " wrote at " : " read at ") + then.file +
                                ":" + std::to_string(then.line) + " with no __syncthreads" +
                                (warp ? " or __syncwarp" : "") + " between the two";
-    report("race on shared memory", detail, now);
+    // Held back, not a stop: a barrier some threads skipped shows as a race first (brrr_cpu::race).
+    B->running = false;  // the report itself must not be checked
+    brrr_cpu::race("race on shared memory", detail, now.file.c_str(), now.line);
+    B->running = true;
 }
 
 // An access to an element an asynchronous copy has yet to land: the copy's line and this one.
@@ -531,6 +537,7 @@ void on_block_begin(const Launch& launch, uint3) {
     const dim3 d = launch.config.block;
     B->wsync.assign(static_cast<std::size_t>(d.x) * d.y * d.z, 0);
     B->epoch = next_epoch();
+    B->raced = false;
 }
 
 void on_block_end(const Launch&, uint3) {

@@ -231,6 +231,7 @@ struct Block {
     int quiet_rounds = 0;
     bool failed = false;
     std::string error;
+    std::string race;  // a race found in this phase, held until its barrier completes (see brrr_cpu::race)
     bool single_worker = true;
     uint64_t serial = 0;  // unique to each block run: brrr_cpu_async_impl.h starts its state afresh by it
 };
@@ -301,10 +302,19 @@ static std::string located(const Block& b, const char* kind, const std::string& 
     return s.str();
 }
 
+// The block's first finding; a race held back (brrr_cpu::race) came before anything found since.
 static void record(Block& b, std::string message) {
     if (!b.failed) {
         b.failed = true;
-        b.error = std::move(message);
+        b.error = b.race.empty() ? std::move(message) : b.race;
+    }
+}
+
+// Barrier divergence outranks a race held back: the threads that skipped the barrier are what raced.
+static void record_divergence(Block& b, const std::string& message) {
+    if (!b.failed) {
+        b.failed = true;
+        b.error = b.race.empty() ? message : message + "\nthe race it leaves unordered: " + b.race;
     }
 }
 
@@ -388,6 +398,13 @@ static void wait_here(Block& b, Fiber& f) { switch_context(f.context, b.schedule
     stop(*b, *f);
 }
 
+void race(const char* kind, const std::string& detail, const char* file, int line) {
+    Block* b = running_block;
+    Fiber* f = running_fiber;
+    if (!b || !f) fault(kind, detail, file, line);
+    if (b->race.empty()) b->race = located(*b, kind, detail, file, line, f);
+}
+
 [[noreturn]] void trap(const char* file, int line) {
     fault("trap", "the kernel called __trap()", file, line);
 }
@@ -453,9 +470,13 @@ static void complete_barrier(Block& b, Fiber& last) {
               << ":" << first.line << ", threads " << thread_list(b, there_ids) << " at " << sync_name(other.sync)
               << " at " << other.file << ":" << other.line
               << " (every thread of a block must reach the same __syncthreads)";
-            record(b, located(b, "barrier divergence", s.str(), other.file, other.line, &other));
+            record_divergence(b, located(b, "barrier divergence", s.str(), other.file, other.line, &other));
             stop(b, last);
         }
+    }
+    if (!b.race.empty()) {  // every thread reached this barrier: the race held back is no divergence's
+        record(b, b.race);
+        stop(b, last);
     }
     int count = 0;
     for (const Fiber& f : b.fibers) count += f.predicate;
@@ -487,7 +508,7 @@ int barrier(Sync kind, int predicate, const char* file, int line) {
         return f.sync_result;
     }
     if (b.at_barrier + b.exited == b.threads) {
-        record(b, divergence_exited(b, b.fibers[threads_where(b, State::Exited).front()]));
+        record_divergence(b, divergence_exited(b, b.fibers[threads_where(b, State::Exited).front()]));
         stop(b, f);
     }
     wait_here(b, f);
@@ -725,7 +746,7 @@ static void check_exit(Block& b, Fiber& f) {
             return;
         }
     }
-    if (b.at_barrier > 0 && b.at_barrier + b.exited == b.threads) record(b, divergence_exited(b, f));
+    if (b.at_barrier > 0 && b.at_barrier + b.exited == b.threads) record_divergence(b, divergence_exited(b, f));
 }
 
 // Nothing can run and some threads have not returned: say what each waits for.
@@ -1053,6 +1074,7 @@ static void run_block(Block& b, uint3 index) {
     if (b.threads % 32) b.warp_present.back() = (1u << (b.threads % 32)) - 1;
     b.exited = b.at_barrier = 0;
     b.moved = false;
+    b.race.clear();
     if (b.coordination) {
         std::lock_guard<std::mutex> lock(b.coordination->mutex);
         b.stalled = b.asked = false;
@@ -1092,6 +1114,7 @@ static void run_block(Block& b, uint3 index) {
         }
         after_round(b);
     }
+    if (!b.race.empty()) record(b, b.race);  // the block ended with no barrier after its race
     for (Fiber& f : b.fibers) {  // a failed block's threads are abandoned where they stand
         if (f.stack) give_stack(f.stack);
         f.stack = nullptr;
