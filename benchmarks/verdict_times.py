@@ -59,6 +59,7 @@ class Measured:
     save_s: float = 0.0
     checks: dict[str, float] = field(default_factory=dict)  # "op stage check dtype": seconds
     extra: dict[str, float | str] = field(default_factory=dict)
+    failing: list[str] = field(default_factory=list)  # each failing row and the first line of why
 
 
 def _children(pid: int) -> list[int]:
@@ -137,7 +138,10 @@ def _breakdown(m: Measured, report: dict) -> None:
             m.spread_s += extras.get("spread_s", 0.0)
         m.save_s += extras.get("save_s", 0.0)
     m.build_s, m.spread_s, m.save_s = round(m.build_s, 2), round(m.spread_s, 2), round(m.save_s, 2)
-    m.extra["failed_rows"] = sum(r["verdict"] == "FAIL" for r in report.get("rows", []))
+    failing = [r for r in report.get("rows", []) if r["verdict"] == "FAIL"]
+    m.extra["failed_rows"] = len(failing)
+    m.failing = [f"{r['op']} {r['stage']} {r['check']} {r['dtype']}: {(r.get('detail') or '').splitlines()[0][:300]}"
+                 for r in failing if r.get("detail")][:40]
 
 
 def validate(name: str, targets: list[str], stages: tuple[str, ...], tmp: Path) -> Measured:
