@@ -41,6 +41,26 @@ def guards_on() -> bool:
     return os.environ.get("BRRR_GUARD_BANDS", "1") != "0"
 
 
+# Set while validation watches a call (validation/function.watching_writes): only then are the call's
+# tensors banded. opcheck and torch.compile call the op too, and a result that is a view into a banded
+# buffer (a storage offset) is not what the op returns outside validation.
+_watched: ContextVar[bool] = ContextVar("brrr_guards_watched", default=False)
+
+
+@contextmanager
+def watched() -> Iterator[None]:
+    token = _watched.set(True)
+    try:
+        yield
+    finally:
+        _watched.reset(token)
+
+
+def active() -> bool:
+    """Guard bands around the calls made now: validation is watching them, and they are not turned off."""
+    return _watched.get() and guards_on()
+
+
 class GuardBandError(BrrrError):
     """A call wrote outside a tensor it received or made: into a guard band."""
 

@@ -123,7 +123,7 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
     ops = getattr(torch.ops, namespace)
     while True:
         try:
-            name, args = calls.recv()
+            name, args, guarded = calls.recv()
         except EOFError:
             return
         received = _unpack(args)
@@ -134,7 +134,7 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
         try:
             # what the call allocates sits between guard bands; the parent checks those it returns, by
             # name, and the workspace it does not is checked here
-            with guards.Guarding() if guards.guards_on() else nullcontext() as mode:
+            with guards.Guarding() if guarded else nullcontext() as mode:
                 result = getattr(ops, name)(*received)
             if mode is not None:
                 mode.check(name, {f"result {i}": r for i, r in enumerate(_flat(result))}, unnamed_only=True)
@@ -213,7 +213,7 @@ class Isolated:
             self.close()
             self.start()
         try:
-            self.calls.send((name, _pack(args)))
+            self.calls.send((name, _pack(args), guards.active()))
             if not self.calls.poll(self.hard_limit_s):
                 self.kill()
                 raise Crashed(f"{name} ran for more than {self.hard_limit_s:.0f} s and was stopped: a loop that does "

@@ -14,7 +14,8 @@ from typing import Any
 import torch
 
 from ..base.errors import OpLoadError
-from ..cuda.guards import Guarding, guards_on
+from ..cuda import guards
+from ..cuda.guards import Guarding
 from ..op.contract import as_tuple, call_backward, call_forward, result_names, saved_tensors, visible
 from ..op.loaders import Stage
 
@@ -30,14 +31,15 @@ def watching_writes() -> Iterator[list[str]]:
     writes: list[str] = []
     token = _writes.set(writes)
     try:
-        yield writes
+        with guards.watched():
+            yield writes
     finally:
         _writes.reset(token)
 
 
 def _guarding(stage: Stage) -> Guarding | None:
     """Guard bands (guards.py) around a cuda-stage call while validation watches it."""
-    return Guarding() if _writes.get() is not None and stage.name == "cuda" and guards_on() else None
+    return Guarding() if stage.name == "cuda" and guards.active() else None
 
 
 def _snapshot(received: dict[str, Any]) -> dict[str, torch.Tensor] | None:
