@@ -286,6 +286,9 @@ class Block:
         self.threads: list[SimThread] = []
         self.ready: deque[SimThread] = deque()
         self.failure: Finding | tuple[BaseException, Any] | None = None
+        # The first race of this phase, held until its barrier completes: a barrier part of the block
+        # skips shows as a race first, and is reported as the divergence it is (see hold_race).
+        self.race: Finding | None = None
         self.aborted = False
         self.epoch = 0  # barriers passed: shared accesses in different epochs are ordered
         self.warp_syncs = 0
@@ -353,7 +356,7 @@ class Block:
                 t.go.release()
                 return
             if all(t.state == DONE for t in self.threads):
-                finding = self._end_of_epoch_findings()
+                finding = self.race or self._end_of_epoch_findings()
                 if finding is None:
                     self.finished.release()
                     return
@@ -362,21 +365,18 @@ class Block:
             try:
                 self._resolve()
             except _Found as found:
-                self.failure = found.finding
+                self.failure = found.finding if found.finding.kind is BarrierDivergence else self.race or found.finding
 
     def thread_failed(self, t: SimThread, error: Exception) -> None:
         if self.failure is None:
-            self.failure = (_with_place(error, t), error.__traceback__)
+            self.failure = self.race or (_with_place(error, t), error.__traceback__)
         t.state = DONE
         self.hand_over()
 
-    def report(self, finding: Finding) -> None:
-        """A finding from inside a running thread (a race): the block stops, the thread unwinds."""
-        if self.failure is None:
-            self.failure = finding
-        finding.thread.state = DONE
-        self.hand_over()
-        raise _Abort
+    def hold_race(self, finding: Finding) -> None:
+        """A race from inside a running thread: kept (the first of the phase), and the thread runs on."""
+        if self.race is None:
+            self.race = finding
 
     def _resolve(self) -> None:
         """Every live thread waits: complete the warp calls that can be, else release a barrier, else report."""
@@ -397,16 +397,18 @@ class Block:
         for t in waiting[1:]:
             assert t.wait is not None
             if t.wait.site != first.wait.site:
-                raise _Found(Finding(BarrierDivergence, (
+                raise _Found(self._divergence((
                     f"barrier divergence: {first.label()} waits at {first.wait.describe()}, "
                     f"{t.label()} at {t.wait.describe()}: every thread of a block must reach the same barriers"),
                     t, t.wait.stack))
         gone = [t for t in self.threads if t.state == DONE]
         if gone:
-            raise _Found(Finding(BarrierDivergence, (
+            raise _Found(self._divergence((
                 f"barrier divergence: {first.label()} waits at {first.wait.describe()}, which "
                 f"{_count(gone)} ({_span(gone)}) never reach: they returned from the kernel first"),
                 first, first.wait.stack))
+        if self.race is not None:  # every thread reached this barrier: the race held is no divergence's
+            raise _Found(self.race)
         finding = self._end_of_epoch_findings()
         if finding is not None:
             raise _Found(finding)
@@ -418,6 +420,12 @@ class Block:
             t.result = result
             t.state = NEW
         self.ready.extend(waiting)
+
+    def _divergence(self, message: str, t: SimThread, stack: Stack) -> Finding:
+        """Barrier divergence, with the race held (if any) that the threads past the barrier made."""
+        if self.race is not None:
+            message += f"; the race it leaves unordered: {self.race.message}"
+        return Finding(BarrierDivergence, message, t, stack)
 
     def _warp_group(self, t: SimThread) -> list[SimThread]:
         """The lanes t's call names, all waiting at the same call with the same mask, or a WarpMaskError."""
@@ -487,7 +495,7 @@ class Block:
                 waits.setdefault("its turn (it has not started)", []).append(t)
         parts += [f"{_count(ts)} ({_span(ts)}) wait at {what}" for what, ts in waits.items()]
         culprit = running[0] if running else self.threads[0]
-        self.failure = Finding(KernelTimeLimit, (
+        self.failure = self.race or Finding(KernelTimeLimit, (
             f"time limit: the launch of {self.kernel_name} ran for more than {limit:g} s "
             f"(BRRR_SIM_TIME_LIMIT); " + "; ".join(parts)), culprit, stack)
         for t in running:  # a pure-Python loop stops at its next bytecode

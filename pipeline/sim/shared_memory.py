@@ -177,11 +177,13 @@ class TrackedShared(FakeCUDAShared):  # type: ignore[misc]
     def race(self, array: SharedArray, key: Any, first: Access, verbs: tuple[str, str], t: SimThread,
              frame: FrameType) -> None:
         """`first` and thread t touched one element between two barriers; `verbs`: what each did to it."""
+        if t.block.race is not None:
+            return  # the block holds its first race of the phase already
         did, does = verbs
         stack = kernel_stack(frame)
         other = first[3]
         between = "cuda.syncthreads()" if other.warp != t.warp else "cuda.syncthreads() or cuda.syncwarp()"
-        t.block.report(Finding(SharedMemoryRace, (
+        t.block.hold_race(Finding(SharedMemoryRace, (
             f"shared-memory race on {array.element(key)}: {other.label()} {did} it at {_line_of(first[4], first[5])}, "
             f"then {t.label()} {does} it at {where(stack)}, with no {between} between them"), t, stack))
 

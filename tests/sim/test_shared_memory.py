@@ -11,7 +11,7 @@ from conftest import STAGES
 
 from brrr_kernels import import_cuda, launch
 from brrr_kernels.op.loaders import load_numba, load_op
-from brrr_kernels.sim.scheduler import SharedMemoryRace, UnwrittenSharedRead
+from brrr_kernels.sim.scheduler import BarrierDivergence, SharedMemoryRace, UnwrittenSharedRead
 from brrr_kernels.sim.shared_memory import SharedArray
 from brrr_kernels.verdict.faults import fault_from
 
@@ -101,6 +101,16 @@ def atomics_do_not_race(x, out):
     out[cuda.threadIdx.x] = total[0]
 
 
+@cuda.jit
+def barrier_in_a_branch_with_a_race(x, out):
+    buf = cuda.shared.array(8, float64)
+    i = cuda.threadIdx.x
+    buf[i] = x[i]
+    if i < 4:
+        cuda.syncthreads()  # planted: only the first half waits here
+    out[i] = buf[7 - i]
+
+
 def _launch(kernel, seed: int = 0) -> torch.Tensor:
     x = torch.randn(8, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     out = torch.empty(8, dtype=torch.float64)
@@ -128,6 +138,20 @@ def test_a_race_names_both_threads_both_lines_and_the_element() -> None:
         f"shared-memory race on buf[1]: thread (0, 0, 0) read it at test_shared_memory.py:{read} in "
         f"neighbours_without_a_barrier, then thread (1, 0, 0) writes it at test_shared_memory.py:{write} in "
         f"neighbours_without_a_barrier, with no cuda.syncthreads() or cuda.syncwarp() between them"), str(info.value)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_barrier_in_a_branch_is_named_divergence_beside_its_race(seed: int) -> None:
+    """The second half skips the barrier and reads what the first half wrote in the same phase: the
+    race is held until the barrier would complete, which it never can, so divergence is named first."""
+    with pytest.raises(BarrierDivergence) as info:
+        _launch(barrier_in_a_branch_with_a_race, seed)
+    message = str(info.value)
+    assert "barrier divergence: thread (0, 0, 0) waits at cuda.syncthreads()" in message, message
+    assert "which 4 threads ((4, 0, 0) ... (7, 0, 0)) never reach" in message, message
+    assert "; the race it leaves unordered: shared-memory race on buf[3]" in message, message
+    fault = fault_from(info.value, HERE)
+    assert fault.line == line_in(HERE, "planted: only the first half waits here"), message
 
 
 def test_atomics_on_one_element_are_not_a_race() -> None:
