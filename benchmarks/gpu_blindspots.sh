@@ -135,3 +135,5 @@ for op in ("sigmoid", "square"):
             print(f"| {op} | {key[0]}: `{diff}` | {vg} | {vc} |")
 print("\n## Wall times\n\n```\n" + (B / "summary.txt").read_text() + "```")
 EOF
+# What comes back from a lent machine is a few files: the logs and JSON as one archive.
+tar czf "$OUT/blindspots-logs.tgz" -C "$OUT" blindspots && rm -rf "$OUT/blindspots"
