@@ -124,12 +124,14 @@ def module_text(text: str, path: Path, module_name: str, functions: tuple[str, .
     defined = set(re.findall(r'\.\s*def\s*\(\s*"(\w+)"', body))
     calls = [f"brrr_user_module_{k}(m);" for k in range(min(len(found), 1))]  # a second module is the seed's bug
     for name in functions:
-        if name in defined:
+        bare = name.rsplit("::", 1)[-1]  # a function in a namespace is bound by its own name
+        if bare in defined:
             continue
-        if not re.search(rf"\b{re.escape(renamed.get(name, name))}\s*\(", masked(body)):
+        if not re.search(rf"\b{re.escape(renamed.get(bare, bare))}\s*\(", masked(body)):
             raise BuildError(f"{shown(path)}: the spec names {name}, which this file neither defines nor binds",
                              hint="name a function of the file, or one its PYBIND11_MODULE defines with m.def(\"NAME\", ...)")
-        calls.append(f'm.def("{name}", &{renamed.get(name, name)});')
+        qualified = name[: -len(bare)] + renamed.get(bare, bare)
+        calls.append(f'm.def("{bare}", &{qualified});')
     glue = f'\n#line 1 "brrr: the module brrr binds"\nPYBIND11_MODULE({module_name}, m) {{ {" ".join(calls)} }}\n'
     return body + glue
 

@@ -37,6 +37,9 @@ class TorchModule:
     # Other files of the op folder compiled into the module (the .cpp holding a load() project's
     # PYBIND11_MODULE, say); the .cu is always compiled.
     sources: tuple[str, ...] = ()
+    # C++ functions of the sources brrr binds by name for the Python functions above to call as
+    # module.NAME (one registered with TORCH_LIBRARY_IMPL, or taking a scalar the contract has not).
+    functions: tuple[str, ...] = ()
 
     def calls(self) -> dict[str, ModuleCall]:
         """Every call the spec names, by the role it plays: forward, backward, and each variant."""
@@ -47,7 +50,7 @@ class TorchModule:
 
     def function_names(self) -> tuple[str, ...]:
         """The module functions named by string: brrr binds those the module does not define itself."""
-        return tuple(dict.fromkeys(c for c in self.calls().values() if isinstance(c, str)))
+        return tuple(dict.fromkeys([*(c for c in self.calls().values() if isinstance(c, str)), *self.functions]))
 
 
 def bound(call: ModuleCall, module: Any) -> Callable[..., Any]:

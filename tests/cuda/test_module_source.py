@@ -105,3 +105,10 @@ def test_headers_of_the_folder_are_rewritten_and_unknown_ones_stood_in_for(tmp_p
     assert (found.folders[1] / "cusolverDn.h").is_file()
     said = cpu_includes.explain("k.cu:9: error: 'cusolverDnCreate' was not declared in this scope", found)
     assert "<cusolverDn.h>" in said and "common.h:2" in said and "cuda_runtime.h" in said
+
+
+def test_functions_named_for_an_adapter_are_bound_by_their_own_name_from_a_namespace() -> None:
+    text = ("#include <torch/extension.h>\nnamespace ext {\n"
+            "at::Tensor muladd(const at::Tensor& a, const at::Tensor& b, double c) { return a * b + c; }\n}\n")
+    glue = module_text(text, Path("muladd.cu"), "brrr_module_x", ("ext::muladd",)).split("brrr binds")[1]
+    assert 'm.def("muladd", &ext::muladd);' in glue
