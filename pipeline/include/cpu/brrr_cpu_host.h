@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 
 #ifndef BRRR_CPU
@@ -121,6 +122,12 @@ struct cudaDeviceProp {
     int minor;
     int multiProcessorCount;
     size_t sharedMemPerBlockOptin;
+    // What benchmark helpers read (llm.c's common.h: threads per SM, the L2 to flush between runs).
+    int maxThreadsPerMultiProcessor;
+    int l2CacheSize;
+    size_t totalGlobalMem;
+    int regsPerBlock;
+    int clockRate;
 };
 
 namespace brrr_cpu {
@@ -165,6 +172,29 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
     p->major = brrr_cpu::device_attribute(cudaDevAttrComputeCapabilityMajor);
     p->minor = brrr_cpu::device_attribute(cudaDevAttrComputeCapabilityMinor);
     p->multiProcessorCount = brrr_cpu::device_attribute(cudaDevAttrMultiProcessorCount);
+    p->maxThreadsPerMultiProcessor = 2048;
+    p->l2CacheSize = 50 * 1024 * 1024;
+    p->totalGlobalMem = size_t(80) << 30;
+    p->regsPerBlock = 65536;
+    p->clockRate = 1755000;
+    return cudaSuccess;
+}
+
+// Events time the host's wall clock: a launch has ended when it returns on the CPU execution, so a
+// benchmark helper that records, synchronizes and reads the elapsed time runs as written.
+struct CUevent_st {
+    std::chrono::steady_clock::time_point at{};
+};
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) { *e = new CUevent_st; return cudaSuccess; }
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
+    e->at = std::chrono::steady_clock::now();
+    return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+    *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
     return cudaSuccess;
 }
 template <typename F>
