@@ -86,7 +86,9 @@ class Pool:
 
     def _spawn(self) -> None:
         reader, writer = self.context.Pipe(duplex=False)
-        process = self.context.Process(target=_serve, daemon=True, args=(
+        # Not a daemon: a worker runs an op's code in a child of its own (cuda/isolated.py), and a daemon
+        # may have no children. It still dies with brrr (worker_start: PDEATHSIG) and close() ends it.
+        process = self.context.Process(target=_serve, daemon=False, args=(
             self.fn, self.extra, self.tasks, writer, os.getpid(), self.threads))
         with _quiet_bootstrap(self.spawned):
             process.start()
