@@ -35,9 +35,12 @@ ALLOC_SOURCE = CPU_INCLUDE / "brrr_cpu_alloc.cpp"
 # file table gcc 12 writes in DWARF 5 after #line, and reports would name the rewritten file.
 # -fsanitize=alignment: a typed access at an address its type's alignment does not divide (a float4
 # load 4 bytes past a multiple of 16) calls brrr's handler, which faults as a GPU does.
+# -fsanitize=bounds: an index past an array of known size (a local register array, a Pack's v[W]),
+# which the address checks cannot see (the fiber's stack is the thread's own), calls brrr's handler.
 CHECK_FLAGS = (
     "-fsanitize=kernel-address",
     "-fsanitize=alignment",
+    "-fsanitize=bounds",
     "--param", "asan-instrumentation-with-call-threshold=0",
     "--param", "asan-stack=0",
     "--param", "asan-globals=0",

@@ -163,6 +163,19 @@ def test_pointers_inside_a_struct_argument_are_bounded_by_their_tensors(tmp_path
                             "byte of io@8 (4004 bytes)"), message
 
 
+def test_a_loop_one_past_a_local_pack_faults_at_its_line(tmp_path: Path) -> None:
+    """`k < W -> k <= W` over a local Pack<T, W> reads and writes v[W]: the fiber's own stack, which
+    the address checks let pass, so only the bounds check (-fsanitize=bounds) names it."""
+    folder = plant(copy_op("sigmoid", tmp_path), "kernel.cu",
+                   "for (int k = 0; k < W; ++k) p.v[k] = stable_sigmoid(p.v[k]);",
+                   "for (int k = 0; k <= W; ++k) p.v[k] = stable_sigmoid(p.v[k]);")
+    ext = checked(folder)
+    line = line_of(folder / "kernel.cu", "for (int k = 0; k <= W; ++k) p.v[k]")
+    message = fault_of(lambda: ext.forward(torch.randn(1001)))
+    assert f"kernel.cu:{line}: out-of-bounds index in sigmoid_forward_kernel<float, 4>, block (0, 0, 0), " in message, message
+    assert ": index 4 into a local float [4] " in message, message
+
+
 @dataclass(frozen=True)
 class MissingBarrier:
     """A built-in op with one __syncthreads taken out, the call that reaches it, and what the

@@ -98,6 +98,12 @@ struct BlockState {
     std::vector<Shared> shared;
     std::vector<uint32_t> wsync;  // per thread of the block
     bool raced = false;  // a race is held by the scheduler for this block: later ones go unnamed (and unsymbolized)
+    // An index past an array of known size (-fsanitize=bounds), held until that thread's next access to
+    // its stack: into __shared__ memory the access itself is named better (the variable, the element).
+    const struct UbsanOutOfBounds* past = nullptr;
+    uintptr_t past_index = 0;
+    const void* past_pc = nullptr;
+    int32_t past_thread = -1;
 };
 // A pointer, so the hot path reads a plain thread-local word (no TLS init wrapper).
 thread_local BlockState* B = nullptr;
@@ -538,6 +544,7 @@ void on_block_begin(const Launch& launch, uint3) {
     B->wsync.assign(static_cast<std::size_t>(d.x) * d.y * d.z, 0);
     B->epoch = next_epoch();
     B->raced = false;
+    B->past = nullptr;
 }
 
 void on_block_end(const Launch&, uint3) {
@@ -603,12 +610,18 @@ struct UbsanMismatch {
     unsigned char log_alignment, check_kind;
 };
 
+// gcc writes a type's name in quotes: 'float [4]'.
+std::string ubsan_type_name(const UbsanType* t) {
+    std::string name = t != nullptr ? t->name : "array";
+    if (name.size() > 2 && name.front() == '\'' && name.back() == '\'') name = name.substr(1, name.size() - 2);
+    return name;
+}
+
 [[noreturn]] void misaligned(const UbsanMismatch* d, uintptr_t addr, const void* pc) {
     Place place = symbolize(pc);
     if (place.line == 0 && d->location.file != nullptr) place = {d->location.file, static_cast<int>(d->location.line)};
     const uintptr_t align = uintptr_t(1) << d->log_alignment;
-    std::string type = d->type != nullptr ? d->type->name : "value";
-    if (type.size() > 2 && type.front() == '\'' && type.back() == '\'') type = type.substr(1, type.size() - 2);
+    const std::string type = d->type != nullptr ? ubsan_type_name(d->type) : "value";
     std::string where;
     for (const Argument& a : L.args) {
         if (addr >= a.lo && addr < a.hi) {
@@ -624,7 +637,53 @@ struct UbsanMismatch {
            place);
 }
 
+// --- indices past a local array ---------------------------------------------------------------------------
+
+// -fsanitize=bounds (memcheck.py): gcc checks each index into an array whose size it knows (a local
+// register array, a Pack<T, W>'s v[W]) and calls this past the end. Those live on the fiber's stack,
+// which the address checks let pass: on a GPU they are registers or local memory, and an index past
+// them is undefined behaviour that reads or writes whatever lies beside. Layout: libubsan's OutOfBoundsData.
+struct UbsanOutOfBounds {
+    UbsanLocation location;
+    const UbsanType* array;
+    const UbsanType* index;
+};
+
+// An integer ValueHandle held inline (gcc passes index types up to the pointer's width by value):
+// info's low bit says signed, the rest log2 of the bit width.
+std::string ubsan_integer(const UbsanType* t, uintptr_t value) {
+    const unsigned bits = t != nullptr && t->kind == 0 ? 1u << (t->info >> 1) : 64u;
+    if (t != nullptr && (t->info & 1) && bits <= 64) {
+        const int64_t v = bits == 64 ? static_cast<int64_t>(value)
+                                     : static_cast<int64_t>(value << (64 - bits)) >> (64 - bits);
+        return std::to_string(v);
+    }
+    return std::to_string(value);
+}
+
+[[noreturn]] void index_out_of_bounds(const UbsanOutOfBounds* d, uintptr_t index, const void* pc) {
+    Place place = symbolize(pc);
+    if (place.line == 0 && d->location.file != nullptr) place = {d->location.file, static_cast<int>(d->location.line)};
+    report("out-of-bounds index",
+           "index " + ubsan_integer(d->index, index) + " into a local " + ubsan_type_name(d->array) +
+               " (a register array, or an array member of a local struct such as Pack<T, W>'s v): past its end, "
+               "where a GPU reads or writes whatever lies beside it",
+           place);
+}
+
 }  // namespace
+
+extern "C" void __ubsan_handle_out_of_bounds(UbsanOutOfBounds* d, uintptr_t index) {
+    if (B == nullptr || !B->running || B->past != nullptr) return;  // host code, an unchecked launch, or held already
+    B->past = d;
+    B->past_index = index;
+    B->past_pc = __builtin_return_address(0);
+    B->past_thread = B->thread;
+}
+
+extern "C" void __ubsan_handle_out_of_bounds_abort(UbsanOutOfBounds* d, uintptr_t index) {
+    __ubsan_handle_out_of_bounds(d, index);
+}
 
 extern "C" void __ubsan_handle_type_mismatch_v1(UbsanMismatch* d, uintptr_t addr) {
     if (B == nullptr || !B->running) return;  // host code of kernel.cu, or a launch that is not checked
@@ -637,9 +696,25 @@ extern "C" void __ubsan_handle_type_mismatch_v1_abort(UbsanMismatch* d, uintptr_
 
 // --- the callbacks gcc's instrumentation calls ---------------------------------------------------------
 
+// Every instrumented access of kernel.cu: checked, then an index past a local array this thread made
+// is reported at this thread's next access to its own stack, where local arrays live (an index past a
+// __shared__ array is named by check() at the access itself, with the variable and the element).
+namespace {
+void access(uintptr_t addr, std::size_t size, bool write, const void* pc) {
+    const UbsanOutOfBounds* past = B != nullptr ? B->past : nullptr;
+    if (past == nullptr) return check(addr, size, write, pc);
+    B->past = nullptr;  // a report's own accesses (its strings) come through here too
+    check(addr, size, write, pc);
+    if (B->running && B->past_thread == B->thread && addr >= B->stack_lo && addr < B->stack_hi) {
+        index_out_of_bounds(past, B->past_index, B->past_pc);
+    }
+    B->past = past;
+}
+}  // namespace
+
 #define BRRR_ACCESS(size)                                                                                     \
-    extern "C" void __asan_load##size##_noabort(uintptr_t addr) { check(addr, size, false, __builtin_return_address(0)); } \
-    extern "C" void __asan_store##size##_noabort(uintptr_t addr) { check(addr, size, true, __builtin_return_address(0)); }
+    extern "C" void __asan_load##size##_noabort(uintptr_t addr) { access(addr, size, false, __builtin_return_address(0)); } \
+    extern "C" void __asan_store##size##_noabort(uintptr_t addr) { access(addr, size, true, __builtin_return_address(0)); }
 BRRR_ACCESS(1)
 BRRR_ACCESS(2)
 BRRR_ACCESS(4)
@@ -647,8 +722,8 @@ BRRR_ACCESS(8)
 BRRR_ACCESS(16)
 #undef BRRR_ACCESS
 
-extern "C" void __asan_loadN_noabort(uintptr_t addr, std::size_t size) { check(addr, size, false, __builtin_return_address(0)); }
-extern "C" void __asan_storeN_noabort(uintptr_t addr, std::size_t size) { check(addr, size, true, __builtin_return_address(0)); }
+extern "C" void __asan_loadN_noabort(uintptr_t addr, std::size_t size) { access(addr, size, false, __builtin_return_address(0)); }
+extern "C" void __asan_storeN_noabort(uintptr_t addr, std::size_t size) { access(addr, size, true, __builtin_return_address(0)); }
 extern "C" void __asan_handle_no_return() {}
 
 // The atomics of brrr_cpu.h, which the instrumentation leaves out, report here.
