@@ -132,6 +132,10 @@ class _Rewriter:
             if j == k:
                 return k
             k = j
+            # A name pasted in a macro (NAME_##type##_kernel<<<...>>>): the pasted parts belong to it.
+            if k >= 2 and self.mask[k - 2:k] == "##":
+                k -= 2
+                continue
             if k >= 2 and self.mask[k - 2:k] == "::":
                 k -= 2
                 continue
