@@ -32,11 +32,12 @@ from typing import Any
 from ..base import workers
 from ..base.errors import EXIT_CHECK_FAILED, EXIT_OK, BrrrError, CheckFailed, OpLoadError, UsageError
 from ..base.workers import Lost, Pool
+from ..op.names import STAGE_FILES
 from ..op.tolerances import SPREAD
 from .probe import probe
 from .standard_bugs import Kind, Mutant, cuda_mutants, known_bugs, python_mutants
 
-FILES = {"numba": "numba_kernel.py", "cuda": "kernel.cu"}
+FILES = {stage: STAGE_FILES[stage] for stage in ("numba", "cuda")}  # the files brrr mutate plants bugs in
 
 
 class Verdict(str, Enum):

@@ -59,21 +59,28 @@ def _record_writes(phase: str, before: dict[str, torch.Tensor] | None, received:
             writes.append(f"{phase} wrote into {name}")
 
 
+def _watched(stage: Stage, phase: str, received: dict[str, Any], run: Any, names: list[str]) -> tuple[Any, dict[str, Any]]:
+    """run(the tensors received) as validation watches it: in guard bands, every tensor received compared
+    after the call, and the results (named `names`) checked for writes past their ends."""
+    guard = _guarding(stage)
+    if guard is not None:
+        received = guard.receive(received)
+    before = _snapshot(received)
+    with guard or nullcontext():
+        results = run(list(received.values()))
+    _record_writes(phase, before, received)
+    if guard is not None:
+        guard.check(phase, dict(zip(names, results)))
+    return results, received
+
+
 class StageFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, stage: Stage, *inputs: torch.Tensor) -> Any:
         spec = stage.op.spec
-        received = dict(zip(spec.inputs, inputs))
-        guard = _guarding(stage)
-        if guard is not None:
-            received = guard.receive(received)
-            inputs = tuple(received.values())
-        before = _snapshot(received)
-        with guard or nullcontext():
-            results = call_forward(spec, stage, inputs)
-        _record_writes("forward", before, received)
-        if guard is not None:
-            guard.check("forward", dict(zip(result_names(spec), results)))
+        results, received = _watched(stage, "forward", dict(zip(spec.inputs, inputs)),
+                                     lambda given: call_forward(spec, stage, tuple(given)), result_names(spec))
+        inputs = tuple(received.values())
         expected = len(result_names(spec))
         if len(results) != expected or not all(isinstance(r, torch.Tensor) for r in results):
             raise OpLoadError(
@@ -92,16 +99,9 @@ class StageFunction(torch.autograd.Function):
         grads_in = [g.contiguous() for g in grad_outputs]
         received = dict(zip((f"grad_{n}" for n in spec.outputs), grads_in))
         received |= {f"{n} (saved for backward)": t for n, t in zip(spec.saved, ctx.saved_tensors)}
-        guard = _guarding(stage)
-        if guard is not None:
-            received = guard.receive(received)
-        given = list(received.values())
-        before = _snapshot(received)
-        with guard or nullcontext():
-            grads = call_backward(spec, stage, given[:len(grads_in)], given[len(grads_in):])
-        _record_writes("backward", before, received)
-        if guard is not None:
-            guard.check("backward", {f"grad_{n}": g for n, g in zip(spec.inputs, grads)})
+        n = len(grads_in)
+        grads, _ = _watched(stage, "backward", received, lambda given: call_backward(spec, stage, given[:n], given[n:]),
+                            [f"grad_{name}" for name in spec.inputs])
         if len(grads) != len(spec.inputs):
             raise OpLoadError(
                 f"{stage.source}: backward returned {_describe(grads)}, expected one gradient per input {spec.inputs}"
