@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import torch
+
 from .. import stages as _builtin_ops
 from ..base.errors import OpLoadError, innermost_line_in
 from .extension import module_function_names, torch_wrapper_line
@@ -42,15 +44,17 @@ class Where(Enum):
         """The label of rows from a stage run away from its usual place ("cpu": the cuda stage on the CPU)."""
         return "cpu" if self is Where.CPU_EXECUTION else ""
 
-    def sizes(self, spec: OpSpec) -> tuple[Size, ...]:
+    def sizes(self, spec: OpSpec, dtype: torch.dtype | None = None) -> tuple[Size, ...]:
         """The random sizes a stage is checked at here: large on a GPU, small where every thread is costly.
         Executed on the CPU, the simulator sizes and the GPU sizes up to CPU_SIZE_BUDGET input elements:
-        several blocks ending in a partial one, widths that leave a scalar tail, at a CPU's pace."""
+        several blocks ending in a partial one, widths that leave a scalar tail, at a CPU's pace. In a
+        16-bit `dtype`, the cuda stage also runs the spec's accumulator_sizes, on either."""
+        long_rows = spec.accumulator_sizes if dtype in (torch.float16, torch.bfloat16) else ()
         if self is Where.GPU:
-            return spec.gpu_sizes
+            return tuple(dict.fromkeys([*spec.gpu_sizes, *long_rows]))
         if self is Where.CPU_EXECUTION:
             affordable = (s for s in spec.gpu_sizes if _input_elements(spec, s) <= CPU_SIZE_BUDGET)
-            return tuple(dict.fromkeys([*spec.sim_sizes, *affordable]))
+            return tuple(dict.fromkeys([*spec.sim_sizes, *affordable, *long_rows]))
         return spec.sim_sizes
 
     def left_out(self, spec: OpSpec) -> tuple[Size, ...]:

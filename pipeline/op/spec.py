@@ -96,6 +96,11 @@ class OpSpec:
     huge: Callable[[torch.device, torch.Generator], Inputs] | None = None
     # Sizes for `brrr bench` (default: the largest GPU validation size).
     bench_sizes: tuple[Size, ...] = ()
+    # Sizes run in float16 and bfloat16 only, wherever the cuda stage runs (the CPU execution too, past
+    # its size budget): rows long enough that a thread's own running sum covers 4096 terms or more,
+    # where a 16-bit accumulator stops growing (a term under half its unit is lost) far past the bound.
+    # The random sizes' rows are too short for one: a tree of short 16-bit sums stays inside it.
+    accumulator_sizes: tuple[Size, ...] = ()
     doc: str = ""
     # Why a mutant `brrr mutate` plants survives validation, by its key ("numba_kernel.py:19:8: v >= 0 -> v > 0").
     mutants: dict[str, str] = field(default_factory=dict)

@@ -102,6 +102,7 @@ class _Checker:
         self.sizes("gpu_sizes", s.gpu_sizes, required=True)
         self.size("gradcheck_size", s.gradcheck_size)
         self.sizes("bench_sizes", s.bench_sizes, required=False)
+        self.sizes("accumulator_sizes", s.accumulator_sizes, required=False)
         self.mapping("params", s.params, lambda k: isinstance(k, str) and k.isidentifier(), lambda v: True,
                      "parameter names to values")
         self.mapping("edge_cases", s.edge_cases, lambda k: isinstance(k, str), callable,

@@ -261,7 +261,7 @@ class Validation:
 
     def cases(self, kind: Cases, dtype: torch.dtype, where: Where) -> list[Case]:
         if kind is Cases.RANDOM:
-            return random_cases(self.op, where.sizes(self.spec), dtype, "cpu", self.gen)
+            return random_cases(self.op, where.sizes(self.spec, dtype), dtype, "cpu", self.gen)
         if kind is Cases.SMALL:
             return random_cases(self.op, self.spec.sim_sizes, dtype, "cpu", self.gen)
         if kind is Cases.STRIDED:

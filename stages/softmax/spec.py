@@ -9,6 +9,9 @@ from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 CUDA_V1_BLOCK = 256  # kernel.cu's kV1Threads
 CUDA_MAX_ROW_THREADS = 1024  # kernel.cu's kMaxRowThreads
 CUDA_MIN_BLOCK_THREADS = 128  # kernel.cu's kMinBlockThreads
+# v1 gives each of its 256 threads every 256th column: from 4096 x 256 columns on, each thread's own
+# running sum adds 4096 terms or more, where a 16-bit one has long stopped growing.
+LONG_ROW = 4096 * CUDA_V1_BLOCK
 
 
 def cuda_place(index: int, shape: tuple[int, ...], itemsize: int) -> Place:
@@ -43,8 +46,11 @@ class CudaRows(Layout):
 
 
 def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
-    # Spread of 3: some rows come out nearly flat, others nearly one-hot.
-    return (3 * torch.randn(size, dtype=torch.float64, generator=gen).to(device=device, dtype=dtype),)
+    # Spread of 3: some rows come out nearly flat, others nearly one-hot. Rows of LONG_ROW columns and
+    # more (accumulator_sizes) are drawn flat, spread 0.5: every term then counts in the row's sum, so
+    # a running sum that stops growing shows (with spread 3 a few terms near the max make most of it).
+    spread = 0.5 if size[-1] >= LONG_ROW else 3
+    return (spread * torch.randn(size, dtype=torch.float64, generator=gen).to(device=device, dtype=dtype),)
 
 
 def large_values(dtype: torch.dtype, device: torch.device) -> Inputs:
@@ -156,6 +162,9 @@ SPEC = OpSpec(
                          "rows in registers, tpr threads a row (see cuda_place); v1 beyond 1024 x kSlots columns"),
     },
     bench_sizes=((4096, 8192),),
+    # One row of LONG_ROW + 7 columns, in float16 and bfloat16: an exp sum accumulated in the 16-bit
+    # type is 60x its bound there (its random sizes' rows, at most 70001 columns, leave it at 0.27).
+    accumulator_sizes=((1, LONG_ROW + 7),),
     # What `brrr mutate softmax` leaves alive, and why that is no gap in the cases.
     mutants={
         "numba_kernel.py:52:13: offset = 16 -> offset = 17":

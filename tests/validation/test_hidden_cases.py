@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 from conftest import copy_op, failed, plant, validate
 
+from brrr_kernels.op.loaders import Where, load_op
 from brrr_kernels.validation.trial import Case, permuted, strided_cases
 
 SOFTMAX_CUDA_DTYPES = ('"cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),')
@@ -48,3 +49,29 @@ def test_an_output_allocated_with_a_permuted_inputs_strides_fails(tmp_path: Path
     assert row.detail.startswith("[permuted, size (9, 2048)] y:"), row.detail
     # opcheck's fake tensors see the strides differ too; every other case has a contiguous x.
     assert {k[1] for k in bad} <= {"non-contiguous fwd", "non-contiguous bwd", "opcheck"}, sorted(bad)
+
+
+def test_accumulator_sizes_run_in_16_bit_dtypes_only_wherever_the_cuda_stage_runs() -> None:
+    spec = load_op("softmax").spec
+    assert spec.accumulator_sizes, "softmax declares a row long enough for a 16-bit accumulator to fail"
+    for where in (Where.GPU, Where.CPU_EXECUTION):
+        for dtype in (torch.float16, torch.bfloat16):
+            assert where.sizes(spec, dtype)[-1] == spec.accumulator_sizes[-1]
+        assert not set(spec.accumulator_sizes) & set(where.sizes(spec, torch.float32))
+    assert not set(spec.accumulator_sizes) & set(Where.SIMULATOR.sizes(spec, torch.bfloat16))
+
+
+def test_a_softmax_summing_its_exps_in_bfloat16_fails(tmp_path: Path) -> None:
+    """v1's running sum of exp(x - max) rounded to bfloat16 at every step: each of its 256 threads adds
+    4096 terms of the accumulator size's row, long after a bfloat16 sum stops growing."""
+    op = small_softmax(tmp_path, "(torch.bfloat16,)", "((7, 1000),)")
+    plant(op, "kernel.cu",
+          "for (int64_t c = threadIdx.x; c < cols; c += kV1Threads) total += exp(brrr::to_acc(xr[c]) - m);",
+          "for (int64_t c = threadIdx.x; c < cols; c += kV1Threads)\n"
+          "        total = brrr::to_acc(brrr::from_acc<T>(total + exp(brrr::to_acc(xr[c]) - m)));")
+    bad = failed(validate(op, "cuda"))
+    row = bad.get(("cuda", "forward", "bfloat16"))
+    assert row is not None, sorted(bad)
+    long_row = load_op(str(op)).spec.accumulator_sizes[0]
+    assert row.detail.startswith(f"[size {long_row}] y: "), row.detail
+    assert row.of_bound is not None and row.of_bound > 10, row.of_bound
