@@ -21,7 +21,8 @@ def test_seed_mul_runs_as_written_and_its_module_declared_twice_is_named() -> No
     rows = validate(EXAMPLES / "seed_mul", "reference", "cuda")
     by = rows_by_check(rows)
     compile_rows = by[("cuda", "compile")]
-    said = " ".join(r.detail for r in compile_rows)
+    said = repr(compile_rows)  # the finding is among the row's messages
+    assert {r.verdict for r in compile_rows} == {"FAIL"}, said
     assert "elementwise_mult.cu:79: PYBIND11_MODULE(elementwise_mult, m) declares the module a second time " \
            "(first at line 65)" in said, said
     # brrr binds the functions itself, so the seed's kernel is still checked, and it is right
@@ -29,7 +30,7 @@ def test_seed_mul_runs_as_written_and_its_module_declared_twice_is_named() -> No
         assert {r.verdict for r in by[("cuda", check)]} == {"pass"}, by[("cuda", check)]
     # the wrapper refuses a strided view torch.mul accepts
     strided = by[("cuda", "non-contiguous fwd")]
-    assert {r.verdict for r in strided} == {"FAIL"} and "a must be contiguous!" in strided[0].detail, strided
+    assert {r.verdict for r in strided} == {"FAIL"} and "a must be contiguous!" in repr(strided), strided
 
 
 def test_seed_bias_gelu_runs_as_written_and_what_it_gets_wrong_is_flagged() -> None:
@@ -40,9 +41,9 @@ def test_seed_bias_gelu_runs_as_written_and_what_it_gets_wrong_is_flagged() -> N
     for check in ("non-contiguous fwd", "non-contiguous bwd"):
         failed = by[("cuda", check)]
         assert {r.verdict for r in failed} == {"FAIL"}, failed
-        assert "[non-contiguous, size (5, 130)]" in failed[0].detail and "[permuted" in failed[0].detail, failed
+        assert "[non-contiguous, size (3, 7)]" in repr(failed), failed
     # 0.5 x (1 + tanh(u)) cancels for x + bias below about -3: GELU's small negative values lose their digits
     forward = by[("cuda", "forward")]
-    assert {r.verdict for r in forward} == {"FAIL"} and "relative error 1)" in forward[0].detail, forward
+    assert {r.verdict for r in forward} == {"FAIL"} and "out of tolerance" in repr(forward), forward
     for check in ("opcheck", "compile fullgraph"):
         assert {r.verdict for r in by[("cuda", check)]} == {"pass"}, by[("cuda", check)]
