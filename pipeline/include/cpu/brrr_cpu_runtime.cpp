@@ -758,6 +758,15 @@ static void diagnose(Block& b) {
             if (!(f.call->mask & (1u << l))) continue;
             const Fiber& g = b.fibers[w * 32 + l];
             if (g.state == State::Warp && g.call && same_call(*g.call, *f.call)) continue;
+            if (g.state == State::Barrier) {  // lane l waits at a barrier this lane went past: a barrier in a branch
+                std::ostringstream d;
+                d << "thread " << triple(g.index) << " waits at " << sync_name(g.sync) << " at " << g.file << ":" << g.line
+                  << ", which thread " << triple(f.index) << " of its warp went past: it waits at " << call_name(*f.call)
+                  << " at " << f.file << ":" << f.line
+                  << " for it (every thread of a block must reach each __syncthreads)";
+                record_divergence(b, located(b, "barrier divergence", d.str(), g.file, g.line, &g));
+                return;
+            }
             std::ostringstream m;
             m << "lane " << f.linear % 32 << " waits at " << call_name(*f.call) << " with mask " << hex(f.call->mask)
               << " for lane " << l << ", which is at " << where(g);
