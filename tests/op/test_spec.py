@@ -63,9 +63,15 @@ def test_unknown_op_names_the_builtins() -> None:
 
 def test_missing_stage_file(tmp_path: Path) -> None:
     folder = copy_op("sigmoid", tmp_path)
-    (folder / "numba_kernel.py").unlink()
-    with pytest.raises(OpLoadError, match="missing numba_kernel.py"):
+    (folder / "reference.py").unlink()
+    with pytest.raises(OpLoadError, match="missing reference.py"):
         load_op(str(folder))
+
+
+def test_an_op_with_no_numba_stage_loads(tmp_path: Path) -> None:
+    folder = copy_op("sigmoid", tmp_path)
+    (folder / "numba_kernel.py").unlink()
+    assert not load_op(str(folder)).has("numba")  # validation says so in a row
 
 
 def test_syntax_error_in_spec_names_file_and_line(tmp_path: Path) -> None:
@@ -95,4 +101,4 @@ def test_a_folder_without_binding_cpp_is_told_about_the_two_file_cuda_stage(tmp_
     (folder / "binding.cpp").unlink()
     with pytest.raises(OpLoadError, match="missing binding.cpp") as e:
         load_op(str(folder))
-    assert "kernel.cu holds the kernels" in str(e.value)
+    assert "kernel.cu (the kernels" in e.value.hint and "TorchModule" in e.value.hint
