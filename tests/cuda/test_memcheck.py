@@ -198,7 +198,8 @@ def _backward(ext: cpu_build.Extension, op: str, *inputs: torch.Tensor) -> objec
 
 MISSING_BARRIERS = [
     MissingBarrier("bias_gelu", "    __syncthreads();\n    if (threadIdx.y != 0) return;", "    if (threadIdx.y != 0) return;",
-                   "sums[threadIdx.y][j * kVec + k][threadIdx.x] = acc[j][k];", "total += sums[r][j * kVec + k]",
+                   "sums[threadIdx.y][j * kVec<T> + k][threadIdx.x] = acc[j][k];",
+                   "total += sums[r][j * kVec<T> + k]",
                    "sums", lambda ext: _backward(ext, "bias_gelu", torch.randn(9, 17), torch.randn(17))),
     MissingBarrier("layernorm", "    __syncthreads();\n    if (threadIdx.y == 0 && c < cols) {",
                    "    if (threadIdx.y == 0 && c < cols) {",
