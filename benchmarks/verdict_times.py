@@ -11,7 +11,7 @@ the most threads the command's processes held at once (sampled from /proc every 
 
 Measurements (--only picks some):
   ops          `brrr validate` of the seven ops, all stages
-  row          `brrr validate benchmarks/ops/rowscale --stage cuda`: RMS normalization, 3x70001 among its sizes
+  row          `brrr validate examples/rmsnorm_shuffle --stage cuda`: RMS normalization, 3x70001 among its sizes
   sigmoid      a copy of sigmoid, cuda stage, clean and with its last element unwritten (bugs/cuda_last_element.bug)
   bias_gelu    a copy of bias_gelu, cuda stage, clean and with GELU's constant 0.044715 as 0.044725
   mutate       `brrr mutate sigmoid --stage cuda`: seconds per mutant
@@ -38,7 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BRRR = [sys.executable, "-m", "brrr_kernels"]
-ROW_OP = ROOT / "benchmarks" / "ops" / "rowscale"
+ROW_OP = ROOT / "examples" / "rmsnorm_shuffle"
 # The README's test command (Quick start, second command) after the install.
 TEST_COMMAND = [sys.executable, "-m", "pytest", "-n", "auto", "-q", "--durations=40"]
 
@@ -210,7 +210,7 @@ def tests(tmp: Path) -> list[Measured]:
 
 MEASUREMENTS: dict[str, Callable[[Path], list[Measured]]] = {
     "ops": lambda tmp: [validate("seven ops, all stages", [], (), tmp)],
-    "row": lambda tmp: [validate("rowscale 3x70001, cuda stage", [str(ROW_OP)], ("cuda",), tmp)],
+    "row": lambda tmp: [validate("rmsnorm_shuffle 3x70001, cuda stage", [str(ROW_OP)], ("cuda",), tmp)],
     "sigmoid": lambda tmp: failing_pair("sigmoid", unwritten_last, tmp),
     "bias_gelu": lambda tmp: failing_pair("bias_gelu", wrong_gelu_constant, tmp),
     "mutate": mutate,
