@@ -123,10 +123,11 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
     ops = getattr(torch.ops, namespace)
     while True:
         try:
-            name, args, guarded = calls.recv()
+            name, args, guarded, poisoned = calls.recv()
         except EOFError:
             return
         received = _unpack(args)
+        _poison(poisoned)  # as the parent: what the call allocates and leaves unwritten reads NaN
         for a in received:  # each tensor's own elements are its bounds, not the storage it came in
             if checked and isinstance(a, torch.Tensor):
                 guards.narrow_to_span(a)
@@ -144,6 +145,21 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
         written = {i: storage_bytes(a.untyped_storage()) for i, (a, b) in enumerate(zip(received, before))
                    if b is not None and storage_bytes(a.untyped_storage()) != b}
         calls.send(("ok", _pack(result), written))
+
+
+def _poisoning() -> bool:
+    """Whether this process fills what torch allocates with NaN now (validation/trial.poisoned)."""
+    import torch
+
+    return torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory
+
+
+def _poison(on: bool) -> None:
+    """The child allocates as the parent would: NaN-filled while validation poisons outputs."""
+    import torch
+
+    torch.use_deterministic_algorithms(on, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = on
 
 
 @lru_cache(maxsize=1)
@@ -213,7 +229,7 @@ class Isolated:
             self.close()
             self.start()
         try:
-            self.calls.send((name, _pack(args), guards.active()))
+            self.calls.send((name, _pack(args), guards.active(), _poisoning()))
             if not self.calls.poll(self.hard_limit_s):
                 self.kill()
                 raise Crashed(f"{name} ran for more than {self.hard_limit_s:.0f} s and was stopped: a loop that does "
