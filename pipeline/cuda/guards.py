@@ -129,7 +129,12 @@ def guarded_like(t: torch.Tensor, name: str | None = None) -> tuple[torch.Tensor
     buffer[start:start + span].zero_()  # the gaps of a strided view are inside the tensor, not a band
     # 0 elements: the pointer lies between the two bands, so a write through it lands in one
     made = buffer.view(t.dtype).as_strided(t.shape, t.stride(), start // t.element_size())
-    made.copy_(t)
+    if t.numel() and torch._debug_has_internal_overlap(t) == 1:  # an expanded view (stride 0): copy its bytes
+        source = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+        offset = t.storage_offset() * t.element_size()
+        buffer[start:start + span].copy_(source[offset:offset + span])
+    else:
+        made.copy_(t)
     _narrow(buffer, made, span)
     return made, Guard(buffer, start, start + span, t.element_size(), t.numel(), name)
 
