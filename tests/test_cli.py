@@ -134,10 +134,10 @@ def test_internal_error_is_for_brrrs_own_bugs(monkeypatch: pytest.MonkeyPatch, c
                                               error: Exception, says: str) -> None:
     from brrr_kernels import cli
 
-    def fail() -> int:
+    def fail(args: object) -> int:
         raise error
 
-    monkeypatch.setattr(cli, "cmd_list", fail)
+    monkeypatch.setattr(cli, "list_ops", fail)
     assert cli.main(["list"]) == 2
     assert capsys.readouterr().err.strip() == says
 

@@ -76,7 +76,7 @@ def _replay_inputs(op, size, dtype: torch.dtype, seed: int = 0):
 def test_the_printed_debug_command_runs_a_correct_row_op_to_the_end() -> None:
     # layernorm's block-per-row kernel at 37x1000 in float64 (37 blocks, shared-memory partial sums):
     # the command a failing row prints, continued to the end, meets no fault
-    from brrr_kernels.debugger.numba_stage import Failure, save_failure
+    from brrr_kernels.verdict.replay import Failure, save_failure
     from brrr_kernels.op.loaders import load_op
 
     op = load_op("layernorm")
