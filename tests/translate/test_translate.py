@@ -176,7 +176,7 @@ def test_translation_mirrors_the_numba_stage(tmp_path: Path) -> None:
     assert kernel.index("sigmoid_forward_kernel") < kernel.index("sigmoid_backward_kernel")
     assert "const T* __restrict__ x, T* __restrict__ y, int64_t n" in kernel
     assert "int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;" in kernel
-    assert "y[i] = 1.0 / (1.0 + exp(-v));" in kernel  # a float literal is a double, as numba types it
+    assert "y[i] = brrr::from_acc<T>(1.0 / (1.0 + exp(-v)));" in kernel  # a float literal is a double, as numba types it
     layernorm = translate(load_op("layernorm")).kernel_cu
     assert "// Second pass over the row for the centred sum of squares" in layernorm
     assert "__shared__ double partial[WARPS];" in layernorm
@@ -287,7 +287,8 @@ def test_numba_typing_rules(python: str, c: str, tmp_path: Path) -> None:
     line = "        y[i] = 1.0 / (1.0 + math.exp(-v))\n"
     assert line in path.read_text()
     path.write_text(path.read_text().replace(line, f"        y[i] = {python}\n"))
-    assert f"y[i] = {c};" in translate(load_op(str(folder))).kernel_cu
+    # a store into a 16-bit capable T goes through from_acc (sigmoid's cuda stage takes float16/bfloat16)
+    assert f"y[i] = brrr::from_acc<T>({c});" in translate(load_op(str(folder))).kernel_cu
 
 
 def test_rowwise_templates_count_as_templates(tmp_path: Path) -> None:
