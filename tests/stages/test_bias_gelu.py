@@ -57,7 +57,8 @@ def test_cuda_layout_for_tiles_and_for_bias_gradient() -> None:
     assert locate(45 * 4099 + 300, (257, 4099)) == ((1, 1, 0), (11, 3, 0))
     assert locate(45 * 4099 + 428, (257, 4099)) == ((1, 1, 0), (11, 3, 0))
     assert locate(45 * 4099 + 304, (257, 4099)) == ((1, 1, 0), (12, 3, 0))
-    assert locate(300, (4099,)) == ((1, 0, 0), (44, 0, 0))
+    # grad_bias: bias_grad_kernel's blocks of kFinalizeColumns = 32 columns, a lane each (its warps split the parts)
+    assert locate(300, (4099,)) == ((9, 0, 0), (12, 0, 0))
     # Past 65535 * 8 groups of 4 rows, each thread takes more rows rather than the grid growing.
     rows = 65535 * 8 * 4 + 1
     assert spec.layouts["cuda"].locate((rows - 1) * 3, (rows, 3))[0][1] <= 65534
@@ -95,7 +96,8 @@ def test_cuda_stage_compiles_without_spills() -> None:
         for name in ("bias_gelu_forward_kernel", "bias_gelu_forward_v1_kernel", "bias_gelu_backward_kernel",
                      "bias_grad_kernel"):
             assert f"{name}<{t}>" in kernels
-        assert kernels[f"bias_gelu_backward_kernel<{t}>"]["shared_bytes"] == 8 * 8 * 32 * 8
+        vec = 8 if t in ("__half", "__nv_bfloat16") else 4  # kVec<T>: one 16-byte vector of T
+        assert kernels[f"bias_gelu_backward_kernel<{t}>"]["shared_bytes"] == 8 * (2 * vec) * 32 * 8  # sums[kBlockY][kPack][kBlockX]
     assert all(k["spill_stores"] == 0 for k in kernels.values())
 
 
