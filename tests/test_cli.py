@@ -105,8 +105,11 @@ def test_build_resources_works_for_every_op(name: str) -> None:
     lines = proc.stdout.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["kernel", "regs"])
     rows = [ln.split() for ln in lines[header + 1:] if ln.startswith("  ")]
-    # registers, shared bytes, spill stores, spill loads, stack bytes: every built-in kernel spills nothing
-    assert rows and all(all(v.isdigit() for v in r[-5:]) and int(r[-5]) > 0 and r[-3:-1] == ["0", "0"] for r in rows)
+    # registers, shared bytes, spill stores, spill loads, stack bytes: no built-in kernel spills but the one
+    # tests/stages/test_layernorm.py names (KNOWN_SPILLS)
+    known = ("layernorm_backward_fused_kernel<__nv_bfloat16,",)
+    assert rows and all(all(v.isdigit() for v in r[-5:]) and int(r[-5]) > 0 for r in rows)
+    assert all(r[-3:-1] == ["0", "0"] for r in rows if tuple(r[:1]) not in {(k,) for k in known}), rows
 
 
 @needs_nvcc
