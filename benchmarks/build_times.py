@@ -58,7 +58,7 @@ def main() -> None:
     folder = work / op
     shutil.copytree(REPO / "stages" / op, folder, ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "BRRR_CACHE": str(work / "cache")}
-    build = (f"import time; from brrr_kernels import builder; from brrr_kernels.op.loaders import load_op; import torch; "
+    build = (f"import time; from brrr_kernels.cuda import builder; from brrr_kernels.op.loaders import load_op; import torch; "
              f"s=time.monotonic(); builder.build_extension(load_op('{folder}'), arch={arch!r}); print(time.monotonic()-s)")
     rows: list[tuple[str, float]] = [
         ("brrr: first build (cold cache)", python(build, env)),
