@@ -76,7 +76,8 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 
 @needs_nvcc
 def test_cu_that_does_not_compile_shows_the_compiler_error_at_file_and_line(tmp_path: Path) -> None:
-    folder = plant(copy_op("sigmoid", tmp_path), "kernel.cu", "grad_x[i] = grad_y[i] * y[i]", "grad_x[i] = grad_y[i] * yy[i]")
+    folder = plant(copy_op("sigmoid", tmp_path), "kernel.cu", "grad_x[i] = sigmoid_grad(grad_y[i], y[i])",
+                   "grad_x[i] = sigmoid_grad(grad_y[i], yy[i])")
     line = 1 + (folder / "kernel.cu").read_text().split("yy[i]")[0].count("\n")
     proc = brrr("validate", str(folder), "--stage", "cuda", cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
