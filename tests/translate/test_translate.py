@@ -15,7 +15,7 @@ from conftest import REPO, STAGES, brrr, failed, needs_nvcc, validate
 
 from brrr_kernels.base.errors import BrrrError
 from brrr_kernels.op.loaders import builtin_op_names, load_op
-from brrr_kernels.translate.run import TEMPLATE_LINE, translate
+from brrr_kernels.translate.run import TEMPLATE_LINE, is_template, translate
 from brrr_kernels.verdict.report import FAIL, PASS
 
 BUILTIN = ("bias_gelu", "layernorm", "matmul", "mul", "sigmoid", "softmax", "square")
@@ -292,12 +292,16 @@ def test_numba_typing_rules(python: str, c: str, tmp_path: Path) -> None:
 
 
 def test_rowwise_templates_count_as_templates(tmp_path: Path) -> None:
-    """`brrr new --kind rowwise` writes a complete binding.cpp without the unfinished line: still a template."""
+    """`brrr new --kind rowwise`'s kernel.cu is a template (its lines to fill in are marked); translate
+    refuses while the numba stage is unwritten, and writes nothing."""
     assert brrr("new", "rms", "--kind", "rowwise", "--dir", str(tmp_path)).returncode == 0
+    op = load_op(str(tmp_path / "rms"))
+    assert is_template(op.path("cuda"), op)
+    # while its numba stage still raises NotImplementedError, translate refuses at that line, writing nothing
+    kept = op.path("binding").read_text()
     result = brrr("translate", str(tmp_path / "rms"))
-    assert result.returncode == 0, result.stderr
-    binding = (tmp_path / "rms" / "binding.cpp").read_text()
-    assert "translated from numba_kernel.py" in binding and "grad_weight.zero_();" in binding
+    assert result.returncode == 2 and "NotImplementedError" in result.stderr, result.stderr
+    assert op.path("binding").read_text() == kept
 
 
 def test_the_next_command_after_out_works_there(tmp_path: Path) -> None:
