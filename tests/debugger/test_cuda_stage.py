@@ -26,7 +26,9 @@ def test_index_stops_in_the_thread_that_computes_it() -> None:
     assert out.returncode == 0, text
     assert "to block (0, 0, 0) thread (1, 0, 0), which computes element 5" in text, text
     assert "hit Breakpoint 2, sigmoid_forward_kernel<float, 4>" in text, text
-    assert "kernel.cu:23" in text and "$1 = 4\n" in text, text
+    source = (STAGES / "sigmoid" / "kernel.cu").read_text()
+    first = 1 + source.split("const int64_t base = (static_cast<int64_t>(blockIdx.x)")[0].count("\n")
+    assert f"kernel.cu:{first}" in text and "$1 = 4\n" in text, text  # the kernel's first line
     assert "$2 = {x = 1, y = 0, z = 0}" in text and "$3 = {x = 0, y = 0, z = 0}" in text, text
     assert "brrr: the call returned" in text, text
 
@@ -76,8 +78,8 @@ def _replay_inputs(op, size, dtype: torch.dtype, seed: int = 0):
 def test_the_printed_debug_command_runs_a_correct_row_op_to_the_end() -> None:
     # layernorm's block-per-row kernel at 37x1000 in float64 (37 blocks, shared-memory partial sums):
     # the command a failing row prints, continued to the end, meets no fault
-    from brrr_kernels.verdict.replay import Failure, save_failure
     from brrr_kernels.op.loaders import load_op
+    from brrr_kernels.verdict.replay import Failure, save_failure
 
     op = load_op("layernorm")
     inputs, upstream = _replay_inputs(op, (37, 1000), torch.float64)
