@@ -257,7 +257,8 @@ def test_a_write_into_a_0_element_output_names_that_tensor(tmp_path: Path) -> No
     plant(folder, "kernel.cu", "void sigmoid_forward(const T* x, T* y, int64_t n, cudaStream_t stream) {",
           "void sigmoid_forward(const T* x, T* y, int64_t n, cudaStream_t stream) {\n"
           "    if (n == 0) { sigmoid_forward_kernel<T, 1><<<1, 32, 0, stream>>>(x, y, 1); return; }")
-    plant(folder, "kernel.cu", "T* __restrict__ y, int64_t n) {\n", "T* __restrict__ y, int64_t n) {\n    if (x == nullptr) y[0] = T(0);\n")
+    plant(folder, "kernel.cu", "T* __restrict__ y, int64_t n) {\n",
+          "T* __restrict__ y, int64_t n) {\n    if (x == nullptr) y[0] = T(0);\n")
     message = fault_of(lambda: checked(folder).forward(torch.randn(0)))
     assert "out-of-bounds write" in message, message
     assert "at element 0 of x or y (0 elements: a 0-element tensor's data_ptr() is null)" in message, message
