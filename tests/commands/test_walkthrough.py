@@ -44,11 +44,11 @@ def test_walkthrough_single_step_and_bad_step() -> None:
     assert bad.returncode == 2 and "between 1 and 6" in bad.stderr
 
 
-def test_notebook_executes() -> None:
+def test_notebook_executes(monkeypatch: pytest.MonkeyPatch) -> None:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(REPO / "examples" / "walkthrough.ipynb", as_version=4)
-    os.environ["PYTHONPATH"] = str(REPO)
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the kernel's; undone after, so no later test inherits it
     nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
