@@ -28,14 +28,16 @@ Registry& registry() {
     return *r;
 }
 
-// The wrapped allocation: the inner DataPtr owns the memory, this context outlives it by nothing.
-struct Held {
-    c10::DataPtr inner;
-};
+// The inner DataPtr of each live allocation, by its data pointer: the DataPtr torch gets has its data
+// as its context too (torch's raw_allocate, which CPU bfloat16 matmul uses, asserts data == context).
+std::map<void*, c10::DataPtr>& held() {
+    static auto* h = new std::map<void*, c10::DataPtr>();  // under registry().mutex; never destroyed
+    return *h;
+}
 
-void release(void* ctx) {
-    auto* held = static_cast<Held*>(ctx);
-    if (void* p = held->inner.get()) {
+void release(void* p) {
+    c10::DataPtr inner;  // freed when this returns, outside the lock
+    {
         Registry& r = registry();
         std::lock_guard<std::mutex> lock(r.mutex);
         const auto a = reinterpret_cast<uintptr_t>(p);
@@ -44,8 +46,11 @@ void release(void* ctx) {
             r.live.erase(n->second);
             r.narrowed.erase(n);
         }
+        if (auto h = held().find(p); h != held().end()) {
+            inner = std::move(h->second);
+            held().erase(h);
+        }
     }
-    delete held;
 }
 
 class Recording final : public c10::Allocator {
@@ -61,11 +66,15 @@ public:
             Registry& r = registry();
             std::lock_guard<std::mutex> lock(r.mutex);
             r.live[reinterpret_cast<uintptr_t>(p)] = n;
+            held()[p] = std::move(dp);
         }
-        return {p, new Held{std::move(dp)}, &release, device};
+        return {p, p, &release, device};
     }
 
     void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+
+    // raw_allocate/raw_deallocate (CPU bfloat16 matmul's workspace) free through this
+    c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
 private:
     c10::Allocator* inner_;
