@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,8 +35,17 @@ struct Aligned {
     Aligned() = default;
     template <typename U>
     Aligned(const Aligned<U>&) {}
+#ifdef BRRR_CPU
     T* allocate(size_t n) { return static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64)); }
     void deallocate(T* p, size_t) { std::free(p); }
+#else  // built by nvcc for a GPU (benchmarks/tensor_core_agreement.py): host and device read the same buffers
+    T* allocate(size_t n) {
+        void* p = nullptr;
+        if (cudaMallocManaged(&p, n * sizeof(T)) != cudaSuccess) throw std::bad_alloc();
+        return static_cast<T*>(p);
+    }
+    void deallocate(T* p, size_t) { cudaFree(p); }
+#endif
     bool operator==(const Aligned&) const { return true; }
     bool operator!=(const Aligned&) const { return false; }
 };
@@ -308,6 +319,12 @@ __global__ void wmma_misaligned(const __half* a) {
 
 // ---- the host side --------------------------------------------------------------------------------
 
+// A launch's results are read on the host: on a GPU, wait for it (the CPU execution's launches return done).
+static void finish() {
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) throw std::runtime_error(cudaGetErrorString(e));
+}
+
 template <typename T>
 static Vec<T> inputs(size_t n, int salt) {
     Vec<T> v(n);
@@ -321,6 +338,7 @@ static void run_mma_16bit() {
     auto c = inputs<float>(16 * 8, 3);
     Vec<float> d(16 * 8);
     mma_16bit<T, K><<<1, 32>>>(a.data(), b.data(), c.data(), d.data());
+    finish();
     print_matrix("A", a), print_matrix("B", b), print_matrix("C", c), print_matrix("D", d);
 }
 
@@ -331,6 +349,7 @@ static void run_wmma_tile() {
     auto c = inputs<float>(M * N, 6);
     Vec<float> d(M * N);
     wmma_tile<M, N, K, T, LB><<<1, 32>>>(a.data(), stored.data(), c.data(), d.data());
+    finish();
     Vec<T> b(K * N);  // B row-major, whichever way it was stored
     for (int k = 0; k < K; ++k)
         for (int n = 0; n < N; ++n) b[k * N + n] = row ? stored[k * N + n] : stored[n * K + k];
@@ -344,20 +363,23 @@ static void run_wrong_layout() {
     auto c = inputs<float>(256, 6);
     Vec<float> d(256);
     wmma_tile<16, 16, 16, T, wmma::col_major><<<1, 32>>>(a.data(), b.data(), c.data(), d.data());
+    finish();
     print_matrix("A", a), print_matrix("B", b), print_matrix("C", c), print_matrix("D", d);
 }
 
 template <int M, int N, int K>
 static void run_mapping() {
-    alignas(32) static float d[M * N];
-    wmma_mapping<M, N, K><<<1, 32>>>(d);
-    print_matrix("D", Vec<float>(d, d + M * N));
+    Vec<float> d(M * N);
+    wmma_mapping<M, N, K><<<1, 32>>>(d.data());
+    finish();
+    print_matrix("D", d);
 }
 
 template <int Count, bool Trans>
 static void run_ldmatrix() {
     Vec<unsigned> out(128);
     ldmatrix_lanes<Count, Trans><<<1, 32>>>(out.data());
+    finish();
     std::printf("D");
     for (unsigned v : out) std::printf(" %u", v);
     std::printf("\n");
@@ -374,6 +396,7 @@ int main(int argc, char** argv) {
             auto a = inputs<__half>(256, 1), b = inputs<__half>(128, 2), cc = inputs<__half>(128, 3);
             Vec<__half> d(128);
             mma_f16_acc<<<1, 32>>>(a.data(), b.data(), cc.data(), d.data());
+            finish();
             print_matrix("A", a), print_matrix("B", b), print_matrix("C", cc), print_matrix("D", d);
         } else if (c == "mma_tf32_k8" || c == "mma_tf32_k4") {
             const int k = c == "mma_tf32_k8" ? 8 : 4;
@@ -381,6 +404,7 @@ int main(int argc, char** argv) {
             Vec<float> d(128), au(16 * k), bu(k * 8);
             if (k == 8) mma_tf32<8><<<1, 32>>>(a.data(), b.data(), cc.data(), d.data(), au.data(), bu.data());
             else mma_tf32<4><<<1, 32>>>(a.data(), b.data(), cc.data(), d.data(), au.data(), bu.data());
+            finish();
             print_matrix("A", au), print_matrix("B", bu), print_matrix("C", cc), print_matrix("D", d);
             print_matrix("X", a);  // the inputs before rounding to tf32
         } else if (c == "ldmatrix_x1") run_ldmatrix<1, false>();
@@ -391,6 +415,7 @@ int main(int argc, char** argv) {
             auto a = inputs<__nv_bfloat16>(256, 7), b = inputs<__nv_bfloat16>(128, 8);
             Vec<float> d(128), zero(128, 0.0f);
             ldmatrix_gemm<<<1, 32>>>(a.data(), b.data(), d.data());
+            finish();
             print_matrix("A", a), print_matrix("B", b), print_matrix("C", zero), print_matrix("D", d);
         } else if (c == "wmma_half_16x16x16") run_wmma_tile<16, 16, 16, __half, wmma::col_major>();
         else if (c == "wmma_bf16_16x16x16") run_wmma_tile<16, 16, 16, __nv_bfloat16, wmma::row_major>();
@@ -399,20 +424,22 @@ int main(int argc, char** argv) {
         else if (c == "wmma_half_8x32x16") run_wmma_tile<8, 32, 16, __half, wmma::col_major>();
         else if (c == "wmma_bf16_8x32x16") run_wmma_tile<8, 32, 16, __nv_bfloat16, wmma::row_major>();
         else if (c == "wmma_tf32_16x16x8") {
-            alignas(32) static float a[128], b[128], cc[256], d[256], au[128], bu[128];
+            Vec<float> a(128), b(128), cc(256), d(256), au(128), bu(128);
             for (int i = 0; i < 128; ++i) a[i] = input(i, 1), b[i] = input(i, 2);
             for (int i = 0; i < 256; ++i) cc[i] = input(i, 3);
-            wmma_tf32<<<1, 32>>>(a, b, cc, d, au, bu);
+            wmma_tf32<<<1, 32>>>(a.data(), b.data(), cc.data(), d.data(), au.data(), bu.data());
+            finish();
             // C and D are column-major in memory: print them row-major.
             Vec<float> cr(256), dr(256);
             for (int r = 0; r < 16; ++r)
                 for (int k = 0; k < 16; ++k) cr[r * 16 + k] = cc[k * 16 + r], dr[r * 16 + k] = d[k * 16 + r];
-            print_matrix("A", Vec<float>(au, au + 128)), print_matrix("B", Vec<float>(bu, bu + 128));
+            print_matrix("A", au), print_matrix("B", bu);
             print_matrix("C", cr), print_matrix("D", dr);
         } else if (c == "wmma_gemm") {
             auto a = inputs<__nv_bfloat16>(32 * 64, 9), b = inputs<__nv_bfloat16>(64 * 32, 10);
             Vec<float> d(32 * 32), zero(32 * 32, 0.0f);
             wmma_gemm<<<1, 128>>>(a.data(), b.data(), d.data());
+            finish();
             print_matrix("A", a), print_matrix("B", b), print_matrix("C", zero), print_matrix("D", d);
         } else if (c == "wmma_wrong_layout") run_wrong_layout<__half>();
         else if (c == "wmma_mapping_16x16x16") run_mapping<16, 16, 16>();
@@ -422,13 +449,16 @@ int main(int argc, char** argv) {
             auto a = inputs<__half>(256, 1), b = inputs<__half>(256, 2);
             Vec<float> d(256);
             wmma_divergent<<<1, 32>>>(a.data(), b.data(), d.data());
+            finish();
         } else if (c == "mma_after_return") {
             Vec<float> d(32);
             mma_after_return<<<1, 32>>>(d.data());
+            finish();
         } else if (c == "ldmatrix_no_syncwarp") {
             auto a = inputs<__nv_bfloat16>(256, 7);
             Vec<unsigned> out(128);
             ldmatrix_no_syncwarp<<<1, 32>>>(a.data(), out.data());
+            finish();
             std::printf("D");
             for (unsigned v : out) std::printf(" %u", v);
             std::printf("\n");
@@ -436,6 +466,7 @@ int main(int argc, char** argv) {
             auto x = inputs<float>(64, 11);
             Vec<unsigned> out(64);
             pack_pairs<<<1, 32>>>(x.data(), out.data());
+            finish();
             print_matrix("X", x);
             std::printf("D");
             for (unsigned v : out) std::printf(" %u", v);
@@ -443,6 +474,7 @@ int main(int argc, char** argv) {
         } else if (c == "wmma_misaligned") {
             auto a = inputs<__half>(512, 1);
             wmma_misaligned<<<1, 32>>>(a.data());
+            finish();
         } else {
             std::printf("unknown case %s\n", c.c_str());
             return 2;

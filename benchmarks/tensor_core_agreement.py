@@ -1,0 +1,86 @@
+"""Tensor cores on the CPU execution against a GPU's, case by case (issue 28).
+
+    python3 benchmarks/tensor_core_agreement.py [--out FILE]     # on a machine with a GPU and nvcc
+
+tests/cuda/tensor_core_cases.cu is built twice: by nvcc for this GPU, and for the CPU execution as the
+tests build it. Each case runs in both, and the table says, for each:
+- products (mma.sync, wmma): how many elements are bit for bit the GPU's, the largest difference
+  between the two, and that difference and each side's error against a float64 product of the
+  rounded inputs, over the bound the README states (`tensor_core_bound(K)` times the sum of the
+  magnitudes): at most 1 is agreement within the bound;
+- layouts (ldmatrix, the wmma fragment mapping, packing): equal or not, as integers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "cuda"))
+from cpu_programs import build, run  # noqa: E402
+from test_cpu_tensor_cores import PRODUCTS, excess, matrices  # noqa: E402
+
+from brrr_kernels.op.tolerances import tensor_core_bound  # noqa: E402
+
+CASES = ROOT / "tests" / "cuda" / "tensor_core_cases.cu"
+EXTRA_PRODUCTS = {"mma_f16_acc": (16, 8, 16)}  # f16 accumulators: the bound gains half an f16 ulp
+LAYOUTS = ("ldmatrix_x1", "ldmatrix_x2_trans", "ldmatrix_x4", "ldmatrix_x4_trans", "wmma_mapping_16x16x16",
+           "wmma_mapping_32x8x16", "wmma_mapping_8x32x16", "pack_pairs")
+
+
+def gpu_program(folder: Path) -> Path:
+    exe = folder / "cases_gpu"
+    arch = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
+                          text=True, check=True).stdout.split()[0].replace(".", "")
+    subprocess.run(["nvcc", "-std=c++20", "-O2", f"-arch=sm_{arch}", str(CASES), "-o", str(exe)], check=True)
+    return exe
+
+
+def gpu_run(exe: Path, case: str) -> str:
+    return subprocess.run([str(exe), case], capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+
+
+def product_row(case: str, cpu: str, gpu: str) -> str:
+    m, n, k = {**PRODUCTS, **EXTRA_PRODUCTS}[case]
+    c, g = matrices(cpu, m, n, k), matrices(gpu, m, n, k)
+    same_inputs = all(np.array_equal(c[x], g[x]) for x in ("A", "B", "C"))
+    extra = 2.0**-11 if case in EXTRA_PRODUCTS else 0.0
+    magnitude = np.abs(c["C"]) + np.abs(c["A"]) @ np.abs(c["B"])
+    bound = tensor_core_bound(k) * magnitude + extra * np.abs(c["D"]) + 1e-30
+    diff = np.abs(c["D"] - g["D"])
+    bitwise = int(np.sum(c["D"] == g["D"]))
+    return (f"| {case} | {m}x{n}x{k} | {'yes' if same_inputs else 'NO'} | {bitwise} of {c['D'].size} | "
+            f"{diff.max():.3g} | {float(np.max(diff / bound)):.3f} | {excess(c, k, extra):.3f} | {excess(g, k, extra):.3f} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="brrr-tc-") as tmp:
+        folder = Path(tmp)
+        gpu_exe, cpu_exe = gpu_program(folder), build(CASES, folder)
+        lines = ["| case | M x N x K | same inputs | bit for bit | max abs diff | diff / bound | CPU error / bound "
+                 "| GPU error / bound |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for case in sorted(PRODUCTS) + sorted(EXTRA_PRODUCTS):
+            lines.append(product_row(case, run(cpu_exe, case), gpu_run(gpu_exe, case)))
+        lines += ["", "| layout case | CPU execution equals the GPU |", "| --- | --- |"]
+        for case in LAYOUTS:
+            cpu, gpu = run(cpu_exe, case).split(), gpu_run(gpu_exe, case).split()
+            differ = sum(a != b for a, b in zip(cpu, gpu)) + abs(len(cpu) - len(gpu))
+            lines.append(f"| {case} | {'yes' if not differ else f'NO: {differ} values differ'} |")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
