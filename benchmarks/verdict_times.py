@@ -10,7 +10,7 @@ and to saving a failing case's inputs (`--json` rows: `seconds`, extras `spread_
 the most threads the command's processes held at once (sampled from /proc every 0.2 s).
 
 Measurements (--only picks some):
-  ops          `brrr validate` of the seven ops, all stages
+  ops          `brrr validate` of the seven ops, all stages, then of every built-in op
   row          `brrr validate examples/rmsnorm_shuffle --stage cuda`: RMS normalization, 3x70001 among its sizes
   sigmoid      a copy of sigmoid, cuda stage, clean and with its last element unwritten (bugs/cuda_last_element.bug)
   bias_gelu    a copy of bias_gelu, cuda stage, clean and with GELU's constant 0.044715 as 0.044725
@@ -39,6 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BRRR = [sys.executable, "-m", "brrr_kernels"]
 ROW_OP = ROOT / "examples" / "rmsnorm_shuffle"
+# The seven ops; the library has grown since (matmul_tc, attention: "every built-in op").
+SEVEN = ("sigmoid", "mul", "square", "bias_gelu", "softmax", "layernorm", "matmul")
 # The README's test command (Quick start, second command) after the install.
 TEST_COMMAND = [sys.executable, "-m", "pytest", "-n", "auto", "-q", "--durations=40"]
 
@@ -209,7 +211,8 @@ def tests(tmp: Path) -> list[Measured]:
 
 
 MEASUREMENTS: dict[str, Callable[[Path], list[Measured]]] = {
-    "ops": lambda tmp: [validate("seven ops, all stages", [], (), tmp)],
+    "ops": lambda tmp: [validate("seven ops, all stages", list(SEVEN), (), tmp),
+                        validate("every built-in op, all stages", [], (), tmp)],
     "row": lambda tmp: [validate("rmsnorm_shuffle 3x70001, cuda stage", [str(ROW_OP)], ("cuda",), tmp)],
     "sigmoid": lambda tmp: failing_pair("sigmoid", unwritten_last, tmp),
     "bias_gelu": lambda tmp: failing_pair("bias_gelu", wrong_gelu_constant, tmp),
