@@ -31,6 +31,7 @@ from typing import Any
 from ..base.files import shown
 from ..base.settings import seconds_setting
 from . import guards
+from .printed import Printed
 
 CHILD_NAME = "brrr-cpu-exec"
 _PR_SET_NAME = 15
@@ -120,6 +121,8 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
         install_allocation_registry()
     torch.ops.load_library(library)
     ctypes.CDLL(library).brrr_cpu_crash_install(crash_fd.fileno())
+    printf = Printed(library)
+    printf.keep()  # a kernel's printf lines go back with the call's answer, to the row that made them
     ops = getattr(torch.ops, namespace)
     while True:
         try:
@@ -140,11 +143,11 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
             if mode is not None:
                 mode.check(name, {f"result {i}": r for i, r in enumerate(_flat(result))}, unnamed_only=True)
         except Exception as e:  # the op's own error (a fault the runtime reported, a TORCH_CHECK): the parent's to raise
-            calls.send(("error", type(e).__name__, str(e)))
+            calls.send(("error", type(e).__name__, str(e), printf.take()))
             continue
         written = {i: storage_bytes(a.untyped_storage()) for i, (a, b) in enumerate(zip(received, before))
                    if b is not None and storage_bytes(a.untyped_storage()) != b}
-        calls.send(("ok", _pack(result), written))
+        calls.send(("ok", _pack(result), written, printf.take()))
 
 
 def _poisoning() -> bool:
@@ -186,6 +189,7 @@ class Isolated:
         self.crashes: Any = None
         self.seconds = getattr(extension, "seconds", 0.0)
         self.cached = getattr(extension, "cached", True)
+        self.printed = ""  # the kernels' printf lines since the last take_printed (a crash loses its call's)
 
     @property
     def forward(self) -> Any:
@@ -237,13 +241,19 @@ class Isolated:
             answer = self.calls.recv()
         except (EOFError, ConnectionError, BrokenPipeError, OSError):
             raise self.crash(name) from None
+        self.printed += answer[-1]
         if answer[0] == "error":
             raise RuntimeError(answer[2])
-        _, result, written = answer
+        _, result, written, _ = answer
         for i, data in written.items():  # what the op wrote into an input, so validation sees the write
             target = args[i].untyped_storage()
             target.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8).untyped_storage())
         return _unpack(result)
+
+    def take_printed(self) -> str:
+        """The device printf lines of the calls since the last take, each prefixed with block and thread."""
+        text, self.printed = self.printed, ""
+        return text
 
     def crash(self, name: str) -> Crashed:
         """The child died: what its handler wrote, and how it ended."""

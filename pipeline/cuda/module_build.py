@@ -21,7 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from . import builder, cpu_build, cpu_includes, memcheck
 from .builder import INCLUDE_DIR, Job
 from .cpu_source import rewrite
 from .module_source import duplicated_module, module_text, modules, on_the_cpu
+from .printed import Printed
 
 # What a module's CPU build links beside the runtime (see the file's comment).
 MODULE_SOURCE = cpu_build.CPU_INCLUDE / "brrr_cpu_module.cpp"
@@ -51,9 +52,19 @@ class ModuleBuild:
     backward: Any
     found: tuple[str, ...]  # the author's own problems brrr found in the source (a module declared twice)
     bound_variants: dict[str, Any]
+    printf: Printed | None = None  # the CPU build's device printf lines (None on a GPU: they go to stdout)
 
     def variants(self) -> dict[str, Any]:
         return dict(self.bound_variants)
+
+    def keep_printed(self, on: bool) -> None:
+        """Keep the kernels' printf lines for take_printed (validation's rows), or print them again."""
+        if self.printf is not None:
+            self.printf.keep(on)
+
+    def take_printed(self) -> str:
+        """The device printf lines kept since the last take, each prefixed with block and thread."""
+        return self.printf.take() if self.printf is not None else ""
 
 
 def _sources(op: Op) -> list[Path]:
@@ -181,7 +192,8 @@ def build_cpu_module(op: Op, flavour: cpu_build.Flavour = cpu_build.DEFAULT, ver
             # checked again (a fault reported through the author's copy recursed into a stack overflow).
             _link(library, [o.path for o in [*objects[authors:], *objects[:authors]]])
     module = _import(name, library)
-    return _bind(op, module, library, start, all(o.cached for o in objects) and not linked)
+    built = _bind(op, module, library, start, all(o.cached for o in objects) and not linked)
+    return replace(built, printf=Printed(library))
 
 
 def nvcc_job(op: Op, arch: str) -> Job:

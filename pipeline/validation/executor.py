@@ -88,9 +88,24 @@ CUDA_BUILDS: dict[Where, Callable[[Op, Options], Any]] = {
     else builder.build_extension(op),
     # In a child process (cuda/isolated.py): a crash of the op's code fails a check, not brrr. A module
     # (the author's own pybind11 wrapper) runs in brrr's process.
-    Where.CPU_EXECUTION: lambda op, options: module_build.build_cpu_module(op, cpu_build.CHECKED) if op.spec.torch_module
+    Where.CPU_EXECUTION: lambda op, options: _cpu_module(op) if op.spec.torch_module
     else Isolated(cpu_build.build_cpu_extension(op, cpu_build.CHECKED), checked=True),
 }
+
+
+def _cpu_module(op: Op) -> module_build.ModuleBuild:
+    """The module's CPU build, its kernels' printf lines kept for the rows (Validation.run prints them again after)."""
+    built = module_build.build_cpu_module(op, cpu_build.CHECKED)
+    built.keep_printed(True)
+    return built
+
+
+def take_printed(v: Validation, stage: StageName) -> str:
+    """The device printf lines of `stage`'s calls since the last take: its library keeps them where
+    it runs on the CPU (cuda/printed.py); elsewhere there are none to take."""
+    library = v.stages[stage].library if stage in v.stages else None
+    take = getattr(library, "take_printed", None)
+    return take() if take is not None else ""
 
 
 def nvcc_check(op: Op, arch: str) -> builder.CompileReport:
@@ -129,6 +144,8 @@ class Validation:
             for stage in self.stages.values():  # the child processes running a stage's code end with it
                 if isinstance(stage.library, Isolated):
                     stage.library.close()
+                elif isinstance(stage.library, module_build.ModuleBuild):  # in this process: printf prints again
+                    stage.library.keep_printed(False)
 
     def _run(self) -> list[Row]:
         wanted = self.options.stages
@@ -219,6 +236,15 @@ class Validation:
         if self.spec.oracle is None and any(c.against is Against.ORACLE for c in checks):
             self.rows.append(Row(self.op.name, stage.name, "oracle", "-", SKIP, detail="the spec names no oracle"))
             return False
+        first_row = len(self.rows)
+        try:
+            return self._run_step(step, checks, stage)
+        finally:  # printf lines no case claimed (opcheck's calls, say) go to the step's last row
+            left = take_printed(self, stage.name)
+            if left and len(self.rows) > first_row:
+                self.rows[-1].printed += left.splitlines()
+
+    def _run_step(self, step: Check | EachDtype, checks: tuple[Check, ...], stage: Stage) -> bool:
         if isinstance(step, Check):
             if step.against is Against.INPUTS and self.intact is not None:
                 self.rows.append(self.intact.finish())
@@ -358,6 +384,8 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
             if bwd is not None:
                 bwd.not_run(case, "its forward failed")
             continue
+        finally:
+            fwd.printed(case, take_printed(v, stage))
         shapes_ok = True
         terms = case_terms(spec, want.xs, want.outputs, upstream)
         for i, (name, g, w) in enumerate(zip(spec.outputs, got.outputs, want.outputs)):
@@ -390,6 +418,8 @@ def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial
     except Exception as e:
         bwd.fault(fault_from(e, v.stages[stage].source), case, (upstream, dtype))
         return
+    finally:
+        bwd.printed(case, take_printed(v, stage))
     for i, (name, g, w) in enumerate(zip(v.spec.inputs, got.grads, want.grads)):
         if not v.spec.takes_grad(name, case.inputs[i]):
             continue  # an integer or no_grad input: whatever backward returns for it is ignored
@@ -513,6 +543,7 @@ def gradcheck(v: Validation, check: Check, stage: Stage) -> Row:
             b.fail(f"gradcheck in float64, size {size}: " + _trim(str(e)))
         except Exception as e:
             b.fault(fault_from(e, stage.source), case)
+    b.printed(case, take_printed(v, stage.name))
     # A call writing into what it receives makes gradcheck's numbers meaningless ("not reentrant"):
     # the cause is named first.
     b.fail_first([f"[{case.label}] {w}" for w in dict.fromkeys(writes)])
@@ -553,7 +584,7 @@ def build_stage(v: Validation, check: Check) -> Row:
         # Printed under the CPU build's row: nvcc's verdict on the same kernel.cu and ptxas' resources.
         row.notes = [f"nvcc {report.arch}: compiled{' (cached)' if report.cached else ''}; ptxas, per kernel:",
                      *(f"  {part}" for part in report.summary().split("; ") if part)]
-    elif where is Where.CPU_EXECUTION:
+    elif where is Where.CPU_EXECUTION and builder.find_nvcc() is None:  # (nvcc's refusal is the row's problem)
         row.notes = ["no nvcc: kernel.cu was not compiled for a GPU, so no compile verdict or ptxas resources"]
     row.seconds = ext.seconds
     v.stages[check.stage] = load_stage(v.op, check.stage, where, ext)

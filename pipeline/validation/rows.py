@@ -86,6 +86,11 @@ class RowBuilder:
             self._keep(Failure(self.op, *_cast(case, replay), self.phase, block=fault.block, thread=fault.thread,
                                stage=self.row.stage))
 
+    def printed(self, case: Case | None, text: str) -> None:
+        """A call's device printf lines (the CPU runtime's, prefixed with block and thread), under its case."""
+        label = f"[{case.label}] " if case is not None else ""
+        self.row.printed += [label + line for line in text.splitlines()]
+
     def fail(self, text: str) -> None:
         """A reason the row fails; a leading "[case label] " names the case it was met on."""
         m = _LABELLED.match(text)

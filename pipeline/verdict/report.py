@@ -56,6 +56,9 @@ class Row:
     notes: list[str] = field(default_factory=list)
     # Sizes of the spec this row did not run where it ran (the CPU execution's budget): a GPU runs them.
     gpu_only: list[str] = field(default_factory=list)
+    # The kernels' device printf lines while this check ran (the CPU execution), each "[case] [block
+    # (x, y, z), thread (x, y, z)] text": a kernel's own debugging output belongs with its verdict.
+    printed: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -116,11 +119,26 @@ def format_table(rows: list[Row]) -> str:
         elif r.detail and (r.failed or r.verdict in (NOT_RUN, SKIP, UNRUN, NOT_APPLICABLE) or "not run:" in r.detail):
             for d in r.detail.splitlines():
                 out.append(f"    {d}")
+        out += [f"    {d}" for d in printed_lines(r)]
     widened = list(dict.fromkeys(why for r in rows for why in r.extras.get("widened", [])))
     if widened:
         out.append("bounds the spec widens, and why:")
         out += [f"    {why}" for why in widened]
     return "\n".join(out)
+
+
+PRINTED_SHOWN = 20  # device printf lines shown under a row; --json keeps them all
+
+
+def printed_lines(r: Row) -> list[str]:
+    """A row's device printf lines as the table shows them: a heading, the first PRINTED_SHOWN lines."""
+    if not r.printed:
+        return []
+    n = len(r.printed)
+    out = [f"device printf, {n} line{'s' if n > 1 else ''}:", *(f"  {line}" for line in r.printed[:PRINTED_SHOWN])]
+    if n > PRINTED_SHOWN:
+        out.append(f"  ... {n - PRINTED_SHOWN} more (--json has every one)")
+    return out
 
 
 def _row_name(r: Row) -> str:

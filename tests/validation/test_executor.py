@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,34 @@ def test_without_a_cuda_toolkit_nvccs_compile_check_is_a_skipped_row_saying_why(
         assert "no CUDA toolkit" in row.detail and "not run" in row.detail
         with mock.patch.object(builder, "find_nvcc", lambda: "/usr/local/cuda/bin/nvcc"):
             assert nvcc_skipped(v, compile_check) is None
+
+
+# --- device printf: a kernel's own output is kept in the row of the check that made it ------------------
+
+
+def test_device_printf_lines_are_kept_in_their_rows_not_printed(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    from brrr_kernels.verdict.report import format_table, to_json
+
+    folder = tmp_path / "rowsum"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "cuda" / "byok_ops" / "rowsum", folder)
+    plant(folder, "kernel.cu", "    if (threadIdx.x == 0) out[row] = acc;\n",
+          "    if (threadIdx.x == 0) out[row] = acc;\n"
+          '    if (threadIdx.x == 0 && row == 1) printf("row %lld of %lld\\nnext\\n", (long long)row, (long long)cols);\n')
+    rows = runner.validate(load_op(str(folder)), runner.Options(stages=("cuda",), seed=3, cuda_on_cpu=True))
+    assert "row 1 of" not in capfd.readouterr().out  # kept, not sent to the terminal
+    forward = next(r for r in rows if r.check == "forward" and r.dtype == "float32")
+    assert forward.verdict == PASS
+    # every case's launch, in the order they ran; each line of one printf prefixed with block and thread
+    assert forward.printed == [f"[size {size}] [block (1, 0, 0), thread (0, 0, 0)] {text}"
+                               for size, cols in (("(3, 7)", 7), ("(2, 300)", 300), ("(64, 1000)", 1000))
+                               for text in (f"row 1 of {cols}", "next")]
+    strided = next(r for r in rows if r.check == "non-contiguous fwd" and r.dtype == "float32")
+    assert "[misaligned, size (2, 300)] [block (1, 0, 0), thread (0, 0, 0)] row 1 of 300" in strided.printed
+    # calls no case owns (opcheck's, on gradcheck_size's 3 x 5) go to their own check's row
+    opcheck = next(r for r in rows if r.check == "opcheck")
+    assert opcheck.printed and set(opcheck.printed) == {"[block (1, 0, 0), thread (0, 0, 0)] row 1 of 5",
+                                                        "[block (1, 0, 0), thread (0, 0, 0)] next"}
+    table = format_table(rows)
+    assert "    device printf, 6 lines:\n      [size (3, 7)] [block (1, 0, 0), thread (0, 0, 0)] row 1 of 7\n" in table
+    kept = json.loads(to_json(rows, {}))["rows"]
+    assert next(r for r in kept if r["check"] == "forward" and r["dtype"] == "float32")["printed"] == forward.printed

@@ -102,3 +102,19 @@ def test_notes_print_under_a_passing_row() -> None:
     row = Row("op", "cuda", "compile", "cpu", PASS, place="cpu",
               notes=["nvcc sm_90: compiled; ptxas, per kernel:", "  k<float>: 16 regs, 0 B spilled"])
     assert "    nvcc sm_90: compiled; ptxas, per kernel:\n      k<float>: 16 regs" in format_table([row])
+
+
+def test_a_rows_device_printf_lines_are_shown_under_it_up_to_a_limit_and_kept_whole_in_json(tmp_path: Path) -> None:
+    from brrr_kernels.verdict.report import PRINTED_SHOWN
+
+    row = Row("op", "cuda", "forward", "float32", PASS, place="cpu",
+              printed=[f"[size 7] [block (0, 0, 0), thread ({i}, 0, 0)] i={i}" for i in range(PRINTED_SHOWN + 5)])
+    lines = format_table([row]).splitlines()
+    at = lines.index(f"    device printf, {PRINTED_SHOWN + 5} lines:")
+    assert lines[at + 1] == "      [size 7] [block (0, 0, 0), thread (0, 0, 0)] i=0"
+    last = PRINTED_SHOWN - 1
+    assert lines[at + PRINTED_SHOWN] == f"      [size 7] [block (0, 0, 0), thread ({last}, 0, 0)] i={last}"
+    assert lines[at + PRINTED_SHOWN + 1] == "      ... 5 more (--json has every one)"
+    path = tmp_path / "rows.json"
+    write_json(path, [row], {})
+    assert json.loads(path.read_text())["rows"][0]["printed"] == row.printed

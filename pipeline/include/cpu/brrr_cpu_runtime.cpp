@@ -1533,6 +1533,10 @@ extern "C" __attribute__((visibility("default"))) void brrr_cpu_keep_printed(int
 // there were (call with capacity 0 to learn the size).
 extern "C" __attribute__((visibility("default"))) size_t brrr_cpu_take_printed(char* out, size_t capacity) {
     std::lock_guard<std::mutex> lock(brrr_cpu::printed_mutex);
+    if (brrr_cpu::printed_dropped) {  // said where the lines are read, as flush_printed says it on stdout
+        brrr_cpu::printed += "[brrr: device printf output beyond 1 MiB was dropped, as a GPU drops it]\n";
+        brrr_cpu::printed_dropped = false;
+    }
     const size_t size = brrr_cpu::printed.size();
     if (capacity == 0) return size;
     std::memcpy(out, brrr_cpu::printed.data(), size < capacity ? size : capacity);
