@@ -50,3 +50,13 @@ def test_a_misaligned_float4_load_faults_at_its_line(calls: object) -> None:
     assert f"kernel.cu:{line}: misaligned " in message, message
     assert "in float4_offset_kernel, block (0, 0, 0), thread (0, 0, 0)" in message, message
     assert "float4 (16-byte aligned) at an address 4 bytes past a multiple of 16, 4 bytes from the start of inp1" in message
+
+
+def test_a_fault_inside_a_headers_helper_is_placed_there_and_names_the_kernels_parameter(calls: object) -> None:
+    message = fault_of(calls.forward_helper_past_end, torch.randn(1001))  # type: ignore[attr-defined]
+    line = next(i for i, text in enumerate((FAULTS / "common.h").read_text().splitlines(), 1) if "__stcs(" in text)
+    # the header has no kernel: the parameter's name comes from where helper_past_end_kernel is defined
+    assert message.endswith(
+        f"common.h:{line}: out-of-bounds write in helper_past_end_kernel, block (7, 0, 0), thread (104, 0, 0): "
+        "4 bytes at out[1001], 1 element past the last element of out (1001 elements)"), message
+    assert "argument 1" not in message

@@ -288,8 +288,22 @@ std::vector<std::string> parameter_names(const std::string& file, const std::str
     return {};
 }
 
+// The file defining the launched kernel, from its address: its parameters are named there. An access
+// inside a helper of a header (llm.c's common.h) is placed in that header, which has no such kernel.
+std::string kernel_file() {
+    static std::mutex mutex;  // two blocks' threads may report at once
+    static std::unordered_map<const void*, std::string> files;
+    std::lock_guard<std::mutex> lock(mutex);
+    const void* kernel = L.launch->kernel;
+    if (!files.count(kernel))  // symbolize steps back one byte from a return address: the entry's own line
+        files[kernel] = symbolize(static_cast<const char*>(kernel) + 1).file;
+    return files[kernel];
+}
+
 std::string argument_name(const Argument& a, const Place& place) {
-    const std::vector<std::string> names = parameter_names(place.file, L.launch->name);
+    std::vector<std::string> names = parameter_names(kernel_file(), L.launch->name);
+    for (const std::string& file : {place.file, std::string(L.launch->site.file)})  // where addr2line has no line
+        if (names.empty()) names = parameter_names(file, L.launch->name);
     const std::string name = a.index < static_cast<int>(names.size()) && !names[a.index].empty()
                                  ? names[a.index] : "argument " + std::to_string(a.index + 1);
     return a.offset < 0 ? name : name + "@" + std::to_string(a.offset);
