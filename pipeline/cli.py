@@ -151,6 +151,9 @@ COMMANDS: tuple[Command, ...] = (
         arg("--size", action="append", metavar="N[xM...]", help="size(s) to time (default: the op's bench sizes)"),
         arg("--dtype", action="append", choices=DTYPES, help="dtype(s) (default: float32)"),
         arg("--no-numba", action="store_true", help="skip the numba stage on the GPU"),
+        arg("--jobs", type=int, default=None, metavar="N",
+            help="processes that build the cuda stages and compile torch.compile's cases before the timing, which "
+                 "stays serial (default: the free CPUs, as many as the GPU's free memory holds; 0: none)"),
         json_file("the timings"),
         arg("--plot", metavar="PNG", help="bar chart of the fraction of copy bandwidth"),
         arg("--profile", type=Path, metavar="JSON",

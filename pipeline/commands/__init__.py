@@ -9,6 +9,7 @@ Layer map:
     adopt        brrr adopt: an op folder from an extension its author already has
     export       brrr export: a standalone pip-installable package
     bench        brrr bench: the cuda stage against eager and torch.compile
+    bench_warm   brrr bench's warm-up: builds and torch.compile's compiles in parallel processes
     sanitize     brrr sanitize: compute-sanitizer over the cuda stage
     walkthrough  brrr walkthrough: the six steps, run live
 """

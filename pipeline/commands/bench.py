@@ -37,6 +37,7 @@ from ..base.files import replacing
 from ..op.contract import as_tuple
 from ..op.spec import Inputs, Op, Size
 from ..verdict.compare import outputs_agree
+from .bench_warm import Case, case_bytes, first_calls, plan, runner, stable_cache_keys, summary, warm_up, workers_for
 
 RUNS = 10
 BATCH_MS = 3.0  # a timed batch of calls keeps the GPU busy at least this long (see time_ms)
@@ -104,8 +105,7 @@ def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> CallTime:
     Host time: the wall time to issue the batch (the issuing never waits for the GPU, which is
     still asleep or busy with earlier calls), over its calls.
     """
-    for i in range(3):
-        fn(i % sets)
+    fn(0)  # the first call (a compile, a JIT, a first launch) stays out of everything below
     torch.cuda.synchronize()
     start = time.perf_counter()
     fn(0)
@@ -115,6 +115,9 @@ def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> CallTime:
     batch = max(1, min(MAX_BATCH, math.ceil(BATCH_MS / max(one, 1e-3))))
     if one > SLOW_MS:  # a call this long (numba's matmul: 0.4 s) varies little; its runs would take seconds
         runs = min(runs, SLOW_RUNS)
+    else:  # the other input sets once each before the timing (a slow call's batch of one is warm enough)
+        for i in range(1, min(sets, 3)):
+            fn(i)
     per_ms = _sleep_cycles_per_ms()
     host_guess = issue_one * batch  # a run that finds the GPU awake before the batch is issued sleeps longer
     device, host = [], []
@@ -154,24 +157,6 @@ def _sets_for(nbytes: int) -> int:
     return max(1, min(8, -(-L2_MULTIPLE * l2 // max(nbytes, 1))))
 
 
-def runner(op: Op, fn: Callable[..., Any], sets: list[Inputs], backward: bool,
-           upstreams: dict[int, tuple[torch.Tensor, ...]]) -> Callable[[int], None]:
-    """One call of fn on input set i: forward, or forward then backward from a random upstream gradient."""
-    spec = op.spec
-
-    def run(i: int) -> None:
-        xs = sets[i]
-        if backward:
-            xs = tuple(x.detach().requires_grad_(x.is_floating_point()) for x in xs)
-        out = as_tuple(fn(*xs, *spec.param_values))[: len(spec.outputs)]
-        if backward:
-            if i not in upstreams:
-                upstreams[i] = tuple(torch.randn_like(o) for o in out)
-            torch.autograd.grad(out, [x for x in xs if x.requires_grad], upstreams[i])
-
-    return run
-
-
 def profile(cases: list[tuple[Op, Size, torch.dtype, dict[str, Callable[..., Any]]]], path: Path) -> None:
     """A torch.profiler Chrome trace of a few calls of each implementation in each case, taken after
     and apart from the timed runs, whose numbers the profiler would disturb."""
@@ -199,16 +184,24 @@ def profile_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable
             torch.cuda.synchronize()
 
 
-def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[..., Any]], copy_gbps: float,
-             backward: bool) -> list[Timing]:
-    spec = op.spec
+def make_sets(op: Op, size: Size, dtype: torch.dtype) -> list[Inputs]:
+    """Input sets for a case, enough to exceed L2 L2_MULTIPLE times (made once for both directions:
+    make_inputs draws on the CPU, seconds for a 2^28-element tensor)."""
     gen = torch.Generator().manual_seed(0)
-    probe = spec.make_inputs(size, dtype, torch.device("cuda"), gen)
+    probe = op.spec.make_inputs(size, dtype, torch.device("cuda"), gen)
+    count = _sets_for(sum(x.nbytes for x in probe))
+    return [probe] + [op.spec.make_inputs(size, dtype, torch.device("cuda"), gen) for _ in range(count - 1)]
+
+
+def bench_op(op: Op, case: Case, sets: list[Inputs], impls: dict[str, Callable[..., Any]], copy_gbps: float) -> list[Timing]:
+    spec = op.spec
+    backward = case.backward
+    probe = sets[0]
     in_bytes = sum(x.nbytes for x in probe)
-    sets = [probe] + [spec.make_inputs(size, dtype, torch.device("cuda"), gen) for _ in range(_sets_for(in_bytes) - 1)]
     upstreams: dict[int, tuple[torch.Tensor, ...]] = {}
     results: list[Timing] = []
     eager_ms = None
+    named = (spec.name, str(case.size), case.dtype, "forward+backward" if backward else "forward")
     # torch.compile is one wrapper of the oracle for every case; dynamo counts its recompiles (a
     # dtype, requires_grad) against the oracle's code and, past its limit (8), silently runs it eager.
     torch._dynamo.reset()
@@ -217,7 +210,7 @@ def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[.
             continue  # a first version registers forward only
         run = runner(op, fn, sets, backward, upstreams)
         try:
-            out = as_tuple(impls[name](*probe, *spec.param_values))
+            out = first_calls(op, fn, sets, backward)
             if name.startswith(VARIANT):
                 exact = impls["reference"](*(x.double() for x in probe), *spec.param_values)
                 _check_variant(op, name, probe, out, as_tuple(exact))
@@ -228,16 +221,13 @@ def bench_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable[.
             ms = timed.device_ms
         except Exception as e:  # one implementation failing (numba on an unsupported dtype) is reported, not fatal
             why = str(e) if isinstance(e, VariantMismatch) else type(e).__name__
-            results.append(Timing(spec.name, str(size), str(dtype).removeprefix("torch."),
-                                  "forward+backward" if backward else "forward", f"{name} (failed: {why})",
-                                  float("nan"), float("nan"), float("nan")))
+            results.append(Timing(*named, f"{name} (failed: {why})", float("nan"), float("nan"), float("nan")))
             continue
         upstreams.clear()
         gbps = moved / ms / 1e6
         eager_ms = ms if name == "eager" else eager_ms
-        results.append(Timing(spec.name, str(size), str(dtype).removeprefix("torch."),
-                              "forward+backward" if backward else "forward", name, ms, gbps, gbps / copy_gbps,
-                              eager_ms / ms if eager_ms else None, timed.host_ms))
+        results.append(Timing(*named, name, ms, gbps, gbps / copy_gbps, eager_ms / ms if eager_ms else None,
+                              timed.host_ms))
     return results
 
 
@@ -375,45 +365,75 @@ def _parse_size(text: str) -> int | tuple[int, ...]:
     return parts[0] if len(parts) == 1 else parts
 
 
+def cases_of(op: Op, sizes: list[Size], dtypes: list[torch.dtype]) -> list[Case]:
+    """The op's cases in timing order: each dtype its cuda stage takes, each size, forward then
+    forward+backward (forward only where the op has no backward)."""
+    directions = (False,) if op.spec.forward_only else (False, True)
+    return [Case(str(op.folder), size, str(dtype).removeprefix("torch."), backward)
+            for dtype in dtypes if dtype in op.spec.stage_dtypes("cuda") for size in sizes for backward in directions]
+
+
+def warm(ops: list[Op], cases: dict[str, list[Case]], jobs: int | None) -> None:
+    """The builds and torch.compile's compiles of every case, in parallel processes (bench_warm), unless jobs is 0."""
+    from ..cuda.builder import device_arch
+
+    tasks = plan(ops, [c for op in ops for c in cases[op.name]])
+    if jobs == 0 or not tasks:
+        return
+    largest = max((case_bytes(op, c) for op in ops for c in cases[op.name]), default=0)
+    jobs = jobs or workers_for(len(tasks), largest, torch.cuda.mem_get_info()[0])
+    started = time.monotonic()
+    print(summary(warm_up(tasks, jobs, device_arch()), jobs, time.monotonic() - started), flush=True)
+
+
 def main(args: argparse.Namespace) -> int:
     """brrr bench: every op, size, dtype and direction timed; the table, --json, --plot, --profile, --ncu."""
-    import json
-
-    import torch
-
     from ..base.files import write_atomic
     from ..op.loaders import builtin_op_names, load_op
     from ..sim.numba_env import use_simulator
 
     require_gpu()
     use_simulator(False)
+    stable_cache_keys()  # the same inductor cache keys as the warm-up's processes
+    began = time.monotonic()
     dtypes = [getattr(torch, d) for d in (args.dtype or ["float32"])]
+    ops = [load_op(name) for name in args.ops or builtin_op_names()]
+    cases = {op.name: cases_of(op, [_parse_size(s) for s in args.size] if args.size
+                               else list(op.spec.bench_sizes or op.spec.gpu_sizes[-1:]), dtypes) for op in ops}
+    warm(ops, cases, args.jobs)
     copy_gbps = copy_bandwidth()
     rows = []
     profiled = []  # what --profile traces once the timing is done
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
             "copy_gbps": copy_gbps}
-    for name in args.ops or builtin_op_names():
-        op = load_op(name)
+    for op in ops:
+        if not cases[op.name]:
+            print(f"{op.name}: nothing to time (its cuda stage takes none of the dtypes asked)", flush=True)
+            continue
         started = time.monotonic()
-        sizes = [_parse_size(s) for s in args.size] if args.size else list(op.spec.bench_sizes or op.spec.gpu_sizes[-1:])
         impls = implementations(op, with_numba=not args.no_numba)
-        for dtype in dtypes:
-            if dtype not in op.spec.stage_dtypes("cuda"):
-                continue
-            for size in sizes:
-                for backward in (False, True):
-                    rows += bench_op(op, size, dtype, impls, copy_gbps, backward)
-                profiled.append((op, size, dtype, impls))
+        loaded = time.monotonic()
+        making = 0.0
+        for case in cases[op.name]:
+            if not case.backward:  # the same inputs serve both directions
+                made = time.monotonic()
+                sets = make_sets(op, case.size, case.torch_dtype)
+                making += time.monotonic() - made
+                profiled.append((op, case.size, case.torch_dtype, impls))
+            rows += bench_op(op, case, sets, impls, copy_gbps)
+        del sets
         print(format_table([r for r in rows if r.op == op.name], copy_gbps, torch.cuda.get_device_name()), flush=True)
-        print(f"{op.name}: {time.monotonic() - started:.0f} s", flush=True)
+        total = time.monotonic() - started
+        print(f"{op.name}: {total:.0f} s (build or load and numba's import {loaded - started:.1f} s, inputs {making:.1f} s, "
+              f"first calls and timing {total - (loaded - started) - making:.1f} s)", flush=True)
         if args.json:  # after every op, so a run stopped part way keeps what it measured
             write_atomic(args.json, json.dumps({"meta": meta, "rows": to_dicts(rows)}, indent=2))
         if args.ncu:
-            dtype = next((d for d in dtypes if d in op.spec.stage_dtypes("cuda")), torch.float32)
+            first = cases[op.name][0]
             report = args.ncu.with_name(f"{args.ncu.name.removesuffix('.ncu-rep')}-{op.name}")
-            print(f"Nsight Compute, {op.name} {sizes[0]} {dtype}: {report}.ncu-rep", flush=True)
-            print(ncu(op, sizes[0], dtype, report), flush=True)
+            print(f"Nsight Compute, {op.name} {first.size} {first.dtype}: {report}.ncu-rep", flush=True)
+            print(ncu(op, first.size, first.torch_dtype, report), flush=True)
+    print(f"brrr bench: {len(ops)} ops in {time.monotonic() - began:.0f} s", flush=True)
     if args.profile:
         profile(profiled, args.profile)
         print(f"wrote the profiler trace to {args.profile} (open it in chrome://tracing or ui.perfetto.dev)")
