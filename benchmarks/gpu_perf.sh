@@ -18,7 +18,12 @@ step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NAME.txt
   echo "== $name: exit ${PIPESTATUS[0]}, $(( $(date +%s) - start )) s wall (limit $limit s)" | tee -a "$OUT/$name.txt"
 }
 if [ ${#ops[@]} -gt 0 ]; then
-  step validate "${VALIDATE_S:-150}" python3 -m brrr_kernels validate "${ops[@]}" --stage cuda
+  # One op at a time, each under its own limit (VALIDATE_S seconds), so a failure or a hang names its op;
+  # their logs are joined into validate.txt (the call brings back at most 8 files).
+  for op in "${ops[@]}"; do
+    step "validate-$op" "${VALIDATE_S:-150}" python3 -m brrr_kernels validate "$op" --stage cuda
+  done
+  for op in "${ops[@]}"; do echo "### $op"; cat "$OUT/validate-$op.txt"; rm -f "$OUT/validate-$op.txt"; done >"$OUT/validate.txt"
   # The same kernels executed on this machine's CPUs (cuda@cpu), where they must pass too.
   if [ "${CUDA_ON_CPU:-1}" != 0 ]; then
     step validate_cpu "${VALIDATE_CPU_S:-200}" python3 -m brrr_kernels validate "${ops[@]}" --stage cuda --cuda-on-cpu
@@ -39,9 +44,17 @@ ncu_all() {
     local size
     size=$(python3 -c "from brrr_kernels.op.loaders import load_op; import json; print(json.dumps(load_op('$op').spec.bench_sizes[0]))")
     echo "### $op $dtype $size"
-    "$ncu" --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy \
-      --section WarpStateStats --section LaunchStats python3 -m brrr_kernels.commands.bench "stages/$op" "$size" "$dtype" 2>&1 |
-      grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Size|Grid Size|Stall|Warp Cycles Per Issued|Block Limit"
+    # dram__bytes: achieved DRAM bandwidth in bytes/s; the stall metrics: each reason's warps stalled per
+    # instruction issued (the WarpStateStats section charts them but does not print them). If this ncu
+    # refuses the extra metrics, the sections alone.
+    local sections=(--clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy
+                    --section WarpStateStats --section LaunchStats)
+    local metrics="dram__bytes.sum.per_second,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+    local target=(python3 -m brrr_kernels.commands.bench "stages/$op" "$size" "$dtype")
+    local log=/tmp/ncu-$op-$dtype.log
+    "$ncu" "${sections[@]}" --metrics "$metrics" "${target[@]}" >"$log" 2>&1
+    grep -q Duration "$log" || { echo "(ncu refused the extra metrics: $(grep -m1 -E '==ERR' "$log"))"; "$ncu" "${sections[@]}" "${target[@]}" >"$log" 2>&1; }
+    grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Size|Grid Size|Stall|stalled|dram__bytes|Warp Cycles Per Issued|Block Limit|==ERR" "$log"
   done
 }
 if [ -n "${NCU:-}" ]; then
