@@ -7,6 +7,7 @@ Layer map:
     build        brrr build: compile only, and each kernel's resources
     new          brrr new: an op folder from templates that validates at once
     adopt        brrr adopt: an op folder from an extension its author already has
+    bindings     what an extension's module binds, through the preprocessor where its macros bind it
     export       brrr export: a standalone pip-installable package
     bench        brrr bench: the cuda stage against eager and torch.compile
     bench_warm   brrr bench's warm-up: builds and torch.compile's compiles in parallel processes

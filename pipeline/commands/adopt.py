@@ -21,12 +21,10 @@ from ..base.errors import EXIT_OK, UsageError
 from ..base.files import shown, write_atomic
 from ..cuda.tokens import kernel_names, masked
 from ..op.extension import torch_wrapper_line
+from .bindings import BOUND, DEFINED, macro_bindings
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 _QUOTED_INCLUDE = re.compile(r'#[ \t]*include[ \t]*"([^"]+)"')
-# m.def("name", &function) in a PYBIND11_MODULE, m.impl("name", &function) in a TORCH_LIBRARY_IMPL.
-_DEFINED = re.compile(r'\.\s*def\s*\(\s*"(\w+)"')
-_BOUND = re.compile(r'\.\s*(def|impl)\s*\(\s*"(\w+)"\s*,\s*&?\s*([\w:]+)')
 
 
 @dataclass(frozen=True)
@@ -53,6 +51,9 @@ class Project:
     kernels: tuple[str, ...]
     wrapper: bool
     found_by: str
+    # Macro calls in a module block that bind nothing brrr could read, even through the preprocessor
+    # ("FILE:LINE: NAME(...)": a macro from a header outside the project).
+    unread: tuple[str, ...] = ()
 
 
 # --- finding the sources -------------------------------------------------------------------------
@@ -158,16 +159,20 @@ def analyse(sources: list[Path], found_by: str) -> Project:
     ordered = (cus[0], *(s for s in sources if s != cus[0]))
     texts = {s: s.read_text(errors="replace") for s in ordered}
     bound: dict[str, Function | None] = {}
-    for text in texts.values():
-        for m in in_code(_BOUND, text):
-            kind, python_name, cxx = m.group(1), m.group(2), m.group(3)
+    unread: list[str] = []
+    for source, text in texts.items():
+        through_macros = macro_bindings(source, local_headers(source))
+        unread += through_macros.unread
+        written = [(m.group(1), m.group(2), m.group(3)) for m in in_code(BOUND, text)]
+        for kind, python_name, cxx in written + through_macros.bound:
             # A registered impl is no module function: the spec names the C++ function, which brrr binds.
             python_name = python_name if kind == "def" else cxx.split("::")[-1]
             bound[python_name] = next((f for t in texts.values() if (f := function_signature(t, cxx))), None)
-        for m in in_code(_DEFINED, text):  # m.def("name", [](...) {...}): bound, its signature unknown
-            bound.setdefault(m.group(1), None)
+        # m.def("name", [](...) {...}): bound, its signature unknown
+        for python_name in [m.group(1) for m in in_code(DEFINED, text)] + through_macros.lambdas:
+            bound.setdefault(python_name, None)
     return Project(ordered, bound, tuple(sorted(kernel_names(texts[cus[0]]))),
-                   any(torch_wrapper_line(t) for t in texts.values()), found_by)
+                   any(torch_wrapper_line(t) for t in texts.values()), found_by, tuple(unread))
 
 
 def in_code(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
@@ -238,6 +243,9 @@ def spec_text(name: str, project: Project) -> str:
               "", ""]
     if project.bound:
         lines.append(f"# The module binds: {', '.join(f'{k} ({_signature(v)})' for k, v in project.bound.items())}")
+    if project.unread:
+        lines.append(f"# TODO: brrr could not read what these bind, even through the preprocessor (a macro from a header "
+                     f"outside the project?): {'; '.join(project.unread)}. Name those functions in TorchModule below.")
     elif project.wrapper:
         lines.append("# TODO: no m.def(\"NAME\", &function) brrr can read (bound through a macro?): name the module's "
                      "functions below, or adapt them with a Python function (see brrr_kernels.op.extension)")
@@ -305,6 +313,9 @@ def adopt(path: Path, into: Path | None, name: str | None) -> tuple[Path, list[s
         written.append(shown(target))
     left.append(f"{shown(folder / 'reference.py')}: forward (and backward) in PyTorch")
     left.append(f"{shown(folder / 'spec.py')}: each TODO (inputs, outputs, sizes, dtypes)")
+    if project.unread:
+        left.append("the module functions bound by macro calls brrr could not expand (their macros are defined "
+                    f"outside the project's files): {'; '.join(project.unread)}; name them in spec.py")
     if not project.wrapper:
         launchers = host_functions(project.sources[0].read_text(errors="replace"))
         left.append(f"{shown(folder / 'binding.cpp')}: forward on at::Tensor calling the .cu's launchers ("

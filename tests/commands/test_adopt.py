@@ -141,3 +141,51 @@ def test_two_cu_files_are_refused_naming_both(tmp_path: Path) -> None:
     (tmp_path / "b.cu").write_text(KERNELS_ONLY)
     with pytest.raises(UsageError, match=r"2 \.cu files \(.*a\.cu, .*b\.cu\); an op folder holds one"):
         adopt(tmp_path, tmp_path / "op", "two")
+
+
+# The module's functions bound through macros: one defined in the .cu, one in a header of the project
+# (a registration macro as TORCH_LIBRARY users write them), and one from a header outside it.
+BY_MACRO = """\
+#include <torch/extension.h>
+#include "register.h"
+#include <third_party/bindings.h>
+
+torch::Tensor scale_forward(torch::Tensor x, double s) { return x * s; }
+torch::Tensor scale_backward(torch::Tensor grad_y, torch::Tensor x, double s) { return grad_y * s; }
+torch::Tensor scale_fwd_half(torch::Tensor x) { return x * 0.5; }
+
+#define BIND(name, fn) m.def(#name, &fn)
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    BIND(forward, scale_forward);
+    BIND(backward,
+         scale_backward);
+    THIRD_PARTY_BIND(m, legacy);
+}
+
+TORCH_LIBRARY_IMPL(scale_ops, CUDA, m) {
+    REGISTER_IMPL(m, scale_fwd_half);
+}
+"""
+REGISTER_H = """\
+#pragma once
+// One line per op: the impl registered under the function's own name.
+#define REGISTER_IMPL(lib, fn) \\
+    lib.impl(#fn, TORCH_FN(fn))
+"""
+
+
+def test_functions_bound_through_the_projects_macros_are_read_and_others_are_named(tmp_path: Path) -> None:
+    (tmp_path / "scale.cu").write_text(BY_MACRO)
+    (tmp_path / "register.h").write_text(REGISTER_H)
+    folder, written, left = adopt(tmp_path / "scale.cu", tmp_path / "op", None)
+    assert (folder / "scale.cu").read_text() == BY_MACRO and (folder / "register.h").read_text() == REGISTER_H
+    spec = (folder / "spec.py").read_text()
+    assert 'TorchModule(forward="forward", backward="backward")' in spec  # BIND(...) read through the preprocessor
+    binds = next(line for line in spec.splitlines() if line.startswith("# The module binds: "))
+    assert "forward (torch::Tensor x, double s)" in binds and "backward (torch::Tensor grad_y, torch::Tensor x" in binds
+    assert "scale_fwd_half (torch::Tensor x)" in binds  # register.h's REGISTER_IMPL, a TORCH_FN impl
+    # the macro whose definition is outside the project is said, by its line, as left to do
+    assert "scale.cu:15: THIRD_PARTY_BIND(...)" in spec
+    assert any("scale.cu:15: THIRD_PARTY_BIND(...)" in item and "name them in spec.py" in item for item in left)
+    assert "BIND(...)" not in " ".join(left).replace("THIRD_PARTY_BIND(...)", "")
