@@ -46,6 +46,7 @@ _PUBLIC = {
     "OpSpec": "op.spec", "Inputs": "op.spec", "Size": "op.spec", "Layout": "op.spec", "Place": "op.spec",
     "one_per_thread": "op.spec", "TorchModule": "op.extension",
     "Tolerance": "op.tolerances", "DEFAULT": "op.tolerances", "Widen": "op.tolerances", "Terms": "op.tolerances",
+    "stored_magnitude": "op.tolerances",
     "import_cuda": "sim.numba_env", "launch": "sim.numba_env", "cdiv": "sim.numba_env",
     "load_op": "op.loaders", "load_reference": "op.loaders", "load_numba": "op.loaders", "load_cuda": "op.loaders",
     "apply": "validation.function",

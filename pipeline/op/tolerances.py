@@ -190,6 +190,19 @@ class Rule:
         return torch.where(agree, torch.zeros_like(ratio), ratio)
 
 
+def stored_magnitude(value: torch.Tensor, terms: Terms) -> torch.Tensor:
+    """What to measure the rounding of `value` to the stage's dtype against, for a scale: |value|, or the
+    dtype's smallest normal (terms["tiny"]) where |value| is smaller.
+
+    A stage that saves a result in its dtype and reads it back in backward (sigmoid's y) carries that
+    result's rounding, while the expected side uses its float64 value. Where the value is normal that is
+    eps/2 of |value|; below the smallest normal the steps are tiny * eps apart whatever the value, so
+    its rounding is up to tiny * eps/2, many ulps of the value itself. Seen on an H100: float16's
+    sigmoid(-10.875) = 1.8925e-5 saved as 1.8954e-5 (317 steps of 2^-24, 0.15% high, 3 ulps), and
+    grad_x = grad_y * y * (1 - y) 2 ulps off while every operation of the kernel rounded correctly."""
+    return value.abs().clamp_min(terms["tiny"])
+
+
 def _scale(scale: Scale, terms: Terms, expected: torch.Tensor) -> torch.Tensor:
     s = torch.broadcast_to(scale(terms).to(torch.float64).abs(), expected.shape)
     # A scale that is not finite (an infinite input) would allow anything: fall back to |expected|.

@@ -201,3 +201,27 @@ def test_sigmoid_flushed_to_zero_below_minus_14_fails_in_float32(mutant) -> None
     assert row.worst is not None and row.worst.input < -14 and row.worst.got == 0.0
 
 
+
+
+def test_sigmoid_grad_x_allows_the_rounding_of_a_subnormal_saved_y_and_no_more() -> None:
+    """float16 sigmoid backward on an H100, 2026-11-24: x = -10.875, grad_y = 3.2754; y = 1.8925e-5 saved
+    as 1.8954e-5 (subnormal), grad_x 6.2108e-5 against 6.19861e-5, 1.01x the bound measured against |y|.
+    Every operation rounded correctly: the saved y's subnormal rounding is the error, and passes; a y
+    four subnormal steps off, or a normal y 3 ulps off, still fails."""
+    spec = load_op("sigmoid").spec
+    rule = spec.rule("grad_x", torch.float16, "cuda")
+    x = torch.tensor([-10.875], dtype=torch.float64)
+    g = torch.tensor([3.275390625], dtype=torch.float64)
+
+    def excess(x: torch.Tensor, y_saved: torch.Tensor) -> float:
+        y = torch.sigmoid(x)
+        expected = g * y * (1 - y)
+        got = (g * y_saved * (1 - y_saved)).half()
+        return float(rule.excess(got, expected, {"x": x, "y": y, "grad_y": g}).max())
+
+    y16 = torch.sigmoid(x).half().double()
+    assert y16.item() < torch.finfo(torch.float16).tiny
+    assert excess(x, y16) <= 1
+    assert excess(x, y16 + 4 * 2.0**-24) > 1
+    normal = torch.tensor([-4.0], dtype=torch.float64)  # y = 0.018, normal: y 3 ulps high fails there
+    assert excess(normal, torch.sigmoid(normal) * (1 + 3 * torch.finfo(torch.float16).eps)) > 1
