@@ -3,6 +3,7 @@
     python3 benchmarks/blindspots_table.py plant DIR            # copies with each bug planted; prints their folders
     python3 benchmarks/blindspots_table.py sanitize-picks FILE  # one planted folder of each bug class, from plant's list
     python3 benchmarks/blindspots_table.py table DIR PART       # markdown: each bug's verdict in each place
+                                                                # (DIR may hold several calls' results merged)
 
 A bug is planted when every change it makes is in kernel.cu or binding.cpp (the cuda stage alone).
 Three more plants reach what no bug file does: a backward loop one past the end of grad_x (the
@@ -107,7 +108,7 @@ def bug_table(b: Path) -> list[str]:
 
 
 def ops_table(b: Path) -> list[str]:
-    lines = ["## compute-sanitizer over the built-in ops", "", "| op | tool | errors | seconds |", "| --- | --- | --- | --- |"]
+    lines = ["", "## compute-sanitizer over the built-in ops", "", "| op | tool | errors | seconds |", "| --- | --- | --- | --- |"]
     for f in load(b / "sanitize_ops.json") or []:
         lines.append(f"| {f['op']} | {f['tool']} | {f['errors']} | {f.get('seconds', 0):.1f} |")
     lines += ["", "## compute-sanitizer on one plant of each class", "",
@@ -135,7 +136,7 @@ def table(b: Path, part: str) -> str:
     env = out / "env.txt"
     head = ["# What each place sees of the same bugs (issue 29, items 5 and 6)", "",
             "```", env.read_text().strip() if env.is_file() else "(no env.txt)", "```", ""]
-    body = bug_table(b) if part == "bugs" else ops_table(b)
+    body = (bug_table(b) if (b / "bug_folders.txt").is_file() else []) + ops_table(b)
     summary = b / "summary.txt"
     tail = ["", "## Wall times", "", "```", summary.read_text().strip() if summary.is_file() else "", "```"]
     return "\n".join(head + body + tail)

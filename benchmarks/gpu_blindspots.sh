@@ -30,51 +30,55 @@ timed() {  # timed NAME SECONDS CMD...: log to $B/NAME.txt with exit code and wa
 export -f timed
 
 prebuild() {  # every folder built for the GPU at once: nvcc and the host compiler on all cores
-  xargs -P 12 -I{} bash -c 'timed "build/$(basename "$(dirname "{}")")--$(basename "{}")" 240 python3 -m brrr_kernels build "{}"' \
+  xargs -P ${BUILD_JOBS:-12} -I{} bash -c 'timed "build/$(basename "$(dirname "{}")")--$(basename "{}")" 240 python3 -m brrr_kernels build "{}"' \
     < "$1"
 }
 
-if [ "$PART" = bugs ]; then
+# Each validation pinned to its own CPUs (brrr sizes its threads to its affinity): N at once on 16
+# cores, none taking turns with the others. verdicts SIDE JOBS CPUS_EACH < FOLDERS
+verdicts() {
+  local side=$1 jobs=$2 each=$3
+  SIDE=$side EACH=$each xargs -P "$jobs" --process-slot-var=SLOT -I{} bash -c '
+    k=$(basename "$(dirname "{}")"); first=$(( SLOT * EACH ))
+    taskset -c "$first-$(( first + EACH - 1 ))" bash -c "timed \"bugs/$k.$SIDE\" ${LIMIT:-150} python3 -m brrr_kernels \
+      validate \"{}\" --stage cuda --seed 29 --quiet --json \"$B/bugs/$k.$SIDE.json\""'
+}
+export -f verdicts
+
+if [ "$PART" = bugs ]; then  # the GPU's verdicts, GPU_JOBS at once (the GPU is idle while each checks on the CPU)
   python3 benchmarks/blindspots_table.py plant "$B/ops" > "$B/bug_folders.txt" || exit 2
   echo "$(wc -l < "$B/bug_folders.txt") planted bugs"
   prebuild "$B/bug_folders.txt"
   echo "prebuilt at $(( $(date +%s) - START )) s"
-  # The CPU verdicts run on the host's cores while the GPU validates one bug at a time.
-  ( export CUDA_VISIBLE_DEVICES= BRRR_CPU_WORKERS=2
-    xargs -P 4 -I{} bash -c 'k=$(basename "$(dirname "{}")"); timed "bugs/$k.cpu" 200 python3 -m brrr_kernels validate "{}" \
-      --stage cuda --seed 29 --quiet --json "$B/bugs/$k.cpu.json"' < "$B/bug_folders.txt" ) &
-  cpu_side=$!
-  while read -r folder; do
-    k=$(basename "$(dirname "$folder")")
-    [ "$(left)" -lt 200 ] && { echo "GPU verdicts stopped at $k: time"; break; }
-    timed "bugs/$k.gpu" 40 python3 -m brrr_kernels validate "$folder" --stage cuda --seed 29 --quiet --json "$B/bugs/$k.gpu.json"
-  done < "$B/bug_folders.txt"
+  timeout "$(left)" bash -c "verdicts gpu ${GPU_JOBS:-4} 4" < "$B/bug_folders.txt"
   echo "GPU verdicts done at $(( $(date +%s) - START )) s"
-  timeout $(( $(left) > 10 ? $(left) : 10 )) tail --pid=$cpu_side -f /dev/null  # what the CPU side reached by now
-  kill -- -$cpu_side 2>/dev/null; pkill -f "brrr_kernels validate" 2>/dev/null
-else
-  ls -d "$PWD"/stages/*/ | sed 's:/$::' > "$B/op_folders.txt"
+elif [ "$PART" = cpu ]; then  # the CPU execution's verdicts (no GPU visible), CPU_JOBS at once, and the sanitizer
   python3 benchmarks/blindspots_table.py plant "$B/ops" > "$B/bug_folders.txt" || exit 2
+  ( export CUDA_VISIBLE_DEVICES=; timeout "$(( $(left) - 20 ))" bash -c "verdicts cpu ${CPU_JOBS:-6} 2" < "$B/bug_folders.txt" ) &
+  cpu_side=$!
+  ls -d "$PWD"/stages/*/ | sed 's:/$::' > "$B/op_folders.txt"
   python3 benchmarks/blindspots_table.py sanitize-picks "$B/bug_folders.txt" > "$B/sanitize_folders.txt"
   cat "$B/op_folders.txt" "$B/sanitize_folders.txt" > "$B/build_folders.txt"
-  prebuild "$B/build_folders.txt"
-  ( export CUDA_VISIBLE_DEVICES= BRRR_CPU_WORKERS=2
+  taskset -c 12-15 bash -c "$(declare -f prebuild); prebuild $B/build_folders.txt"
+  taskset -c 12-15 bash -c "timed sanitize_ops 240 python3 -m brrr_kernels sanitize --json $B/sanitize_ops.json"
+  while read -r folder; do  # compute-sanitizer on one plant of each class (the table names the class)
+    k=$(basename "$(dirname "$folder")")
+    [ "$(left)" -lt 30 ] && break
+    taskset -c 12-15 bash -c "timed bugs/$k.sanitize 60 python3 -m brrr_kernels sanitize $folder --json $B/bugs/$k.sanitize.json"
+  done < "$B/sanitize_folders.txt"
+  wait $cpu_side
+else  # mutate: brrr mutate --stage cuda on the GPU and on the CPU execution
+  ( export CUDA_VISIBLE_DEVICES=
     for op in sigmoid square; do
-      timed "mutate/$op.cpu" 240 python3 -m brrr_kernels mutate "$op" --stage cuda --seed 29 --jobs 3 --json "$B/mutate/$op.cpu.json"
+      taskset -c 0-7 bash -c "timed mutate/$op.cpu 250 python3 -m brrr_kernels mutate $op --stage cuda --seed 29 --jobs 4 \
+        --json $B/mutate/$op.cpu.json"
     done ) &
   cpu_side=$!
-  timed sanitize_ops 200 python3 -m brrr_kernels sanitize --json "$B/sanitize_ops.json"
-  # compute-sanitizer on one plant of each class (the table names the class).
-  while read -r folder; do
-    k=$(basename "$(dirname "$folder")")
-    timed "bugs/$k.sanitize" 60 python3 -m brrr_kernels sanitize "$folder" --json "$B/bugs/$k.sanitize.json"
-  done < "$B/sanitize_folders.txt"
   for op in sigmoid square; do
-    timed "mutate/$op.gpu" $(( $(left) / 2 > 30 ? $(left) / 2 : 30 )) python3 -m brrr_kernels mutate "$op" --stage cuda \
-      --seed 29 --jobs 4 --json "$B/mutate/$op.gpu.json"
+    taskset -c 8-15 bash -c "timed mutate/$op.gpu 250 python3 -m brrr_kernels mutate $op --stage cuda --seed 29 --jobs 4 \
+      --json $B/mutate/$op.gpu.json"
   done
-  timeout $(( $(left) > 10 ? $(left) : 10 )) tail --pid=$cpu_side -f /dev/null
-  kill -- -$cpu_side 2>/dev/null; pkill -f "brrr_kernels mutate" 2>/dev/null
+  wait $cpu_side
 fi
 python3 benchmarks/blindspots_table.py table "$B" "$PART" | tee "$OUT/blindspots-$PART.md"
 tar czf "$OUT/blindspots-$PART-logs.tgz" -C "$OUT" "blindspots-$PART" && rm -rf "$B"
