@@ -108,7 +108,8 @@ def bug_table(b: Path) -> list[str]:
 
 
 def ops_table(b: Path) -> list[str]:
-    lines = ["", "## compute-sanitizer over the built-in ops", "", "| op | tool | errors | seconds |", "| --- | --- | --- | --- |"]
+    lines = ["", "## compute-sanitizer over the built-in ops", "",
+             "| op | tool | errors | seconds |", "| --- | --- | --- | --- |"]
     for f in load(b / "sanitize_ops.json") or []:
         lines.append(f"| {f['op']} | {f['tool']} | {f['errors']} | {f.get('seconds', 0):.1f} |")
     lines += ["", "## compute-sanitizer on one plant of each class", "",

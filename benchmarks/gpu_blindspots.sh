@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Issue 29, items 5 and 6, on a lent GPU machine: what each place sees of the same bugs.
-#   PART=bugs  every op's cuda-stage planted bugs (stages/*/bugs/*.bug touching kernel.cu or binding.cpp only,
-#              plus guard-band and uninitialized-read plants) validated --stage cuda on the GPU, one at a time,
-#              and executed on the CPU (CUDA_VISIBLE_DEVICES=: no GPU) on this machine's other cores meanwhile.
-#   PART=ops   brrr sanitize over every built-in op (four tools each), compute-sanitizer's four tools on one
-#              plant of each bug class, and brrr mutate --stage cuda for sigmoid and square, on the GPU and
-#              on this machine's CPUs.
-# Why in this order: the round before, everything at once on a cold build cache ran past every limit.
-# Now the builds come first, in parallel (host compilers only); the GPU then runs one validation at a time.
+#   PART=bugs    every op's cuda-stage planted bugs (stages/*/bugs/*.bug touching kernel.cu or binding.cpp only,
+#                plus guard-band and uninitialized-read plants) validated --stage cuda on the GPU, GPU_JOBS at once.
+#   PART=cpu     the same bugs executed on the CPU (CUDA_VISIBLE_DEVICES=: no GPU), CPU_JOBS at once; beside them
+#                brrr sanitize over every built-in op (four tools each) and on one plant of each bug class.
+#   PART=mutate  brrr mutate --stage cuda for sigmoid and square, on the GPU and on the CPU execution.
+# Why so: the round before, everything at once on a cold build cache ran past every limit, and the next
+# call's GPU verdicts waited on CPU verdicts that took every core. Builds come first, in parallel; each
+# validation is pinned to its own CPUs (taskset), so brrr sizes its threads to them and none takes turns.
 # Each step has its own limit, so the call ends inside the lease's 10 minutes with what it reached.
 # Writes $OUT/blindspots-<part>.md (the tables, made by benchmarks/blindspots_table.py) and the logs as one archive.
 # usage: PART=bugs bash benchmarks/gpu_blindspots.sh   (from the repo root)
