@@ -71,10 +71,14 @@ def main() -> int:
         for case in sorted(PRODUCTS) + sorted(EXTRA_PRODUCTS):
             lines.append(product_row(case, run(cpu_exe, case), gpu_run(gpu_exe, case)))
         lines += ["", "| layout case | CPU execution equals the GPU |", "| --- | --- |"]
+        raw: list[str] = []  # both outputs of a layout that differs, to read which element went where
         for case in LAYOUTS:
             cpu, gpu = run(cpu_exe, case).split(), gpu_run(gpu_exe, case).split()
             differ = sum(a != b for a, b in zip(cpu, gpu)) + abs(len(cpu) - len(gpu))
             lines.append(f"| {case} | {'yes' if not differ else f'NO: {differ} values differ'} |")
+            if differ:
+                raw += [f"{case} GPU: {' '.join(gpu)}", f"{case} CPU: {' '.join(cpu)}"]
+        lines += [""] + raw if raw else []
     text = "\n".join(lines)
     print(text)
     if args.out:
