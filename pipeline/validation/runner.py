@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base.errors import EXIT_CHECK_FAILED, BrrrError
+from ..base.errors import BrrrError
 from ..base.files import shown
-from ..verdict.report import Row
+from ..verdict.report import FAIL, Row
 from .executor import Options, validate
 
 __all__ = ["Options", "Outcome", "validate", "validate_many", "validate_named"]
@@ -64,7 +64,16 @@ def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Out
     yield from in_processes(validate_named, names, jobs, options, True, if_lost=_lost)
 
 
+# The row of an op whose worker process died: it covers the whole validation, no one stage or dtype.
+WHOLE_RUN = "all"
+
+
 def _lost(name: str, lost: Any) -> Outcome:
-    """An op whose worker process died (something isolation did not catch): its own error, the other ops' verdicts kept."""
-    return Outcome(name=name, error=f"{name}: the worker process validating it died ({lost.why}); "
-                                    "run it alone (without --jobs) to see where", exit_code=EXIT_CHECK_FAILED)
+    """An op whose worker process died: code running in the worker crashed it where isolation does
+    not reach (the extension on a GPU runs in the worker; a reference or numba stage's own C code).
+    One FAIL row naming the op, so the table, the exit code and --json keep it beside the other ops'
+    verdicts, which go on."""
+    row = Row(name, WHOLE_RUN, "worker process", "-", FAIL, seconds=lost.seconds,  # type: ignore[arg-type]
+              detail=f"the process validating {name} died: {lost.why}, so none of its checks has a verdict; "
+                     f"`brrr validate {name}` alone (without --jobs), or one --stage at a time, shows where")
+    return Outcome(name=name, folder=name, rows=[row])
