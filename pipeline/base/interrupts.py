@@ -116,6 +116,7 @@ def exit_now(code: int) -> None:
         except Exception:  # a closed or broken stream must not keep the process alive
             pass
     kill_descendants()
+    end_resource_tracker()
     os._exit(code)
 
 
@@ -186,10 +187,59 @@ def _send(pid: int, signum: int) -> None:
         pass
 
 
+def end_resource_tracker(wait_s: float = 1.0) -> None:
+    """End multiprocessing's resource tracker if this process started it (a worker pool's queue does,
+    for its semaphores) and wait for it. It ends by itself once every process holding its pipe has,
+    which is after this one: without this it outlived brrr, an orphan, for as long as that took.
+    Called once the workers are gone (at exit, or after kill_descendants); one still holding the
+    pipe after `wait_s` has it killed."""
+    module = sys.modules.get("multiprocessing.resource_tracker")
+    tracker = getattr(module, "_resource_tracker", None)
+    fd, pid = getattr(tracker, "_fd", None), getattr(tracker, "_pid", None)
+    if fd is None or pid is None:  # none, or one a parent process started (a worker's is brrr's)
+        return
+    tracker._fd = tracker._pid = None  # (private to multiprocessing: the names its own _stop() uses)
+    os.close(fd)  # its end of the pipe: the tracker reads the end of it and exits
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.01)
+    _send(pid, signal.SIGKILL)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def end_resource_tracker_at_exit() -> None:
+    """end_resource_tracker as this process exits: after multiprocessing's own exit handler has
+    removed the semaphores (their finalizers tell the tracker) and joined the children."""
+    from multiprocessing import util
+
+    global _tracker_ended_at_exit
+    if not _tracker_ended_at_exit:
+        _tracker_ended_at_exit = True
+        util.Finalize(None, end_resource_tracker, exitpriority=-100)  # the last of util's exit pass
+
+
+_tracker_ended_at_exit = False
+
+
 def worker_start(parent: int) -> None:
-    """Run first in each worker process: its own process group, and killed with brrr's main process."""
+    """Run first in each worker process: its own process group, and killed with brrr's main process.
+    A process forked from brrr (isolated.py's child) drops brrr's signal handling: its signals would
+    otherwise reach brrr's watcher through the wakeup pipe they share, as if brrr had been signalled."""
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # not the main thread: it has none to drop
+        pass
     try:
         import ctypes
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .interrupts import worker_start
+from .interrupts import end_resource_tracker_at_exit, worker_start
 
 T = TypeVar("T")
 
@@ -69,6 +69,7 @@ class Pool:
         import multiprocessing
 
         self.context = multiprocessing.get_context("spawn")
+        end_resource_tracker_at_exit()  # the queue's semaphores start multiprocessing's resource tracker
         self.tasks = self.context.Queue()
         self.fn, self.extra, self.limit = fn, extra, limit
         self.threads = share_of_cpus(jobs)
@@ -117,7 +118,7 @@ class Pool:
                         index, began = running.pop(pid)
                         left -= 1
                         code = self._retire(pid)
-                        yield index, Lost(f"its worker process died (exit code {code})", time.monotonic() - began)
+                        yield index, Lost(f"its worker process {ended(code)}", time.monotonic() - began)
                     else:
                         self._retire(pid)
                     continue
@@ -172,6 +173,16 @@ def _serve(fn: Callable[..., Any], extra: tuple[Any, ...], tasks: Any, answers: 
             answers.send(("done", index, fn(value, *extra)))
         except Exception as e:  # raised where the caller reads it
             answers.send(("raised", index, e))
+
+
+def ended(exit_code: int | None) -> str:
+    """How a process ended, said: "was killed by SIGSEGV" (a negative exit code is the signal), or its code."""
+    if exit_code is not None and exit_code < 0:
+        try:
+            return f"was killed by {signal.Signals(-exit_code).name}"
+        except ValueError:
+            pass
+    return f"ended with exit code {exit_code}"
 
 
 def _kill_group(pid: int) -> None:
