@@ -111,6 +111,9 @@ COMMANDS: tuple[Command, ...] = (
                  "--inputs x), a param eps and a saved per-row statistic, a block per row; rowloss: scores "
                  "[rows, classes] and int64 targets [rows] (no gradient), a loss per row; rowscan: a running sum "
                  "along each row; tiled: a [m, k] by b [k, n] through shared-memory tiles"),
+        arg("--no-stat", action="store_true", help="rowwise only: forward saves no per-row statistic; backward "
+                                                   "recomputes it from x (default: forward returns rstd and the spec "
+                                                   "saves it)"),
         arg("--dir", type=Path, default=Path("."), help="where to create the folder (default: here)"),
     ), "Write NAME/ with spec.py, reference.py, numba_kernel.py, kernel.cu and binding.cpp. "
        "Never overwrites: exit 1 if NAME exists.", creates="dir"),

@@ -83,11 +83,29 @@ def _tagged(text: str, features: set[str]) -> str:
             if (m.group(2) in features) == bool(m.group(1)):
                 continue
             line = line[: m.start()]
-        out.append(line)
+        out.append(line.rstrip())  # a value substituted empty may leave a space at the end
     return re.sub(r"\n{4,}", "\n\n\n", "\n".join(out) + "\n")
 
 
-def _values(name: str, kind: Kind, inputs: list[str]) -> dict[str, str]:
+def _stat_values(stat: bool) -> dict[str, str]:
+    """The rowwise names that change with a saved statistic: forward returns rstd and backward takes it,
+    or backward recomputes it from x into a scratch row that its grad_weight kernel reads."""
+    if stat:
+        return {"stat_doc": " and the per-row statistic\nrstd [rows], which the spec saves for backward. Compute the "
+                            "statistic in float64 whatever x's dtype\n(x.double()), and return it as float64: the "
+                            "kernels accumulate in double too.",
+                "fwd_type": "tuple[torch.Tensor, torch.Tensor]", "fwd_returns": "y and the row statistic rstd",
+                "cu_fwd_type": "std::tuple<at::Tensor, at::Tensor>", "stat_arg": "rstd, ",
+                "stat_typed": "rstd: torch.Tensor,", "cu_stat_tensor": "at::Tensor rstd, ",
+                "cu_stat_param": "double* __restrict__ rstd, ", "cu_stat_ptr": "double* rstd, ",
+                "cu_stat_type": "double*, ", "cu_stat_data": "rstd.data_ptr<double>(), ", "cu_rstd": "const double*"}
+    return {"stat_doc": ". backward recomputes the per-row statistic from x\n(forward saves none).",
+            "fwd_type": "torch.Tensor", "fwd_returns": "y", "cu_fwd_type": "at::Tensor", "stat_arg": "",
+            "stat_typed": "", "cu_stat_tensor": "", "cu_stat_param": "", "cu_stat_ptr": "", "cu_stat_type": "",
+            "cu_stat_data": "", "cu_rstd": "double*"}
+
+
+def _values(name: str, kind: Kind, inputs: list[str], stat: bool) -> dict[str, str]:
     grads = [f"grad_{x}" for x in inputs]
     values = {
         "name": name,
@@ -111,10 +129,27 @@ def _values(name: str, kind: Kind, inputs: list[str]) -> dict[str, str]:
         "contiguous": "".join(f"    auto {x}c = {x}.contiguous();\n" for x in inputs),
         "data_args": "".join(f"brrr::data<scalar_t>({x}c), " for x in inputs),
         "grads": ", ".join(grads),
+        # the elementwise backward: one kernel writing every input's gradient, a marked line each
+        "contiguous_py": "".join(f"    {x} = {x}.contiguous()\n" for x in inputs),
+        "views": ", ".join(f"{x}.view(-1)" for x in inputs),
+        "grad_views": ", ".join(f"{g}.view(-1)" for g in grads),
+        "grad_allocs_py": "".join(f"    {g} = torch.empty_like({x})\n" for x, g in zip(inputs, grads)),
+        "numba_grad_lines": "".join(f"    {g}[i] = 0.0 * g  # brrr: fill in: the gradient element {g}[i]\n"
+                                    for g in grads),
+        "cu_grad_lines": "".join(f"    {g}[i] = static_cast<T>(0.0 * g);  // brrr: fill in: the gradient element "
+                                 f"{g}[i]\n" for g in grads),
+        "grad_kernel_params": "".join(f"T* __restrict__ {g}, " for g in grads),
+        "grad_launcher_params": "".join(f"T* {g}, " for g in grads),
+        "grad_launch_args": "".join(f"{g}, " for g in grads),
+        "grad_float_params": "float*, " * len(grads),
+        "grad_double_params": "double*, " * len(grads),
+        "grad_allocs_cu": "".join(f"    auto {g} = at::empty_like({x}c);\n" for x, g in zip(inputs, grads)),
+        "grad_data_args": "".join(f"brrr::data<scalar_t>({g}), " for g in grads),
         "cu_grads": grads[0] if len(grads) == 1 else "{" + ", ".join(grads) + "}",
     }
     if kind == "rowwise":
         weight = len(inputs) == 2
+        values |= _stat_values(stat)
         values |= {
             "w_doc": " with weight [cols]" if weight else "",
             "w_arg": "weight, " if weight else "",
@@ -140,17 +175,24 @@ def _values(name: str, kind: Kind, inputs: list[str]) -> dict[str, str]:
     return values
 
 
-def new_op(name: str, inputs: list[str] | None, directory: Path, kind: Kind = "elementwise") -> Path:
-    """Write DIR/NAME with the five files; refuse if DIR/NAME exists in any form. `inputs` None: the kind's own."""
+def new_op(name: str, inputs: list[str] | None, directory: Path, kind: Kind = "elementwise",
+           stat: bool | None = None) -> Path:
+    """Write DIR/NAME with the five files; refuse if DIR/NAME exists in any form. `inputs` None: the kind's
+    own. `stat` (rowwise only; None: yes) whether forward saves its per-row statistic for backward."""
     _identifier(name, "op name")
     if kind not in KINDS:
         raise UsageError(f"--kind {kind}: choose one of {', '.join(KINDS)}")
+    if stat is not None and kind != "rowwise":
+        raise UsageError(f"--no-stat: only --kind rowwise saves a per-row statistic for backward; --kind {kind} "
+                         "has none to leave out")
+    stat = stat is not False
     inputs = _inputs(kind, inputs)
     folder = directory / name
     if folder.exists() or folder.is_symlink():
         raise RefusedError(f"{folder} already exists; brrr new never overwrites anything")
-    values = _values(name, kind, inputs)
+    values = _values(name, kind, inputs, stat)
     features = {"weight"} if kind == "rowwise" and len(inputs) == 2 else set()
+    features |= {"stat"} if kind == "rowwise" and stat else set()
     with new_folder(folder) as staging:
         for file in FILES:
             template = TEMPLATES / KINDS[kind].folder / f"{file}.tmpl"
@@ -164,7 +206,7 @@ def new_op(name: str, inputs: list[str] | None, directory: Path, kind: Kind = "e
 def main(args: argparse.Namespace) -> int:
     """brrr new: write the op folder and say what to run next."""
     inputs = None if args.inputs is None else [x.strip() for x in args.inputs.split(",") if x.strip()]
-    folder = new_op(args.name, inputs, args.dir, kind=args.kind)
+    folder = new_op(args.name, inputs, args.dir, kind=args.kind, stat=False if args.no_stat else None)
     print(f"wrote {folder}/: spec.py, reference.py, numba_kernel.py, kernel.cu, binding.cpp")
     shown = folder if folder.is_absolute() or str(folder).startswith(".") else f"./{folder}"
     print(f"next: brrr validate {shown}   (each unfinished stage says which function to write)")

@@ -17,6 +17,33 @@ from brrr_kernels.op.loaders import load_op
 
 # What a newcomer writes into each kind: reference.py whole, and each "brrr: fill in: WHAT" line by WHAT.
 FILLED: dict[str, dict[str, object]] = {
+    "elementwise": {  # two inputs, so each gradient has its own marked line
+        "inputs": ["a", "b"],
+        "reference": '''
+import torch
+
+
+def forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return (a.double() * torch.sin(b.double())).to(a.dtype)
+
+
+def backward(grad_y: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    g, b64 = grad_y.double(), b.double()
+    return (g * torch.sin(b64)).to(a.dtype), (g * a.double() * torch.cos(b64)).to(b.dtype)
+''',
+        "numba": {
+            "the output element y[i]": "y[i] = float(a[i]) * math.sin(float(b[i]))",
+            "the gradient element grad_a[i]": "grad_a[i] = g * math.sin(float(b[i]))",
+            "the gradient element grad_b[i]": "grad_b[i] = g * float(a[i]) * math.cos(float(b[i]))",
+        },
+        "cuda": {
+            "the output element y[i]": "y[i] = static_cast<T>(static_cast<double>(a[i]) * sin(static_cast<double>(b[i])));",
+            "the gradient element grad_a[i]": "grad_a[i] = static_cast<T>(g * sin(static_cast<double>(b[i])));",
+            "the gradient element grad_b[i]":
+                "grad_b[i] = static_cast<T>(g * static_cast<double>(a[i]) * cos(static_cast<double>(b[i])));",
+        },
+        "oracle": "lambda a, b: a * torch.sin(b)",
+    },
     "rowscan": {
         "inputs": None,
         "reference": '''
@@ -123,16 +150,16 @@ def fill_in(path: Path, lines: dict[str, str]) -> None:
 
 def write_op(kind: str, folder: Path, inputs: list[str] | None = None) -> Path:
     """The op as a newcomer writes it from the template: only the marked lines, the raises and the
-    `brrr: unfinished` line, and the spec's oracle."""
+    `brrr: unfinished` lines, and the spec's oracle."""
     filled = FILLED[kind]
     new_op(folder.name, inputs or filled["inputs"], folder.parent, kind)  # type: ignore[arg-type]
     (folder / "reference.py").write_text(str(filled["reference"]))
     fill_in(folder / "numba_kernel.py", filled["numba"])  # type: ignore[arg-type]
     numba = folder / "numba_kernel.py"
-    numba.write_text(re.sub(r'    raise NotImplementedError\("fill in.*?"\)\n', "", numba.read_text(), flags=re.S))
+    numba.write_text(re.sub(r'    raise NotImplementedError\(".*?"\)\n', "", numba.read_text(), flags=re.S))
     fill_in(folder / "kernel.cu", filled["cuda"])  # type: ignore[arg-type]
-    kernel = folder / "kernel.cu"
-    kernel.write_text(re.sub(r"// brrr: unfinished.*\n", "", kernel.read_text()))
+    for cuda in (folder / "kernel.cu", folder / "binding.cpp"):
+        cuda.write_text(re.sub(r"// brrr: unfinished.*\n", "", cuda.read_text()))
     spec = folder / "spec.py"
     spec.write_text(re.sub(r"oracle=None,.*", f"oracle={filled['oracle']},", spec.read_text()))
     return folder
@@ -203,3 +230,71 @@ def test_inputs_rename_a_kinds_tensors(tmp_path: Path) -> None:
     assert load_op(str(folder)).spec.inputs == ("v",)
     assert "def forward(v: torch.Tensor)" in (folder / "numba_kernel.py").read_text()
     assert "at::Tensor forward(at::Tensor v)" in (folder / "binding.cpp").read_text()
+
+
+def rms_reference(weight: bool, stat: bool) -> str:
+    """reference.py of an RMS norm as `brrr new --kind rowwise` asks for it, with or without a weight
+    (--inputs x) and a saved statistic (--no-stat)."""
+    w_typed = "weight: torch.Tensor, " if weight else ""
+    s_typed = "rstd: torch.Tensor, " if stat else ""
+    scale = " * weight.double()" if weight else ""
+    returned = "(x.double() * rstd[:, None]" + scale + ").to(x.dtype)"
+    grads = "grad_x.to(x.dtype), (g * xhat).sum(dim=0).to(weight.dtype)" if weight else "grad_x.to(x.dtype)"
+    return f'''
+import torch
+
+
+def rstd_of(x, eps):
+    return torch.rsqrt(x.double().square().mean(dim=-1) + eps)
+
+
+def forward(x, {w_typed}eps):
+    rstd = rstd_of(x, eps)
+    return {returned + (", rstd" if stat else "")}
+
+
+def backward(grad_y, x, {w_typed}{s_typed}eps):
+    {"" if stat else "rstd = rstd_of(x, eps)"}
+    g, xhat = grad_y.double(), x.double() * rstd[:, None]
+    gw = g{scale}
+    grad_x = rstd[:, None] * (gw - xhat * (gw * xhat).mean(dim=-1, keepdim=True))
+    return {grads}
+'''
+
+
+@pytest.mark.parametrize("stat", [True, False], ids=["stat", "no-stat"])
+@pytest.mark.parametrize("weight", [True, False], ids=["weight", "no-weight"])
+def test_rowwise_with_or_without_weight_and_statistic_validates(weight: bool, stat: bool, tmp_path: Path) -> None:
+    """Each of the four rowwise shapes, filled in only on its marked lines as an RMS norm, passes all
+    three stages; without a statistic forward returns y alone and backward recomputes it."""
+    folder = tmp_path / "rn"
+    args = ["new", "rn", "--kind", "rowwise", "--dir", str(tmp_path)] + ([] if weight else ["--inputs", "x"])
+    assert brrr(*args, *([] if stat else ["--no-stat"])).returncode == 0
+    spec = load_op(str(folder)).spec
+    assert spec.stats == (("rstd",) if stat else ()) and spec.inputs == (("x", "weight") if weight else ("x",))
+    (folder / "reference.py").write_text(rms_reference(weight, stat))
+    numba, cuda = dict(RMSNORM_NUMBA), dict(RMSNORM_CUDA)
+    if not weight:
+        numba["the output element"] = "y[row, c] = float(x[row, c]) * r"
+        cuda["the output element"] = "yr[c] = static_cast<T>(v * r);"
+    fill_in(folder / "numba_kernel.py", numba)
+    path = folder / "numba_kernel.py"
+    path.write_text(re.sub(r'    raise NotImplementedError\("fill in.*?"\)\n', "", path.read_text(), flags=re.S))
+    fill_in(folder / "kernel.cu", cuda)
+    path = folder / "kernel.cu"
+    path.write_text(re.sub(r"// brrr: unfinished.*\n", "", path.read_text()))
+    oracle = "lambda x, w, eps: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps)" if weight else \
+        "lambda x, eps: torch.nn.functional.rms_norm(x, (x.shape[-1],), None, eps)"
+    path = folder / "spec.py"
+    path.write_text(path.read_text().replace("oracle=None,", f"oracle={oracle},"))
+    stages = ["--stage", "reference", "--stage", "numba"] + (["--stage", "cuda"] if HAS_NVCC else [])
+    proc = brrr("validate", str(folder), *stages, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert " 0 failed" in proc.stdout and "forward vs oracle" in proc.stdout and "gradcheck" in proc.stdout
+
+
+@pytest.mark.parametrize("kind", sorted(set(KINDS) - {"rowwise"}))
+def test_no_stat_is_refused_where_a_kind_saves_no_statistic(kind: str, tmp_path: Path) -> None:
+    proc = brrr("new", "op", "--kind", kind, "--no-stat", "--dir", str(tmp_path))
+    assert proc.returncode == 2 and "only --kind rowwise saves a per-row statistic" in proc.stderr, proc.stderr
+    assert not (tmp_path / "op").exists()
