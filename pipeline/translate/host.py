@@ -88,6 +88,7 @@ class Host:
     returns: dict[tuple[str, tuple[Any, ...]], HType | None] = field(default_factory=dict)
     active: list[str] = field(default_factory=list)
     forward_returns: tuple[HType, ...] = ()
+    launch_blocks: list[ast.expr] = field(default_factory=list)  # each launch's block, as numba_kernel.py wrote it
 
     def __post_init__(self) -> None:
         self.tree = ast.parse(self.source)
@@ -440,6 +441,7 @@ class HostEmitter(ExprDispatch):
         launcher = self.launcher(name, inst)
         pre: list[str] = []
         codes = [self.dims(grid), self.dims(block)]
+        self.h.launch_blocks.append(block)
         for p, v in zip(params, values):
             t = types[p]
             if isinstance(t, Arr):
@@ -450,7 +452,8 @@ class HostEmitter(ExprDispatch):
                     tensor = f"{p}_arg"
                 scalar = self.h.scalar(v.type.dtype)  # type: ignore[union-attr]
                 self.h.helpers.add("array_arg")
-                codes.append(f"array_arg<{scalar}>({tensor}, {t.ndim}, {json.dumps(v.code)})")
+                ndim = t.ndim if p in usage.ndim else -1  # a kernel that never indexes it takes any shape
+                codes.append(f"array_arg<{scalar}>({tensor}, {ndim}, {json.dumps(v.code)})")
                 if t.ndim > 1:
                     codes += [f"{tensor}.stride({k})" for k in range(t.ndim)]
                 codes += [f"{tensor}.size({k})" for k in shapes]

@@ -26,6 +26,7 @@ from ..base.files import write_atomic
 from ..op.contract import saved_tensors
 from ..op.names import STAGE_FILES, UNFINISHED_MARK
 from ..op.spec import Op
+from .blocks import BlockChoice, choose_block
 from .common import C_DTYPE, TranslateError, fail
 from .device import HELPERS, Device
 from .host import Host, HostEmitter, HTuple, HType, Tensor
@@ -53,9 +54,11 @@ static dim3 launch_dims(const std::array<int64_t, N>& d) {
     "array_arg": """\
 // A tensor passed where a kernel takes an n-D array. numba indexes any strides; the translation
 // passes the strides of 2-D and higher arrays and indexes 1-D ones directly, so a 1-D one must be dense.
+// ndim -1: the kernel never indexes it (a parameter it does not use), so any shape will do.
 template <typename scalar_t>
 static typename brrr::Device<scalar_t>::type* array_arg(const at::Tensor& t, int64_t ndim, const char* what) {
-    TORCH_CHECK(t.dim() == ndim, what, " must have ", ndim, " dimension(s) for the kernel, got shape ", t.sizes());
+    TORCH_CHECK(ndim < 0 || t.dim() == ndim, what, " must have ", ndim, " dimension(s) for the kernel, got shape ",
+                t.sizes());
     TORCH_CHECK(ndim != 1 || t.stride(0) == 1 || t.numel() <= 1, what, " must be dense for the kernel, got stride ",
                 t.stride(0));
     return brrr::data<scalar_t>(t);
@@ -69,6 +72,7 @@ class Translation:
     kernel_cu: str
     binding_cpp: str
     todos: tuple[str, ...]
+    block: BlockChoice = BlockChoice()  # spec.py's CUDA block taken, or where it must agree
 
 
 def dispatch_dtypes(op: Op) -> tuple[torch.dtype, ...]:
@@ -118,7 +122,9 @@ def translate(op: Op) -> Translation:
                              [_param_type(v) for v in spec.params.values()]
     bwd = _entry(host, host.defs["backward"], bwd_types, len(spec.inputs), stats=set(spec.stats))
     todos = tuple(dev.todos)
-    return Translation(_kernel_cu(op, dev, host, todos), _binding_cpp(op, host, [fwd[0], bwd[0]], todos), todos)
+    block = choose_block(op, dev, host)
+    kernel_cu = _kernel_cu(op, dev, host, todos + block.comment)
+    return Translation(kernel_cu, _binding_cpp(op, host, [fwd[0], bwd[0]], todos + block.comment), todos, block)
 
 
 def _input_types(spec: Any) -> list[HType]:
@@ -208,10 +214,14 @@ def _not_written(tree: ast.Module) -> tuple[str, int] | None:
 
 
 def _unfinished(todos: tuple[str, ...]) -> list[str]:
+    """The unfinished mark for the TODOs; a line that is already a comment (where the block must agree) as it is."""
+    notes = [t for t in todos if t.startswith("//")]
+    todos = tuple(t for t in todos if not t.startswith("//"))
+    out = ([""] + notes) if notes else []
     if not todos:
-        return []
-    return ["", f"// {UNFINISHED_MARK}: the translation left {len(todos)} TODO(s) ({'; '.join(todos)}); finish them,",
-            "// then delete this line."]
+        return out
+    return out + ["", f"// {UNFINISHED_MARK}: the translation left {len(todos)} TODO(s) ({'; '.join(todos)}); "
+                      "finish them,", "// then delete this line."]
 
 
 def _kernel_cu(op: Op, dev: Device, host: Host, todos: tuple[str, ...]) -> str:
@@ -327,34 +337,10 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {' and '.join(str(p) for p in written)}")
     if result.todos:
         print(f"{len(result.todos)} TODO(s) left, so validation reports the cuda stage unfinished: " + "; ".join(result.todos))
-    if (note := block_note(op)) is not None:
-        print(note)
+    if result.block.message is not None:
+        print(result.block.message)
     print(f"next: {next_command(op, written[0].parent)}")
     return EXIT_OK
-
-
-def _constant(path: Path, name: str) -> int | None:
-    """A module-level `NAME = <int>` of a stage file, read without running it."""
-    try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return node.value.value if isinstance(node.value, ast.Constant) and type(node.value.value) is int else None
-    return None
-
-
-def block_note(op: Op) -> str | None:
-    """Where the translated block size must agree: kernel.cu launches numba_kernel.py's BLOCK, while
-    spec.py's CUDA_BLOCK (the templates' name for kernel.cu's block, which its cuda layout and its sim
-    sizes are chosen for) may say otherwise. None when they agree or either is not spelled out."""
-    numba, cuda = _constant(op.path("numba"), "BLOCK"), _constant(op.folder / "spec.py", "CUDA_BLOCK")
-    if numba is None or cuda is None or numba == cuda:
-        return None
-    return (f"note: kernel.cu launches numba_kernel.py's BLOCK = {numba} threads, but spec.py's CUDA_BLOCK = {cuda} "
-            f"(kernel.cu's block for its cuda layout and sim sizes): they must agree. Set CUDA_BLOCK = {numba} in "
-            f"spec.py, or give the translated launches in binding.cpp and the shared arrays in kernel.cu {cuda}")
 
 
 def next_command(op: Op, folder: Path) -> str:

@@ -333,10 +333,45 @@ def test_integer_inputs_stay_integer_through_binding_checks(tmp_path: Path) -> N
     assert "const int64_t* target" in binding and "const int64_t* __restrict__ target" in kernel
 
 
-def test_a_block_that_disagrees_with_the_specs_cuda_block_is_named() -> None:
-    """examples/rowscan: numba's BLOCK = 32, spec.py's CUDA_BLOCK = 256 (its layout and sim sizes)."""
-    from brrr_kernels.translate.run import block_note
+@needs_nvcc
+def test_kernel_cu_launches_the_specs_cuda_block_not_numbas(tmp_path: Path) -> None:
+    """examples/rowscan: numba's BLOCK = 32 (the simulator's), spec.py's CUDA_BLOCK = 256 (its cuda layout
+    and sim sizes). The translation launches 256 and sizes its shared arrays so, and validates."""
+    out = tmp_path / "out"
+    result = brrr("translate", str(REPO / "examples" / "rowscan"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "BLOCK = 256 (spec.py's CUDA_BLOCK; numba_kernel.py's is 32)" in result.stdout, result.stdout
+    for name in ("kernel.cu", "binding.cpp"):
+        text = (out / name).read_text()
+        assert "constexpr int64_t BLOCK = 256;" in text and "BLOCK = 32;" not in text, name
+    assert "brrr translate:" not in (out / "kernel.cu").read_text()  # nothing left to agree on
+    for name in ("spec.py", "reference.py", "numba_kernel.py"):
+        shutil.copy(REPO / "examples" / "rowscan" / name, out / name)
+    rows = validate(out, "cuda")
+    assert not failed(rows), [(r.check, r.dtype, r.detail) for r in rows if r.verdict == FAIL]
 
-    note = block_note(load_op(str(REPO / "examples" / "rowscan")))
-    assert note is not None and "BLOCK = 32" in note and "CUDA_BLOCK = 256" in note and "must agree" in note
-    assert block_note(load_op("sigmoid")) is None  # no CUDA_BLOCK to disagree with
+
+def test_a_launch_block_it_cannot_take_from_the_spec_is_commented_and_warned(tmp_path: Path) -> None:
+    """A launch block computed from numba's BLOCK stays numba's; both files say where it must agree
+    with spec.py's CUDA_BLOCK, and translate prints a warning naming both."""
+    folder = tmp_path / "rowscan"
+    shutil.copytree(REPO / "examples" / "rowscan", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    path = folder / "numba_kernel.py"
+    text = path.read_text()
+    assert "launch(rowscan_forward_kernel, rows, BLOCK," in text
+    launched = "launch(rowscan_forward_kernel, rows, "
+    path.write_text(text.replace(launched + "BLOCK,", launched + "2 * (BLOCK // 2),"))
+    result = brrr("translate", str(folder), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    warning = next((ln for ln in result.stdout.splitlines() if ln.startswith("warning:")), "")
+    assert "2 * (BLOCK // 2)" in warning and "CUDA_BLOCK = 256" in warning and "must agree" in warning, result.stdout
+    for name in ("kernel.cu", "binding.cpp"):
+        text = (tmp_path / "out" / name).read_text()
+        assert "// brrr translate: kernel.cu launches numba_kernel.py's block" in text and "CUDA_BLOCK = 256" in text
+        assert "BLOCK = 32;" in text, name  # numba's, kept
+
+
+def test_no_cuda_block_in_the_spec_leaves_numbas() -> None:
+    """sigmoid's spec names no CUDA_ constant: the launches keep numba's block and nothing is said."""
+    result = translate(load_op("sigmoid"))
+    assert result.block.message is None and "brrr translate:" not in result.kernel_cu
