@@ -132,7 +132,7 @@ def run_task(task: Task) -> Result:
             reason = difference or SAME[task.stage]
             if difference and reordered:
                 verdict = Verdict.ROUNDING
-                reason = (f"{difference}, but every difference on every case is within {SPREAD:g} x the spread of the "
+                reason = (f"{difference}; every difference on every case is within {SPREAD:g} x the spread of the "
                           "reference under rounding (a sum taken in another order): the same math, rounded otherwise")
             if not difference and task.stage == "numba" and task.mutant.line and \
                     not _reached(original, task.seed, _edited_lines(task.mutant)):

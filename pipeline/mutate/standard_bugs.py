@@ -478,7 +478,8 @@ def _cu_calls(src: _CudaSource, inside: range) -> list[Mutant]:
 
 
 def _cu_accumulators(src: _CudaSource, inside: range) -> list[Mutant]:
-    """`acc = <seed>;` whose name is later updated with += or from itself (max(acc, ...))."""
+    """`acc = <seed>;` whose name is later updated with += or from itself (max(acc, ...)); and a loop's
+    start, `offset = 16` halved or doubled from there (/=, >>=, <<=), as a shuffle butterfly's is."""
     out = []
     toks = src.toks
     for i in inside:
@@ -491,7 +492,7 @@ def _cu_accumulators(src: _CudaSource, inside: range) -> list[Mutant]:
         if end - k > 4 or end >= len(toks):
             continue
         later = [u for u in range(end, inside.stop) if toks[u].text == name]
-        updated = any(toks[u + 1].text in ("+=", "*=", "-=") or
+        updated = any(toks[u + 1].text in ("+=", "*=", "-=", "/=", ">>=", "<<=") or
                       toks[u + 1].text == "=" and name in [v.text for v in toks[u + 2:u + 8]] for u in later)
         if not updated:
             continue

@@ -89,3 +89,17 @@ def test_a_survivor_within_the_spread_of_a_reordered_sum_is_listed_apart() -> No
     text = format_report(report)
     assert "equivalent up to rounding order (no mutants entry needed):\n  k.cu:9:40: offset 16 -> 17" in text
     assert "1 equivalent up to rounding order" in text and "survivor:" not in text
+
+
+def test_an_xor_butterfly_started_at_17_is_equivalent_up_to_rounding_order_in_a_real_run(tmp_path) -> None:
+    """examples/rmsnorm_shuffle's kernel.cu: `for (int offset = 16; ...; offset /= 2)` seeded 17 still gives
+    every lane the warp's sum (17 = 16 ^ 1), in another order: listed apart with the reason, not survived."""
+    out = tmp_path / "mutate.json"
+    run = brrr("mutate", "examples/rmsnorm_shuffle", "--stage", "cuda", "--kind", "accumulator", "--seed", "1",
+               "--jobs", "1", "--json", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr
+    verdicts = {r["key"].split(": ", 1)[1]: (r["verdict"], r["reason"]) for r in json.loads(out.read_text())["results"]}
+    verdict, reason = verdicts["offset = 16 -> offset = 17"]
+    assert verdict == Verdict.ROUNDING.value and "within 2 x the spread of the reference under rounding" in reason
+    assert "equivalent up to rounding order (no mutants entry needed):" in run.stdout and "survivor:" not in run.stdout
+    assert all(v == "killed" for k, (v, _) in verdicts.items() if "= 0.0 ->" in k)  # the sums seeded 1.0 are caught

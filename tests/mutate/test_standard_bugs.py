@@ -97,3 +97,14 @@ def test_builtin_numba_stages_give_mutants_that_parse() -> None:
         assert len(mutants) >= 10, name
         for m in mutants:
             ast.parse(m.apply(source))
+
+
+def test_a_halving_loops_start_is_seeded_wrong_in_cuda() -> None:
+    """A shuffle butterfly's `offset = 16` (halved with /= or >>=) is a seed to perturb, as an accumulator's is."""
+    from brrr_kernels.mutate.standard_bugs import cuda_mutants
+
+    for step in ("offset /= 2", "offset >>= 1"):
+        text = ("__device__ float warp_sum(float v) {\n"
+                f"    for (int offset = 16; offset > 0; {step}) v += __shfl_xor_sync(0xffffffffu, v, offset);\n"
+                "    return v;\n}\n")
+        assert "offset = 16 -> offset = 17" in [m.what for m in cuda_mutants(text) if m.kind == Kind.ACCUMULATOR], step
