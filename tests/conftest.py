@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TypeVar
 
@@ -78,6 +80,49 @@ def brrr_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cache = tmp_path_factory.mktemp("brrr-cache")
     os.environ["BRRR_CACHE"] = str(cache)
     return cache
+
+
+# BRRR_TEST_TIMES=FILE: each test's wall time and the CPU time of this process's whole tree (its own,
+# its reaped children's and every live descendant's: the CPU execution's forked children and brrr's
+# subprocesses), one JSON line per test, appended by every xdist worker. Wall time on a shared machine
+# measures the neighbours' load as much as the test; CPU time does not (benchmarks/test_times.py sums it).
+_TIMES = os.environ.get("BRRR_TEST_TIMES")
+
+
+def _tree_cpu_seconds() -> float:
+    """CPU seconds of this process, its reaped children and its live descendants (from /proc)."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # ended while the folder was read
+                continue
+            parents[int(entry.name)] = int(fields[1])
+            ticks[int(entry.name)] = sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    total, todo = 0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    if not _TIMES:
+        yield
+        return
+    cpu, wall = _tree_cpu_seconds(), time.monotonic()
+    yield
+    line = {"test": item.nodeid, "wall_s": round(time.monotonic() - wall, 3),
+            "cpu_s": round(_tree_cpu_seconds() - cpu, 3), "load": os.getloadavg()[0]}
+    with open(_TIMES, "a") as f:  # one short write a line: workers' lines do not interleave
+        f.write(json.dumps(line) + "\n")
 
 
 def copy_op(name: str, dest: Path) -> Path:
