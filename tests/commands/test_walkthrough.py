@@ -37,9 +37,15 @@ def test_say_fills_one_paragraph_without_the_source_indentation() -> None:
     assert out.getvalue() == "first line 1, then an indented continuation line\n\n"
 
 
-def test_walkthrough_single_step_and_bad_step() -> None:
-    one = brrr("walkthrough", "--step", "2", "--no-pause")
-    assert one.returncode == 0 and "step 2 of 6" in one.stdout and "step 1 of 6" not in one.stdout
+@pytest.fixture(scope="module")
+def step_4() -> subprocess.CompletedProcess[str]:
+    """`brrr walkthrough --step 4`, run once for the two tests that read it (a run imports torch and builds)."""
+    return brrr("walkthrough", "--step", "4", "--no-pause")
+
+
+def test_walkthrough_single_step_and_bad_step(step_4: subprocess.CompletedProcess[str]) -> None:
+    assert step_4.returncode == 0, step_4.stderr
+    assert "step 4 of 6" in step_4.stdout and not any(f"step {n} of 6" in step_4.stdout for n in (1, 2, 3, 5, 6))
     bad = brrr("walkthrough", "--step", "9")
     assert bad.returncode == 2 and "between 1 and 6" in bad.stderr
 
@@ -66,10 +72,10 @@ def test_training_example_loss_goes_down_and_gradients_match() -> None:
     assert last < 0.5 * first
 
 
-def test_walkthrough_step_4_shows_the_translation_beside_the_hand_tuned_kernel() -> None:
-    proc = brrr("walkthrough", "--step", "4", "--no-pause")
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+def test_walkthrough_step_4_shows_the_translation_beside_the_hand_tuned_kernel(
+        step_4: subprocess.CompletedProcess[str]) -> None:
+    assert step_4.returncode == 0, step_4.stderr
+    out = step_4.stdout
     translated = out.index("--- kernel.cu (from brrr translate")
     hand_tuned = out.index("--- kernel.cu ---")
     assert translated < hand_tuned
