@@ -37,6 +37,21 @@ def watching_writes() -> Iterator[list[str]]:
         _writes.reset(token)
 
 
+@contextmanager
+def _as_in_forward(watch: tuple[list[str] | None, bool]) -> Iterator[None]:
+    """Backward watched where it is called from a watched block, or else as its forward was. On a GPU the
+    autograd engine runs backward in a thread of its own, where this module's context variables have
+    their defaults: without this, a backward's writes past grad_x's end or into grad_y went unwatched
+    there (a CPU backward runs in the caller's thread and was watched)."""
+    writes, guarded = (_writes.get(), guards.active()) if _writes.get() is not None else watch
+    token = _writes.set(writes)
+    try:
+        with guards.watched() if guarded else nullcontext():
+            yield
+    finally:
+        _writes.reset(token)
+
+
 def _guarding(stage: Stage) -> Guarding | None:
     """Guard bands (guards.py) around a cuda-stage call while validation watches it."""
     return Guarding() if stage.name == "cuda" and guards.active() else None
@@ -89,6 +104,7 @@ class StageFunction(torch.autograd.Function):
             )
         ctx.save_for_backward(*saved_tensors(spec, inputs, results))
         ctx.stage = stage
+        ctx.watch = (_writes.get(), guards.active())
         outputs = visible(spec, results)
         return outputs[0] if len(outputs) == 1 else outputs
 
@@ -100,8 +116,10 @@ class StageFunction(torch.autograd.Function):
         received = dict(zip((f"grad_{n}" for n in spec.outputs), grads_in))
         received |= {f"{n} (saved for backward)": t for n, t in zip(spec.saved, ctx.saved_tensors)}
         n = len(grads_in)
-        grads, _ = _watched(stage, "backward", received, lambda given: call_backward(spec, stage, given[:n], given[n:]),
-                            [f"grad_{name}" for name in spec.inputs])
+        with _as_in_forward(ctx.watch):
+            grads, _ = _watched(stage, "backward", received,
+                                lambda given: call_backward(spec, stage, given[:n], given[n:]),
+                                [f"grad_{name}" for name in spec.inputs])
         if len(grads) != len(spec.inputs):
             raise OpLoadError(
                 f"{stage.source}: backward returned {_describe(grads)}, expected one gradient per input {spec.inputs}"

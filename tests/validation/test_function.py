@@ -65,3 +65,21 @@ def test_writes_are_watched_only_while_validation_asks() -> None:
     assert _snapshot({"x": x}) is None  # an op used from PyTorch copies nothing
     with watching_writes():
         assert torch.equal(_snapshot({"x": x})["x"], x)
+
+
+def test_a_backward_in_another_thread_is_watched_as_its_forward(mutant) -> None:
+    """A GPU's autograd engine runs backward in a thread of its own, where context variables have their
+    defaults: the backward's writes into its inputs must be seen there too (a thread here stands in)."""
+    import threading
+
+    from brrr_kernels.op.loaders import load_numba
+    from brrr_kernels.validation.function import watching_writes
+
+    stage = load_numba(load_op(str(mutant("sigmoid", "grad_y_zeroed"))))
+    x = torch.randn(40, requires_grad=True)
+    with watching_writes() as writes:
+        y = apply(stage, x)
+        other = threading.Thread(target=lambda: y.backward(torch.ones_like(y)))
+        other.start()
+        other.join()
+    assert "backward wrote into grad_y" in writes, writes
