@@ -191,9 +191,9 @@ _HEADED_LINES = 12
 
 def _failures(op: Any, seed: int, stage: str) -> str:
     """The first failing row of validating one stage of the op, as one line; "" when all pass."""
-    from ..validation.executor import Options, validate
+    from ..validation.runner import Options, validate_guarded
 
-    for row in validate(op, Options(stages=(stage,), seed=seed, fail_fast=True)):
+    for row in validate_guarded(op, Options(stages=(stage,), seed=seed, fail_fast=True)):
         if row.failed:
             lines = row.detail.splitlines()
             # A first line ending in ":" heads what follows (a compiler's errors): keep what it heads.

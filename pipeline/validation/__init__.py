@@ -8,6 +8,7 @@ Layer map:
     trial           one call on one case: outputs poisoned, inputs checked for writes
     rows            a check's many cases folded into its one report row
     function        one autograd.Function for every stage
+    gpu_fault       a kernel's fault on the GPU: one row, not the end of brrr (CUDA's errors are sticky)
     unfinished      a stage still as its template left it, told apart from a failing one
     huge            validate --huge: more than 2**31 elements
     library_checks  the torch.library rows: opcheck and torch.compile

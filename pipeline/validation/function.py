@@ -18,6 +18,7 @@ from ..cuda import guards
 from ..cuda.guards import Guarding
 from ..op.contract import as_tuple, call_backward, call_forward, result_names, saved_tensors, visible
 from ..op.loaders import Stage
+from . import gpu_fault
 
 # While validation watches (see `watching_writes`), every tensor a stage call receives is compared
 # bit for bit before and after the call, and each one written is recorded by name. Otherwise
@@ -83,6 +84,8 @@ def _watched(stage: Stage, phase: str, received: dict[str, Any], run: Any, names
     before = _snapshot(received)
     with guard or nullcontext():
         results = run(list(received.values()))
+    if before is not None:  # validation watches: a kernel's fault on a GPU is charged to this call
+        gpu_fault.synchronized([*as_tuple(results), *received.values()], f"the {stage.name} stage's {phase}")
     _record_writes(phase, before, received)
     if guard is not None:
         guard.check(phase, dict(zip(names, results)))

@@ -14,9 +14,10 @@ from typing import Any
 from ..base.errors import BrrrError
 from ..base.files import shown
 from ..verdict.report import FAIL, Row
-from .executor import Options, validate
+from . import gpu_fault
+from .executor import Options, Validation, validate
 
-__all__ = ["Options", "Outcome", "validate", "validate_many", "validate_named"]
+__all__ = ["Options", "Outcome", "validate", "validate_guarded", "validate_many", "validate_named"]
 
 
 @dataclass
@@ -43,9 +44,23 @@ def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
         progress.set_worker()
     try:
         op = load_op(name)
-        return Outcome(name=op.name, folder=shown(op.folder), rows=validate(op, options))
+        if (refused := gpu_fault.refused_row(op.name)) is not None:
+            return Outcome(name=op.name, folder=shown(op.folder), rows=[refused])
+        return Outcome(name=op.name, folder=shown(op.folder), rows=validate_guarded(op, options))
     except BrrrError as e:
         return Outcome(name=name, error=str(e), exit_code=e.exit_code, traceback=tb.format_exc())
+
+
+def validate_guarded(op: Any, options: Options) -> list[Row]:
+    """validate(op, options), where a kernel's fault on the GPU (gpu_fault.py) ends the op with the rows
+    so far and one naming the call that faulted, rather than ending brrr."""
+    v = Validation(op, options)
+    try:
+        return v.run()
+    except BaseException as e:
+        if not gpu_fault.is_cuda_fault(e):
+            raise
+        return v.rows + [gpu_fault.lost_row(op.name, e)]
 
 
 def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Outcome]:
