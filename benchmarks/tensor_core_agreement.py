@@ -31,7 +31,8 @@ from brrr_kernels.op.tolerances import tensor_core_bound  # noqa: E402
 CASES = ROOT / "tests" / "cuda" / "tensor_core_cases.cu"
 EXTRA_PRODUCTS = {"mma_f16_acc": (16, 8, 16)}  # f16 accumulators: the bound gains half an f16 ulp
 LAYOUTS = ("ldmatrix_x1", "ldmatrix_x2_trans", "ldmatrix_x4", "ldmatrix_x4_trans", "wmma_mapping_16x16x16",
-           "wmma_mapping_32x8x16", "wmma_mapping_8x32x16", "pack_pairs")
+           "wmma_mapping_32x8x16", "wmma_mapping_8x32x16", "pack_pairs",
+           *(f"wmma_{ab}_mapping_{shape}" for shape in ("16x16x16", "32x8x16", "8x32x16") for ab in "ab"))
 
 
 def gpu_program(folder: Path) -> Path:

@@ -276,6 +276,16 @@ __global__ void wmma_gemm(const __nv_bfloat16* a, const __nv_bfloat16* b, float*
     wmma::store_matrix_sync(d + tm * 16 * 32 + tn * 16, acc, 32, wmma::mem_row_major);
 }
 
+// Which element of A (or B) each lane's x[i] holds: the matrix, row-major, holds each element's own
+// index (row * columns + column, exact in __half); out[lane * num_elements + i] = x[i].
+template <typename Use, int M, int N, int K>
+__global__ void wmma_operand_mapping(const __half* m, float* out) {
+    constexpr bool a = std::is_same_v<Use, wmma::matrix_a>;
+    wmma::fragment<Use, M, N, K, __half, wmma::row_major> f;
+    wmma::load_matrix_sync(f, m, a ? K : N);
+    for (int i = 0; i < f.num_elements; ++i) out[threadIdx.x * f.num_elements + i] = __half2float(f.x[i]);
+}
+
 // Which (row, col) each lane's acc.x[i] is: x[i] = 100 lane + i, stored row-major.
 template <int M, int N, int K>
 __global__ void wmma_mapping(float* d) {
@@ -375,6 +385,19 @@ static void run_mapping() {
     print_matrix("D", d);
 }
 
+template <typename Use, int M, int N, int K>
+static void run_operand_mapping() {
+    constexpr bool a = std::is_same_v<Use, wmma::matrix_a>;
+    constexpr int rows = a ? M : K, cols = a ? K : N;
+    Vec<__half> m(rows * cols);
+    for (int i = 0; i < rows * cols; ++i) m[i] = __float2half(static_cast<float>(i));
+    wmma::fragment<Use, M, N, K, __half, wmma::row_major> f;
+    Vec<float> out(32 * f.num_elements);
+    wmma_operand_mapping<Use, M, N, K><<<1, 32>>>(m.data(), out.data());
+    finish();
+    print_matrix("D", out);
+}
+
 template <int Count, bool Trans>
 static void run_ldmatrix() {
     Vec<unsigned> out(128);
@@ -445,6 +468,12 @@ int main(int argc, char** argv) {
         else if (c == "wmma_mapping_16x16x16") run_mapping<16, 16, 16>();
         else if (c == "wmma_mapping_32x8x16") run_mapping<32, 8, 16>();
         else if (c == "wmma_mapping_8x32x16") run_mapping<8, 32, 16>();
+        else if (c == "wmma_a_mapping_16x16x16") run_operand_mapping<wmma::matrix_a, 16, 16, 16>();
+        else if (c == "wmma_b_mapping_16x16x16") run_operand_mapping<wmma::matrix_b, 16, 16, 16>();
+        else if (c == "wmma_a_mapping_32x8x16") run_operand_mapping<wmma::matrix_a, 32, 8, 16>();
+        else if (c == "wmma_b_mapping_32x8x16") run_operand_mapping<wmma::matrix_b, 32, 8, 16>();
+        else if (c == "wmma_a_mapping_8x32x16") run_operand_mapping<wmma::matrix_a, 8, 32, 16>();
+        else if (c == "wmma_b_mapping_8x32x16") run_operand_mapping<wmma::matrix_b, 8, 32, 16>();
         else if (c == "wmma_divergent") {
             auto a = inputs<__half>(256, 1), b = inputs<__half>(256, 2);
             Vec<float> d(256);

@@ -124,11 +124,20 @@ def test_wmma_accumulator_elements_map_one_to_one(program: Path, case: str, rows
     d = [int(float(v)) for v in run(program, case).split()[1:]]
     held = sorted((v // 100, v % 100) for v in d)
     assert held == sorted((lane, i) for lane in range(32) for i in range(8))  # every (lane, x[i]) exactly once
+    for lane in range(32):
+        for i in range(8):
+            r, c = accumulator_on_h100(rows, cols, lane, i)
+            assert d[r * cols + c] == 100 * lane + i
+
+
+def accumulator_on_h100(rows: int, cols: int, lane: int, i: int) -> tuple[int, int]:
+    """Where an H100 stores a lane's acc.x[i] (benchmarks/results/2026-11-25-h100-tensor-cores): m16n16 the
+    PTX ISA's m16n8 layout twice side by side, m32n8 two of its m16 tiles stacked, m8n32 that transposed."""
+    g, t = lane // 4, lane % 4
     if rows == cols:
-        for lane in range(32):
-            for i in range(8):
-                r, c = sm80_accumulator(lane, i)
-                assert d[r * cols + c] == 100 * lane + i
+        return sm80_accumulator(lane, i)
+    stacked = (g + 8 * (i >> 1), 2 * t + (i & 1))
+    return stacked if rows == 32 else stacked[::-1]
 
 
 def test_planted_wrong_layout_fails_the_comparison(program: Path) -> None:

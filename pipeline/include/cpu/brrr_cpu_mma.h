@@ -70,7 +70,7 @@ constexpr Coord at(Map m, int lane, int i) {
         case Map::C32x8: return {g + 8 * ((i >> 1) & 1) + 16 * (i >> 2), 2 * t + (i & 1)};
         case Map::A8x16: return {g, 2 * t + (i & 1) + 8 * (i >> 1)};
         case Map::B16x32: return {2 * t + (i & 1) + 8 * ((i >> 1) & 1), g + 8 * (i >> 2)};
-        case Map::C8x32: return {g, 2 * t + (i & 1) + 8 * (i >> 1)};
+        case Map::C8x32: return {2 * t + (i & 1), g + 8 * (i >> 1)};  // C32x8's transpose, as an H100 stores it
         case Map::B8x16tf: return {t + 4 * (i & 1), g + 8 * (i >> 1)};
     }
     return {0, 0};
