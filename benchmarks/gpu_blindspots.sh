@@ -3,7 +3,8 @@
 #   PART=bugs    every op's cuda-stage planted bugs (stages/*/bugs/*.bug touching kernel.cu or binding.cpp only,
 #                plus guard-band and uninitialized-read plants) validated --stage cuda on the GPU, GPU_JOBS at once.
 #   PART=cpu     the same bugs executed on the CPU (CUDA_VISIBLE_DEVICES=: no GPU), CPU_JOBS at once; beside them
-#                brrr sanitize over every built-in op (four tools each) and on one plant of each bug class.
+#                brrr sanitize over every built-in op (four tools each) and on one plant of each bug class, and
+#                the GPU verdicts of GPU_AGAIN (keys op--bug, |-separated) taken again.
 #   PART=mutate  brrr mutate --stage cuda for sigmoid and square, on the GPU and on the CPU execution.
 # Why so: the round before, everything at once on a cold build cache ran past every limit, and the next
 # call's GPU verdicts waited on CPU verdicts that took every core. Builds come first, in parallel; each
@@ -39,7 +40,7 @@ prebuild() {  # every folder built for the GPU at once: nvcc and the host compil
 verdicts() {
   local side=$1 jobs=$2 each=$3
   SIDE=$side EACH=$each xargs -P "$jobs" --process-slot-var=SLOT -I{} bash -c '
-    k=$(basename "$(dirname "{}")"); first=$(( SLOT * EACH ))
+    k=$(basename "$(dirname "{}")"); first=$(( ${BASE:-0} + SLOT * EACH ))
     taskset -c "$first-$(( first + EACH - 1 ))" bash -c "timed \"bugs/$k.$SIDE\" ${LIMIT:-150} python3 -m brrr_kernels \
       validate \"{}\" --stage cuda --seed 29 --quiet --json \"$B/bugs/$k.$SIDE.json\""'
 }
@@ -59,7 +60,9 @@ elif [ "$PART" = cpu ]; then  # the CPU execution's verdicts (no GPU visible), C
   ls -d "$PWD"/stages/*/ | sed 's:/$::' > "$B/op_folders.txt"
   python3 benchmarks/blindspots_table.py sanitize-picks "$B/bug_folders.txt" > "$B/sanitize_folders.txt"
   cat "$B/op_folders.txt" "$B/sanitize_folders.txt" > "$B/build_folders.txt"
+  grep -E "/(${GPU_AGAIN:-none})/" "$B/bug_folders.txt" >> "$B/build_folders.txt"  # GPU verdicts to take again
   taskset -c 12-15 bash -c "$(declare -f prebuild); prebuild $B/build_folders.txt"
+  grep -E "/(${GPU_AGAIN:-none})/" "$B/bug_folders.txt" | BASE=12 bash -c "verdicts gpu 1 4"
   taskset -c 12-15 bash -c "timed sanitize_ops 240 python3 -m brrr_kernels sanitize --json $B/sanitize_ops.json"
   while read -r folder; do  # compute-sanitizer on one plant of each class (the table names the class)
     k=$(basename "$(dirname "$folder")")
