@@ -196,63 +196,94 @@ def build_cpu_module(op: Op, flavour: cpu_build.Flavour = cpu_build.DEFAULT, ver
     return replace(built, printf=Printed(library))
 
 
-def nvcc_job(op: Op, arch: str) -> Job:
-    """The .cu through nvcc as cpp_extension compiles it (torch's and Python's headers), brrr's module
-    in place of the author's: the GPU compile check, and the GPU build's object."""
+def _gpu_job(op: Op, source: Path, arch: str) -> Job:
+    """One source of the module for the GPU, as cpp_extension compiles it: a .cu through nvcc, any
+    other through the host compiler (a setup.py project's binding .cpp parses torch's headers once,
+    with g++, not three times through nvcc's passes). brrr's module replaces the author's in the
+    source that declares it."""
     import torch
 
-    nvcc = builder.find_nvcc()
-    if nvcc is None:
-        raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH, in /usr/local/cuda/bin)")
-    source = op.path("cuda")
     name = _module_name(op, "gpu")
     module = op.spec.torch_module
     assert module is not None
     text = source.read_text(errors="replace")
-    if _home(op) == source:
+    if source == _home(op):
         text = module_text(text, source, name, module.function_names())
-    # else: the module is declared in another source (a setup.py project's .cpp); the .cu's kernels and
-    # wrappers are what nvcc checks here, and the GPU module build links only this one object (left to do)
     quoted = str(source.resolve()).replace("\\", "\\\\").replace('"', '\\"')
     text = f'#line 1 "{quoted}"\n{text}'
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    rewritten = builder.cache_root() / "gpu-src" / f"{op.name}-{source.stem}-{digest}.cu"
+    cu = source.suffix == ".cu"
+    rewritten = builder.cache_root() / "gpu-src" / f"{op.name}-{source.stem}-{digest}{'.cu' if cu else source.suffix}"
     if not rewritten.is_file() or rewritten.read_text() != text:
         write_atomic(rewritten, text)
-    command = [nvcc, "-c", *builder.NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v", f"-I{op.folder}", *_torch_flags(),
-               f"-DTORCH_EXTENSION_NAME={name}"]
-    key = builder.object_key(None, rewritten, cpu_includes.local_headers(op.folder), command,
-                             (builder.nvcc_version(), torch.__version__))
-    return Job(rewritten, command, key, builder.object_path(f"{op.name}-{source.stem}-gpu-{arch}", key), source)
+    if cu:
+        nvcc = builder.find_nvcc()
+        if nvcc is None:
+            raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH, in /usr/local/cuda/bin)")
+        command = [nvcc, "-c", *builder.NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v"]
+        versions = (builder.nvcc_version(), torch.__version__)
+        label = f"{op.name}-{source.stem}-gpu-{arch}"
+    else:
+        home = builder.cuda_home()
+        cxx = builder.find_cxx()
+        command = [cxx, "-c", *builder.CXX_FLAGS, *([f"-I{home / 'include'}"] if home else [])]
+        versions = (builder.compiler_version(cxx), torch.__version__, builder.nvcc_version())
+        label = f"{op.name}-{source.stem}-gpu"
+    command += [f"-I{op.folder}", *_torch_flags(), f"-DTORCH_EXTENSION_NAME={name}"]
+    key = builder.object_key(None, rewritten, cpu_includes.local_headers(op.folder), command, versions)
+    return Job(rewritten, command, key, builder.object_path(label, key), source)
+
+
+def gpu_jobs(op: Op, arch: str) -> list[Job]:
+    """Every source of the module compiled for the GPU (the .cu first): what build_gpu_module links."""
+    return [_gpu_job(op, source, arch) for source in _sources(op)]
+
+
+def nvcc_job(op: Op, arch: str) -> Job:
+    """The .cu through nvcc as cpp_extension compiles it (torch's and Python's headers), brrr's module
+    in place of the author's when the .cu declares it: the GPU compile check."""
+    return _gpu_job(op, op.path("cuda"), arch)
 
 
 def kernel_check(op: Op, arch: str = builder.DEFAULT_ARCH) -> builder.CompileReport:
-    """The module through nvcc and ptxas' report (no GPU needed)."""
-    obj = builder.compile_job(nvcc_job(op, arch))
-    return builder.CompileReport(arch=arch, kernels=obj.kernels, seconds=obj.seconds, cached=obj.cached)
+    """The module's .cu files through nvcc and ptxas' report (no GPU needed)."""
+    start = time.monotonic()
+    cus = [job for job in gpu_jobs(op, arch) if job.named.suffix == ".cu"]
+    objects = builder.compile_all(cus, f"compiling {op.name}", arch)
+    cached = all(o.cached for o in objects)
+    seconds = sum(o.seconds for o in objects) if cached else time.monotonic() - start
+    return builder.CompileReport(arch=arch, kernels=tuple(k for o in objects for k in o.kernels), seconds=seconds,
+                                 cached=cached)
 
 
 def build_gpu_module(op: Op, arch: str | None = None, verbose: bool = False) -> ModuleBuild:
-    """The module compiled by nvcc, linked against torch's CUDA libraries and imported."""
+    """The module's sources compiled (nvcc for each .cu, the host compiler for the rest, two at a
+    time), linked against torch's CUDA libraries and imported."""
     start = time.monotonic()
     arch = arch or builder.device_arch()
-    obj = builder.compile_job(nvcc_job(op, arch), verbose)
+    objects = builder.compile_all(gpu_jobs(op, arch), f"compiling {op.name}", arch, verbose)
     name = _module_name(op, "gpu")
-    library = builder.cache_root() / "ext" / f"{name}-{obj.key}.so"
+    key = hashlib.sha256(" ".join(o.key for o in objects).encode()).hexdigest()[:16]
+    library = builder.cache_root() / "ext" / f"{name}-{key}.so"
     linked = not library.is_file()
     if linked:
-        _link_gpu(library, obj.path)
-    return _bind(op, _import(name, library), library, start, obj.cached and not linked)
+        with ticking(f"linking {op.name}"):
+            _link_gpu(library, [o.path for o in objects])
+    return _bind(op, _import(name, library), library, start, all(o.cached for o in objects) and not linked)
 
 
-def _link_gpu(library: Path, obj: Path) -> None:
+def gpu_link_command(library: Path, objects: list[Path]) -> list[str]:
+    """The module's objects into one Python extension, against torch's CUDA libraries and CUDA's runtime."""
     from torch.utils import cpp_extension
 
     home = builder.cuda_home()
     dirs = [*cpp_extension.library_paths(), *([str(home / "lib64")] if home else [])]
+    return [builder.find_cxx(), "-shared", "-fPIC", "-o", str(library), *map(str, objects), *(f"-L{d}" for d in dirs),
+            *(f"-Wl,-rpath,{d}" for d in dirs), *builder.LINK_LIBS, "-ltorch_python"]
+
+
+def _link_gpu(library: Path, objects: list[Path]) -> None:
     with locked(library.with_suffix(".lock")), replacing(library, suffix=".so") as partial:
-        command = [builder.find_cxx(), "-shared", "-fPIC", "-o", str(partial), str(obj), *(f"-L{d}" for d in dirs),
-                   *(f"-Wl,-rpath,{d}" for d in dirs), *builder.LINK_LIBS, "-ltorch_python"]
-        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        proc = subprocess.run(gpu_link_command(partial, objects), capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise BuildError(f"linking {shown(obj)} failed:\n{proc.stderr[-3000:]}")
+            raise BuildError(f"linking {', '.join(shown(o) for o in objects)} failed:\n{proc.stderr[-3000:]}")

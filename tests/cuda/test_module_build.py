@@ -1,0 +1,51 @@
+"""The GPU build of an op brought as its own torch extension, compiled and linked here without a
+GPU: a module of several sources (two .cu files and the binding .cpp of a setup.py project)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO, needs_nvcc
+
+from brrr_kernels.cuda import builder, module_build
+from brrr_kernels.op.loaders import load_op
+
+MULTI = REPO / "tests" / "cuda" / "byok_ops" / "multi"
+
+
+def _symbols(library: Path, which: str) -> set[str]:
+    """Demangled names, without their parameters, of the library's dynamic symbols ("ADDR TYPE NAME", or "U NAME")."""
+    out = subprocess.run(["nm", "-D", "-C", which, str(library)], capture_output=True, text=True, check=True).stdout
+    fields = [line.split(None, 2) if not line.startswith(" ") else ["", *line.split(None, 1)] for line in out.splitlines()]
+    return {f[2].split("(")[0] for f in fields if len(f) == 3}
+
+
+def test_each_source_is_compiled_by_its_own_compiler() -> None:
+    jobs = module_build.gpu_jobs(load_op(str(MULTI)), "sm_90")
+    tools = {job.named.name: Path(job.command[0]).name for job in jobs}
+    assert tools == {"kernel.cu": "nvcc", "shift.cu": "nvcc", "bind.cpp": Path(builder.find_cxx()).name}
+    # brrr's module goes into the source declaring PYBIND11_MODULE, and only there
+    name = module_build._module_name(load_op(str(MULTI)), "gpu")
+    assert [name in job.source.read_text() for job in jobs] == [False, False, True]
+
+
+@needs_nvcc
+@pytest.mark.skipif(shutil.which("nm") is None, reason="needs nm to read the library's symbols")
+def test_a_module_of_several_sources_compiles_and_links_for_the_gpu(tmp_path: Path) -> None:
+    op = load_op(str(MULTI))
+    objects = builder.compile_all(module_build.gpu_jobs(op, "sm_90"), "compiling multi", "sm_90")
+    library = tmp_path / "multi.so"
+    command = module_build.gpu_link_command(library, [o.path for o in objects])
+    # A CPU build of torch has no CUDA libraries to link against: those (only those) are left out here.
+    dirs = [Path(f[2:]) for f in command if f.startswith("-L")]
+    absent = [f for f in command if f.startswith("-l") and not any((d / f"lib{f[2:]}.so").exists() for d in dirs)]
+    assert set(absent) <= {"-lc10_cuda", "-ltorch_cuda"}, absent
+    subprocess.run([f for f in command if f not in absent], check=True, capture_output=True, text=True)
+    name = module_build._module_name(op, "gpu")
+    defined, undefined = _symbols(library, "--defined-only"), _symbols(library, "--undefined-only")
+    assert f"PyInit_{name}" in defined  # one module, brrr's: the author's PYBIND11_MODULE became its function
+    own = {"scale", "shift", "affine_forward"}  # the launchers of both .cu files, and bind.cpp's wrapper
+    assert own <= defined and not own & undefined  # every source of the module is in it
