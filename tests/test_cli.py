@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -88,9 +89,15 @@ def test_cu_that_does_not_compile_shows_the_compiler_error_at_file_and_line(tmp_
     assert nvcc or cxx, proc.stdout
 
 
+@functools.cache
+def build_resources(name: str) -> subprocess.CompletedProcess[str]:
+    """`brrr build NAME --resources`, run once a worker: sigmoid's is read by two tests."""
+    return brrr("build", name, "--resources")
+
+
 @needs_nvcc
 def test_build_resources_reports_every_kernel() -> None:
-    proc = brrr("build", "sigmoid", "--resources")
+    proc = build_resources("sigmoid")
     assert proc.returncode == 0, proc.stderr
     rows = [ln.split() for ln in proc.stdout.splitlines() if ln.strip().startswith("sigmoid_")]
     names = {" ".join(r[:-5]) for r in rows}  # kernel names may hold spaces; five numbers follow
@@ -101,7 +108,7 @@ def test_build_resources_reports_every_kernel() -> None:
 @needs_nvcc
 @pytest.mark.parametrize("name", builtin_op_names())
 def test_build_resources_works_for_every_op(name: str) -> None:
-    proc = brrr("build", name, "--resources")
+    proc = build_resources(name)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["kernel", "regs"])
