@@ -13,7 +13,7 @@ from typing import Literal
 
 from .errors import UsageError
 
-Kind = Literal["seconds", "count"]
+Kind = Literal["seconds", "count", "switch"]
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,19 @@ SETTINGS = (
     Setting("BRRR_CPU_WORKERS", "count", "OS threads running blocks of a CPU-executed launch"),
     Setting("BRRR_CPU_SMS", "count", "multiprocessors the CPU execution reports"),
     Setting("BRRR_CPU_RESIDENT", "count", "blocks the CPU execution may keep resident at once"),
+    # Internal, for measuring what isolation costs (benchmarks/isolation_cost.py): off runs the op's
+    # compiled code in brrr's own process, where a crash in it ends brrr.
+    Setting("BRRR_CPU_ISOLATION", "switch", "whether the CPU execution runs the op's code in a child process"),
 )
+_SWITCH = {"on": 1.0, "1": 1.0, "off": 0.0, "0": 0.0}
 _BY_NAME = {s.name: s for s in SETTINGS}
 
 
 def _parse(setting: Setting, text: str) -> float:
+    if setting.kind == "switch":
+        if text.lower() not in _SWITCH:
+            raise UsageError(f"{setting.name}={text!r}: expected on or off ({setting.what})", hint="unset it for on")
+        return _SWITCH[text.lower()]
     try:
         value = float(text)
     except ValueError:
@@ -58,6 +66,11 @@ def number(name: str, default: float) -> float:
 
 def seconds_setting(name: str, default: float) -> float:
     return number(name, default)
+
+
+def switch(name: str, default: bool) -> bool:
+    """An on/off setting: `default` where it is unset or blank; UsageError where it is neither."""
+    return bool(number(name, float(default)))
 
 
 def check_all() -> None:
