@@ -178,6 +178,25 @@ def kill_descendants() -> None:
             stopped.add(pid)
     for pid in stopped - {spared}:
         _send(pid, signal.SIGKILL)
+    _wait_ended(stopped - {spared})
+
+
+def _wait_ended(pids: set[int], wait_s: float = 2.0) -> None:
+    """Wait (at most `wait_s`) until each killed process has ended, so none outlives brrr: SIGKILL is
+    delivered when the process next runs, which on a loaded machine is not at once. A zombie has
+    ended; its parent, or init, reaps it."""
+    deadline = time.monotonic() + wait_s
+    for pid in pids:
+        while time.monotonic() < deadline and _running(pid):
+            time.sleep(0.01)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:  # gone
+        return False
 
 
 def _send(pid: int, signum: int) -> None:

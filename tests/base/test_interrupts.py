@@ -282,3 +282,60 @@ def test_an_exception_in_the_caller_ends_the_workers() -> None:
     while any(_alive(p) for p in seen):
         assert time.monotonic() < deadline, "a worker survived"
         time.sleep(0.05)
+
+
+def _outliving(tag: str) -> list[str]:
+    """The processes carrying `tag` that are alive (not zombies), each with its command line."""
+    found = []
+    for pid in _tagged(tag):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # it ended meanwhile
+            continue
+        if state != "Z":
+            found.append(f"{pid} [{Path(f'/proc/{pid}/comm').read_text().strip()}] {command[:160]}")
+    return found
+
+
+def _running_op_code(tag: str) -> bool:
+    """Whether a process carrying `tag` is isolated.py's child, running an op's code."""
+    for pid in _tagged(tag):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "brrr-cpu-exec":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.parametrize("jobs, signum", [(1, None), (2, None), (2, signal.SIGTERM)],
+                         ids=["one process", "--jobs 2", "--jobs 2, SIGTERM while an op's code runs"])
+def test_no_process_brrr_starts_outlives_a_validate(tmp_path: Path, jobs: int, signum: int | None) -> None:
+    """The cuda stage on the CPU (isolated.py's child), a worker pool and its queue (multiprocessing's
+    resource tracker): each has ended by the time brrr has, none of them left to end on its own,
+    whether brrr ends by itself or by SIGTERM."""
+    tag = uuid.uuid4().hex
+    env = {**os.environ, "BRRR_TEST_TAG": tag}
+    ops = ["sigmoid", "square"][:jobs]
+    err_path = tmp_path / "stderr"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "brrr_kernels", "validate", *ops, "--stage", "cuda", "--jobs",
+                                 str(jobs)], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
+    try:
+        if signum is not None:
+            deadline = time.monotonic() + HANG_S
+            while not (_running_op_code(tag) and _handles_sigterm(proc.pid)):
+                assert proc.poll() is None and time.monotonic() < deadline, err_path.read_text()
+                time.sleep(0.05)
+            os.kill(proc.pid, signum)
+        proc.wait(timeout=900)
+        left = _outliving(tag)  # at once: not "in their time", but with brrr
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        _kill_tagged(tag)
+    assert proc.returncode == (0 if signum is None else 128 + signum), err_path.read_text()[-3000:]
+    assert left == [], f"processes brrr started outlived it: {left}"
