@@ -3,7 +3,8 @@ a stage still as its template left it ("unfinished") from one that fails its che
 
 Each kind is a folder of templates (templates/KIND/, the elementwise one at the top). A template is
 `string.Template` text with the op's names, and lines that end in a tag, `# [weight]` or
-`// [no weight]`, kept only where the op has (or has not) that feature; the tag is dropped."""
+`// [no stat]`, kept only where the op has (or has not) that feature (rowwise: a weight, a saved
+statistic); the tag is dropped."""
 
 from __future__ import annotations
 
