@@ -124,6 +124,7 @@ class RowBuilder:
             if row.worst is not None and row.worst.block is None and layout is not None and row.stage != "reference":
                 itemsize = getattr(torch, row.dtype).itemsize if hasattr(torch, row.dtype) else 1
                 row.worst.block, row.worst.thread = layout.place(row.worst.flat_index, row.worst.shape, itemsize)
+                row.worst.placed = "intended"
         row.cases = list(self.covered)
         if self.spread_seconds:
             row.extras["spread_s"] = round(self.spread_seconds, 3)

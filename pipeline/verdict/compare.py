@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from ..op.tolerances import Rule, Terms, past_any_spread
 from ..sim.writers import writer_of
+
+Placed = Literal["observed", "intended"]
 
 
 @dataclass
@@ -32,6 +34,9 @@ class Worst:
     block: tuple[int, ...] | None = None
     thread: tuple[int, ...] | None = None
     kernel: str | None = None  # the kernel whose thread wrote it, where the simulator saw the write
+    # How block and thread are known: "observed" (a run saw that thread write the element) or
+    # "intended" (the spec's layout says which thread should: nothing observed it, as on a GPU).
+    placed: Placed | None = None
 
 
 @dataclass
@@ -115,6 +120,7 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor, rule: Rule, ar
     writer = writer_of(got, worst_flat)  # a simulated kernel's output: the thread seen writing it
     if writer is not None:
         worst.block, worst.thread, worst.kernel = writer.block, writer.thread, writer.kernel
+        worst.placed = "observed"
     n_bad = int(bad.sum().item())
     reason = ""
     if n_bad:

@@ -83,6 +83,8 @@ def _worst_text(w: Worst | None) -> str:
     text += f" expected={w.expected:.6g} got={w.got:.6g}"
     if w.block is not None:
         text += f" block={w.block} thread={w.thread}"
+        if w.placed == "intended":  # no run saw the write: say whose the spec says it is, not who did it
+            text += " (the spec's intended mapping, not observed)"
     return text
 
 

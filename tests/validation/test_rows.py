@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import failed, needs_nvcc, plant, validate
 
 from brrr_kernels import cli
+from brrr_kernels.verdict.report import format_table
 
 
 def test_a_failure_whose_inputs_cannot_be_saved_still_reports_and_exits_1(
@@ -37,3 +39,28 @@ def test_cases_not_run_for_one_reason_share_a_line() -> None:
     row = b.finish()
     assert row.detail.splitlines() == ["[size 1, size 127, size 129] not run: its forward failed",
                                        "[extremes] not run: the reference raised"]
+
+
+@needs_nvcc
+def test_a_worst_elements_thread_is_said_to_be_intended_where_no_run_observed_it(mutant) -> None:
+    """sigmoid's cuda stage, its last element unwritten, under a spec whose cuda layout (64 threads a
+    block, one element each) is not the kernel's (256 threads, 16-byte packs): the report's block and
+    thread are the layout's, and it says they are the spec's intended mapping."""
+    op = plant(mutant("sigmoid", "cuda_last_element"), "spec.py", '"cuda": one_per_thread(256, pack_bytes=16)',
+               '"cuda": one_per_thread(64)')
+    bad = failed(validate(op, "cuda"))
+    row = next((r for (stage, check, _), r in bad.items() if stage == "cuda" and check == "forward"), None)
+    assert row is not None and row.worst is not None, sorted(bad)
+    assert row.worst.placed == "intended" and row.worst.kernel is None
+    n = row.worst.flat_index
+    assert row.worst.block == (n // 64, 0, 0) and row.worst.thread == (n % 64, 0, 0)  # the spec's, not the kernel's
+    assert "(the spec's intended mapping, not observed)" in format_table([row])
+
+
+def test_a_worst_elements_writer_seen_in_the_simulator_is_said_as_observed(mutant) -> None:
+    """A wrong value the simulator saw a thread write is named by that thread, as observed (an element
+    nobody wrote has no writer to observe: its thread is the layout's, said as intended)."""
+    numba = failed(validate(mutant("sigmoid", "negative_branch"), "numba"))
+    row = next(r for (stage, check, _), r in numba.items() if stage == "numba" and check == "forward")
+    assert row.worst is not None and row.worst.placed == "observed" and row.worst.kernel
+    assert "intended" not in format_table([row])

@@ -118,3 +118,15 @@ def test_a_rows_device_printf_lines_are_shown_under_it_up_to_a_limit_and_kept_wh
     path = tmp_path / "rows.json"
     write_json(path, [row], {})
     assert json.loads(path.read_text())["rows"][0]["printed"] == row.printed
+
+
+def test_a_thread_no_run_saw_write_is_named_as_the_intended_one() -> None:
+    """Block and thread from the spec's layout (no run observed the write) are said to be the intended
+    mapping; a writer the simulator saw is named as it is."""
+    placed = {}
+    for how in ("intended", "observed"):
+        worst = Worst(tensor="y", index=(5,), flat_index=5, expected=0.5, got=0.25, block=(0, 0, 0), thread=(5, 0, 0),
+                      placed=how)  # type: ignore[arg-type]
+        placed[how] = format_table([Row("op", "cuda", "forward", "float32", FAIL, 0.25, None, worst, 0.1, detail="x")])
+    assert "block=(0, 0, 0) thread=(5, 0, 0) (the spec's intended mapping, not observed)" in placed["intended"]
+    assert "block=(0, 0, 0) thread=(5, 0, 0)" in placed["observed"] and "intended" not in placed["observed"]
