@@ -37,6 +37,8 @@ SANITIZE_PICKS = {
     "layernorm--cuda_no_barrier_before_fold": "race (shared memory)",
     "softmax--cuda_barrier_in_branch": "barrier divergence",
 }
+TOOL_OF_CLASS = {"out of bounds": "memcheck", "uninitialized read": "initcheck", "race": "racecheck",
+                 "barrier divergence": "synccheck"}
 MUTATED_OPS = ("sigmoid", "square")
 
 
@@ -147,6 +149,9 @@ def main(argv: list[str]) -> int:
     what, arg = argv[0], Path(argv[1])
     if what == "plant":
         print("\n".join(str(p) for p in plant(arg)))
+    elif what == "tool-of":  # the compute-sanitizer tool for a plant's class: the --tool argument
+        kind = SANITIZE_PICKS[str(arg)]
+        print(f"--tool {next(tool for name, tool in TOOL_OF_CLASS.items() if kind.startswith(name))}")
     elif what == "sanitize-picks":
         folders = arg.read_text().split()
         print("\n".join(f for f in folders if Path(f).parent.name in SANITIZE_PICKS))

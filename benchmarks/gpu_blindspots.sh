@@ -5,6 +5,8 @@
 #   PART=cpu     the same bugs executed on the CPU (CUDA_VISIBLE_DEVICES=: no GPU), CPU_JOBS at once; beside them
 #                brrr sanitize over every built-in op (four tools each) and on one plant of each bug class, and
 #                the GPU verdicts of GPU_AGAIN (keys op--bug, |-separated) taken again.
+#   PART=sanitize  compute-sanitizer's four tools over every op, 3 ops at once, and on one plant of each
+#                bug class with its class's tool; GPU_AGAIN's GPU verdicts again.
 #   PART=mutate  brrr mutate --stage cuda for sigmoid and square, on the GPU and on the CPU execution.
 # Why so: the round before, everything at once on a cold build cache ran past every limit, and the next
 # call's GPU verdicts waited on CPU verdicts that took every core. Builds come first, in parallel; each
@@ -70,6 +72,22 @@ elif [ "$PART" = cpu ]; then  # the CPU execution's verdicts (no GPU visible), C
     taskset -c 12-15 bash -c "timed bugs/$k.sanitize 60 python3 -m brrr_kernels sanitize $folder --json $B/bugs/$k.sanitize.json"
   done < "$B/sanitize_folders.txt"
   wait $cpu_side
+elif [ "$PART" = sanitize ]; then  # compute-sanitizer: every op, four tools, 3 ops at once; each plant with its class's tool
+  python3 benchmarks/blindspots_table.py plant "$B/ops" > "$B/bug_folders.txt" || exit 2
+  ls -d "$PWD"/stages/*/ | sed 's:/$::' > "$B/op_folders.txt"
+  python3 benchmarks/blindspots_table.py sanitize-picks "$B/bug_folders.txt" > "$B/sanitize_folders.txt"
+  grep -E "/(${GPU_AGAIN:-none})/" "$B/bug_folders.txt" > "$B/again.txt"
+  cat "$B/op_folders.txt" "$B/sanitize_folders.txt" "$B/again.txt" | sort -u > "$B/build_folders.txt"
+  BUILD_JOBS=16 prebuild "$B/build_folders.txt"
+  BASE=12 verdicts gpu 1 4 < "$B/again.txt"
+  mkdir -p "$B/sanitize"
+  timeout "$(( $(left) - 90 ))" xargs -P 3 -I{} bash -c 'op=$(basename {}); timed "sanitize/$op" 200 python3 -m brrr_kernels \
+    sanitize {} --json "$B/sanitize/$op.json"' < "$B/op_folders.txt"
+  python3 -c "import json, pathlib, sys; b = pathlib.Path(sys.argv[1]); print(json.dumps(sum((json.loads(p.read_text()) \
+    for p in sorted((b / 'sanitize').glob('*.json'))), [])))" "$B" > "$B/sanitize_ops.json"
+  timeout "$(( $(left) - 20 ))" xargs -P 3 -I{} bash -c 'k=$(basename "$(dirname {})"); timed "bugs/$k.sanitize" 90 python3 -m \
+    brrr_kernels sanitize {} $(python3 benchmarks/blindspots_table.py tool-of "$k") --json "$B/bugs/$k.sanitize.json"' \
+    < "$B/sanitize_folders.txt"
 else  # mutate: brrr mutate --stage cuda on the GPU and on the CPU execution
   ( export CUDA_VISIBLE_DEVICES=
     for op in sigmoid square; do
