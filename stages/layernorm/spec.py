@@ -6,6 +6,9 @@ from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 
 CUDA_BLOCK = 256  # kernel.cu's kThreads (v1 forward and the backward; see layouts below)
 CUDA_COLUMNS = 32  # kernel.cu's kColumns: columns per block in the weight-gradient kernel
+# v1's threads each sum this many of a row's terms in the accumulator size's row (LONG_ROW + 7 columns,
+# not whole packs, so v1 takes it): a running sum kept in a 16-bit type has long stopped growing there.
+LONG_ROW = 4096 * CUDA_BLOCK
 
 
 # kernel.cu's forward takes a path by the row's width in 16-byte packs (4 floats, 2 doubles, 8
@@ -89,6 +92,10 @@ def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch
     rows, cols = size
     # Each row gets its own offset and scale, so a kernel that mixes up rows' statistics shows.
     offset = 3 * torch.randn(rows, 1, dtype=torch.float64, generator=gen)
+    if cols >= LONG_ROW:
+        # accumulator_sizes' rows sit off zero: a running sum of terms that cancel stays small, where
+        # even a 16-bit one keeps its digits; terms of one sign make it grow past them.
+        offset = 1 + offset.abs()
     scale = 0.5 + 2 * torch.rand(rows, 1, dtype=torch.float64, generator=gen)
     x = offset + scale * torch.randn(rows, cols, dtype=torch.float64, generator=gen)
     weight = 1 + 0.5 * torch.randn(cols, dtype=torch.float64, generator=gen)
@@ -150,4 +157,6 @@ SPEC = OpSpec(
     # normalise_row says, which a layout cannot tell apart from grad_x.
     layouts={"cuda": rows_then_columns(CUDA_BLOCK, CUDA_COLUMNS)},
     bench_sizes=((4096, 8192),),
+    # One row of LONG_ROW + 7 columns, in float16 and bfloat16 (v1: 4096 terms a thread in each row sum).
+    accumulator_sizes=((1, LONG_ROW + 7),),
 )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
-from conftest import HAS_GPU, compile_only, failed, gpu, needs_nvcc, validate
+from conftest import HAS_GPU, compile_only, copy_op, failed, gpu, needs_nvcc, plant, validate
 
 from brrr_kernels.cuda import builder
 from brrr_kernels.op.loaders import load_op
@@ -175,3 +177,31 @@ def test_cuda_barrier_in_a_divergent_branch_is_barrier_divergence(mutant) -> Non
     assert "in layernorm_backward_weight_kernel<float>, block (1, 0, 0) thread" in detail, detail
     assert "barrier divergence: threads (0, 0, 0)" in detail and "returned without reaching it" in detail, detail
     assert ("cuda", "forward", "float32") not in bad
+
+
+def _bfloat16_only(tmp_path: Path) -> Path:
+    """layernorm with its cuda stage in bfloat16 at one small size (and so its accumulator size): CPU-cheap."""
+    op = copy_op("layernorm", tmp_path)
+    plant(op, "spec.py", '"cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),',
+          '"cuda": (torch.bfloat16,),')
+    return plant(op, "spec.py", "    gpu_sizes=GPU_SIZES,", "    gpu_sizes=((7, 1000),),")
+
+
+@needs_nvcc
+def test_a_layernorm_summing_its_row_in_bfloat16_fails_at_the_accumulator_size(tmp_path: Path) -> None:
+    """v1's running sum of the row rounded to bfloat16 at every step: each of its 256 threads adds 4096
+    terms of the accumulator size's row, long after a bfloat16 sum stops growing. The kernel as it is
+    (a float sum) passes the same forward."""
+    long_row = load_op("layernorm").spec.accumulator_sizes[0]
+    assert long_row[-1] // 256 >= 4096, long_row  # terms a thread of v1's 256 sums
+    clean = failed(validate(_bfloat16_only(tmp_path / "clean"), "cuda"))
+    assert ("cuda", "forward", "bfloat16") not in clean, clean[("cuda", "forward", "bfloat16")].detail
+    op = plant(_bfloat16_only(tmp_path / "planted"), "kernel.cu",
+               "for (int64_t c = threadIdx.x; c < cols; c += kThreads) total += to_stat(xr[c]);",
+               "for (int64_t c = threadIdx.x; c < cols; c += kThreads)\n"
+               "        total = to_stat(from_stat<T>(total + to_stat(xr[c])));")
+    bad = failed(validate(op, "cuda"))
+    row = bad.get(("cuda", "forward", "bfloat16"))
+    assert row is not None, sorted(bad)
+    assert row.detail.startswith(f"[size {long_row}] y: "), row.detail
+    assert row.of_bound is not None and row.of_bound > 10, row.of_bound
