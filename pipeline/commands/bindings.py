@@ -57,9 +57,18 @@ def module_blocks(text: str) -> list[Block]:
 
 
 def macro_calls(block: str) -> list[str]:
-    """The macro calls in a block's body (after its declaration), other than those BOUND reads."""
-    body = block[block.find("{"):]
-    return [m.group(1) for m in _MACRO_CALL.finditer(masked(body)) if m.group(1) not in _KNOWN]
+    """The macro calls that are statements of a block's body (a TORCH_CHECK inside a bound lambda is
+    not one), other than those BOUND reads."""
+    body = masked(block[block.find("{"):])
+    found, parens, braces, at = [], 0, 0, 0
+    for m in _MACRO_CALL.finditer(body):
+        for c in body[at:m.start()]:
+            parens += (c == "(") - (c == ")")
+            braces += (c == "{") - (c == "}")
+        at = m.start()
+        if parens == 0 and braces == 1 and m.group(1) not in _KNOWN:
+            found.append(m.group(1))
+    return found
 
 
 def directives(files: list[Path]) -> str:
