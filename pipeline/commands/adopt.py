@@ -153,10 +153,14 @@ def analyse(sources: list[Path], found_by: str) -> Project:
     if not cus:
         raise UsageError(f"{found_by}: no .cu file among {', '.join(map(shown, sources))}",
                          hint="brrr's cuda stage is CUDA C: a .cu holding the kernels")
-    if len(cus) > 1:
-        raise UsageError(f"{found_by}: {len(cus)} .cu files ({', '.join(map(shown, cus))}); an op folder holds one",
+    wrapped = [s for s in sources if torch_wrapper_line(s.read_text(errors="replace"))]
+    if len(cus) > 1 and not wrapped:
+        raise UsageError(f"{found_by}: {len(cus)} .cu files ({', '.join(map(shown, cus))}) and no torch wrapper; "
+                         "an op folder in brrr's layout holds one kernel.cu",
                          hint="adopt each .cu (one op each), or join the kernels of one op into one .cu")
-    ordered = (cus[0], *(s for s in sources if s != cus[0]))
+    # A module of several: the .cu holding a torch wrapper is the op's cuda stage, the others its sources.
+    main = next((s for s in cus if s in wrapped), cus[0])
+    ordered = (main, *(s for s in sources if s != main))
     texts = {s: s.read_text(errors="replace") for s in ordered}
     bound: dict[str, Function | None] = {}
     unread: list[str] = []
@@ -171,7 +175,7 @@ def analyse(sources: list[Path], found_by: str) -> Project:
         # m.def("name", [](...) {...}): bound, its signature unknown
         for python_name in [m.group(1) for m in in_code(DEFINED, text)] + through_macros.lambdas:
             bound.setdefault(python_name, None)
-    return Project(ordered, bound, tuple(sorted(kernel_names(texts[cus[0]]))),
+    return Project(ordered, bound, tuple(sorted({k for cu in cus for k in kernel_names(texts[cu])})),
                    any(torch_wrapper_line(t) for t in texts.values()), found_by, tuple(unread))
 
 
@@ -261,7 +265,7 @@ def spec_text(name: str, project: Project) -> str:
               "    gradcheck_size=(3, 5),",
               '    dtypes={"reference": (torch.float32, torch.float64), "cuda": (torch.float32,)},  # TODO: the kernels\' dtypes']
     if project.wrapper:
-        extra = tuple(s.name for s in project.sources[1:] if s.suffix != ".cu" and s.suffix in SOURCE_SUFFIXES)
+        extra = tuple(s.name for s in project.sources[1:] if s.suffix in SOURCE_SUFFIXES)
         call = f'forward="{forward or "TODO"}"' + (f', backward="{backward}"' if backward else "")
         call += f", sources={extra!r}" if extra else ""
         lines.append(f"    torch_module=TorchModule({call}),")

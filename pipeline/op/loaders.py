@@ -208,8 +208,7 @@ def builtin_op_names() -> list[str]:
 
 def load_op(name_or_path: str) -> Op:
     folder = resolve_op_folder(name_or_path)
-    files = _kernel_file(folder)
-    missing = [f for role, f in STAGE_FILES.items() if role in REQUIRED and not (folder / files.get(role, f)).is_file()]
+    missing = [f for role, f in STAGE_FILES.items() if role in REQUIRED and not (folder / f).is_file()]
     if missing:
         raise OpLoadError(
             f"op folder {folder} is missing {', '.join(missing)}",
@@ -223,7 +222,7 @@ def load_op(name_or_path: str) -> Op:
     from .spec_checks import check_spec
 
     check_spec(spec, folder / STAGE_FILES["spec"])
-    op = Op(spec=spec, folder=folder, files=files)
+    op = Op(spec=spec, folder=folder, files=_kernel_file(folder, spec))
     _check_cuda_layout(op)
     return op
 
@@ -232,11 +231,13 @@ def load_op(name_or_path: str) -> Op:
 REQUIRED = ("spec", "reference")
 
 
-def _kernel_file(folder: Path) -> dict[str, str]:
-    """kernel.cu, or else the folder's only .cu file (an extension brought as its author wrote it)."""
+def _kernel_file(folder: Path, spec: OpSpec) -> dict[str, str]:
+    """kernel.cu, or else the folder's only .cu file (an extension brought as its author wrote it), or
+    the only one a torch module's spec does not list among its other sources (a module of several)."""
     if (folder / STAGE_FILES["cuda"]).is_file():
         return {}
-    found = sorted(p.name for p in folder.glob("*.cu") if p.is_file())
+    others = set(spec.torch_module.sources) if spec.torch_module is not None else set()
+    found = sorted(p.name for p in folder.glob("*.cu") if p.is_file() and p.name not in others)
     return {"cuda": found[0]} if len(found) == 1 else {}
 
 

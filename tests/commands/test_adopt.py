@@ -139,7 +139,7 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_two_cu_files_are_refused_naming_both(tmp_path: Path) -> None:
     (tmp_path / "a.cu").write_text(KERNELS_ONLY)
     (tmp_path / "b.cu").write_text(KERNELS_ONLY)
-    with pytest.raises(UsageError, match=r"2 \.cu files \(.*a\.cu, .*b\.cu\); an op folder holds one"):
+    with pytest.raises(UsageError, match=r"2 \.cu files \(.*a\.cu, .*b\.cu\) and no torch wrapper; an op folder in "):
         adopt(tmp_path, tmp_path / "op", "two")
 
 
@@ -191,3 +191,18 @@ def test_functions_bound_through_the_projects_macros_are_read_and_others_are_nam
     assert any("scale.cu:15: THIRD_PARTY_BIND(...)" in item and "name them in spec.py" in item for item in left)
     assert "BIND(...)" not in " ".join(left).replace("THIRD_PARTY_BIND(...)", "")
     assert "checked (signature not found)" in binds and "TORCH_CHECK" not in spec  # a lambda's own macros are no binding
+
+
+def test_a_setup_py_module_of_two_cu_files_and_a_wrapper_becomes_one_op(tmp_path: Path) -> None:
+    multi = Path(__file__).resolve().parent.parent / "cuda" / "byok_ops" / "multi"
+    project = tmp_path / "affine"
+    project.mkdir()
+    for name, to in (("kernel.cu", "scale.cu"), ("shift.cu", "shift.cu"), ("bind.cpp", "bind.cpp")):
+        (project / to).write_text((multi / name).read_text())
+    (project / "setup.py").write_text('from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n'
+                                      'setup(ext_modules=[CUDAExtension("affine", ["bind.cpp", "scale.cu", "shift.cu"])])\n')
+    folder, _, _ = adopt(project, tmp_path / "op", "affine")
+    spec = (folder / "spec.py").read_text()
+    assert "TorchModule(forward=\"forward\", sources=('bind.cpp', 'shift.cu'))" in spec
+    op = load_op(str(folder))  # the .cu the spec does not list is the op's cuda stage
+    assert op.path("cuda").name == "scale.cu" and op.spec.torch_module.sources == ("bind.cpp", "shift.cu")

@@ -31,3 +31,15 @@ def test_the_cpu_execution_names_every_gpu_size_it_leaves_out() -> None:
     ran, left = Where.CPU_EXECUTION.sizes(spec), Where.CPU_EXECUTION.left_out(spec)
     assert left and set(spec.gpu_sizes) <= set(ran) | set(left) and not set(ran) & set(left)
     assert Where.GPU.left_out(spec) == () and Where.SIMULATOR.left_out(spec) == ()
+
+
+def test_a_module_of_several_cu_files_takes_the_one_its_spec_does_not_list_as_its_cuda_stage(tmp_path) -> None:
+    import shutil
+    from pathlib import Path
+
+    folder = tmp_path / "multi"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "cuda" / "byok_ops" / "multi", folder)
+    (folder / "kernel.cu").rename(folder / "scale.cu")  # shift.cu is the spec's, among its sources
+    assert load_op(str(folder)).path("cuda").name == "scale.cu"
+    (folder / "other.cu").write_text("__global__ void unused() {}\n")  # two unlisted: none is chosen
+    assert load_op(str(folder)).path("cuda").name == "kernel.cu"
