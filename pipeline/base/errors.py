@@ -9,6 +9,13 @@ EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
 
 
+def is_device_fault(error: BaseException) -> bool:
+    """A sticky CUDA error (a kernel's illegal address or instruction, a trap), as torch raises it: the
+    GPU's, raised by whatever call came next, so never the fault of that call's author (a spec's
+    make_inputs, say). validation/gpu_fault.py turns it into the row of the call that faulted."""
+    return isinstance(error, RuntimeError) and "CUDA error:" in str(error)
+
+
 class BrrrError(Exception):
     """An error with a message meant for the user of the tool."""
 

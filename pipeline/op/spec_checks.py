@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ..base.errors import OpLoadError, innermost_line_in
+from ..base.errors import OpLoadError, innermost_line_in, is_device_fault
 from .extension import TorchModule
 from .spec import STAGES, Layout, OpSpec
 from .tolerances import Widen
@@ -201,6 +201,8 @@ class _Checker:
         try:
             return fn(*args)
         except Exception as e:
+            if is_device_fault(e):  # an earlier kernel's fault on the GPU, surfacing here: not the spec's
+                raise
             raise OpLoadError(f"{self.path}{innermost_line_in(e, self.path)}: {call} raised {type(e).__name__}: {e}") from e
 
     def functions(self) -> None:

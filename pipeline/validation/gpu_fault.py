@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from ..base.errors import is_device_fault
 from ..verdict.report import FAIL, Row
-
-# CUDA's own wording of the sticky errors a faulting kernel leaves (torch raises them as
-# torch.AcceleratorError, a RuntimeError, with "CUDA error: " and this text).
-_MARK = "CUDA error:"
 
 
 class GpuContextLost(BaseException):
@@ -32,7 +29,7 @@ _lost_by: list[str] = []  # the op whose fault lost this process's context, once
 
 
 def is_cuda_fault(error: BaseException) -> bool:
-    return isinstance(error, GpuContextLost) or (isinstance(error, RuntimeError) and _MARK in str(error))
+    return isinstance(error, GpuContextLost) or is_device_fault(error)
 
 
 def synchronized(tensors: list[torch.Tensor], where: str) -> None:

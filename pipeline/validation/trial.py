@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ..base.errors import OpLoadError
+from ..base.errors import OpLoadError, is_device_fault
 from ..op.contract import Tensors, as_tuple
 from ..op.loaders import Stage
 from ..op.spec import Inputs, Op, Size
@@ -104,6 +104,8 @@ def spec_inputs(op: Op, what: str, make: Callable[..., Inputs], *args: Any) -> I
     try:
         return tuple(make(*args))
     except Exception as e:
+        if is_device_fault(e):  # an earlier kernel's fault on the GPU, surfacing here: not the spec's
+            raise
         given = ", ".join(str(a) for a in args[:2])
         raise OpLoadError(f"{op.path('spec')}: {what}({given}) raised {type(e).__name__}: {e}") from e
 

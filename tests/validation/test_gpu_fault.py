@@ -60,3 +60,15 @@ def test_other_errors_still_propagate(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_call_on_the_cpu_is_not_waited_for() -> None:
     gpu_fault.synchronized([torch.ones(3)], "the cuda stage's forward")  # no GPU touched, nothing raised
+
+
+def test_a_fault_surfacing_in_make_inputs_is_not_blamed_on_the_spec() -> None:
+    """An earlier kernel's fault surfaces at the next CUDA call, a spec's make_inputs say: it stays the
+    GPU's error (a row of the runner's), not 'spec.py: make_inputs raised'."""
+    from brrr_kernels.validation.trial import spec_inputs
+
+    def make(*_: object) -> tuple[torch.Tensor, ...]:
+        raise RuntimeError(ILLEGAL)
+
+    with pytest.raises(RuntimeError, match="CUDA error: an illegal memory access"):
+        spec_inputs(load_op("sigmoid"), "make_inputs", make, 9, torch.float64)
