@@ -10,6 +10,7 @@ Layer map:
     tokens      the one reader of CUDA C++: masking, tokens, top-level splits, kernel names
     memcheck    what the checked CPU build adds: bounds of tensors and shared memory
     isolated    the CPU build's calls in a child process: a crash is one call's fault, not brrr's end
+    isolated_targets  what that child loads: the torch.ops library, or the author's own module and its spec's calls
     printed     a kernel's device printf lines taken from the CPU runtime for validation's rows
     cpu_includes  the op folder's headers rewritten for the CPU, stand-ins for headers brrr cannot provide
     module_source  an author's own torch extension (.cu with wrapper and PYBIND11_MODULE) made ready to build

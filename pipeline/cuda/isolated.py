@@ -2,8 +2,8 @@
 
 A segfault or abort in binding.cpp, a kernel overflowing its fiber's stack or a wild pointer ends
 the process it runs in. So validation calls the op's library through `Isolated`: each call's
-tensors go to a child (forked from a forkserver that has imported torch, so a fork costs
-milliseconds), which runs it and sends back the results and any input it wrote into. A child that
+tensors go to a child (a fork of brrr's own process, started once for the op and reused by each
+call), which runs it and sends back the results and any input it wrote into. A child that
 dies becomes a `Crashed` exception for that call, with the facts its crash handler wrote
 (include/cpu/brrr_cpu_crash.cpp: the signal, the kernel, block and thread or the last launch, a
 stack overflow named as one) and the kernel.cu or binding.cpp line addr2line finds; the next call
@@ -17,12 +17,12 @@ registry sees them.
 
 from __future__ import annotations
 
+import contextvars
 import multiprocessing
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -31,6 +31,7 @@ from typing import Any
 from ..base.files import shown
 from ..base.settings import seconds_setting
 from . import guards
+from .isolated_targets import Target, target_of
 from .printed import Printed
 
 CHILD_NAME = "brrr-cpu-exec"
@@ -100,16 +101,39 @@ def _unpack(value: Any) -> Any:
 # --- the child's side --------------------------------------------------------------------------------
 
 
-def _child(library: str, namespace: str, checked: bool, env: dict[str, str], calls: Any, crash_fd: Any) -> None:
-    """Load the library and serve calls until the pipe closes."""
+def _child(target: Target, checked: bool, env: dict[str, str], calls: Any, crash_fd: Any) -> None:
+    """The child's life, in a context of its own: the ContextVars of the call that forked it (guards
+    paused, validation watching) are the parent's, not the child's."""
+    contextvars.Context().run(_serve, target, checked, env, calls, crash_fd)
+
+
+def _as_a_new_process() -> None:
+    """Undo what the fork copied from the moment brrr forked: torch's dispatch modes (a fork during a
+    guarded call would run every tensor op of the child through the parent's guard bands), grad mode,
+    and stdout and stderr objects whose locks another thread of brrr's (a ticker) may have held."""
+    import sys
+
+    import torch
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack, _pop_mode
+
+    for _ in _get_current_dispatch_mode_stack():
+        _pop_mode()
+    torch.set_grad_enabled(True)
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115  (fd 1 and 2 stay open: the process's own)
+    sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
+
+
+def _serve(target: Target, checked: bool, env: dict[str, str], calls: Any, crash_fd: Any) -> None:
+    """Load the op's code and serve calls until the pipe closes."""
     import ctypes
 
     import torch
 
     from ..base.interrupts import worker_start
 
-    worker_start(os.getppid())  # dies with the forkserver, ignores the terminal's Ctrl-C (brrr handles it)
-    try:  # its name in ps and /proc/PID/comm, so what runs an op's code can be told apart from the forkserver
+    _as_a_new_process()
+    worker_start(os.getppid())  # dies with brrr, ignores the terminal's Ctrl-C (brrr handles it)
+    try:  # its name in ps and /proc/PID/comm, so what runs an op's code can be told apart from brrr
         ctypes.CDLL(None).prctl(_PR_SET_NAME, CHILD_NAME.encode())
     except (OSError, AttributeError):
         pass
@@ -119,11 +143,11 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
         from .memcheck import install_allocation_registry
 
         install_allocation_registry()
-    torch.ops.load_library(library)
+    library = target.library
+    function = target.load()
     ctypes.CDLL(library).brrr_cpu_crash_install(crash_fd.fileno())
     printf = Printed(library)
     printf.keep()  # a kernel's printf lines go back with the call's answer, to the row that made them
-    ops = getattr(torch.ops, namespace)
     while True:
         try:
             name, args, guarded, poisoned = calls.recv()
@@ -139,7 +163,7 @@ def _child(library: str, namespace: str, checked: bool, env: dict[str, str], cal
             # what the call allocates sits between guard bands; the parent checks those it returns, by
             # name, and the workspace it does not is checked here
             with guards.Guarding() if guarded else nullcontext() as mode:
-                result = getattr(ops, name)(*received)
+                result = function(name)(*received)
             if mode is not None:
                 mode.check(name, {f"result {i}": r for i, r in enumerate(_flat(result))}, unnamed_only=True)
         except Exception as e:  # the op's own error (a fault the runtime reported, a TORCH_CHECK): the parent's to raise
@@ -161,24 +185,41 @@ def _poison(on: bool) -> None:
     """The child allocates as the parent would: NaN-filled while validation poisons outputs."""
     import torch
 
+    if on == _poisoning():
+        return
     torch.use_deterministic_algorithms(on, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = on
 
 
-@lru_cache(maxsize=1)
+def _imported_before_the_fork() -> None:
+    """What the child imports lazily at its first call, imported once here, where every child forked
+    later has it: torch.use_deterministic_algorithms, the first time, imports torch._inductor's config
+    and torch._dynamo (0.85 s of CPU, which each child paid again: most of what isolation still
+    cost). Called with the state it has, it changes nothing."""
+    import torch
+
+    torch.use_deterministic_algorithms(torch.are_deterministic_algorithms_enabled(),
+                                       warn_only=torch.is_deterministic_algorithms_warn_only_enabled())
+
+
 def _context() -> Any:
-    """The forkserver: started once, with torch imported, so each child is a cheap fork of it."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["torch", __name__])
-    return context
+    """fork: the child is a copy of this process, torch and the op's library already loaded, so starting
+    it costs a fork (about 10 ms of CPU). A forkserver, which imported torch again for each run, made
+    isolation cost 31% of a warm validate's CPU time, 50% of its wall time (benchmarks/results/
+    2026-11-25-isolation-cost). Forking after brrr has started
+    threads is safe here as it is for torch's DataLoader workers: the child starts no thread pool of
+    the parent's (torch.set_num_threads(1); brrr's runtime starts its threads at each launch) and
+    undoes the rest (_as_a_new_process)."""
+    return multiprocessing.get_context("fork")
 
 
 # --- the parent's side -------------------------------------------------------------------------------
 
 
 class Isolated:
-    """An op's library (builder.Extension) whose calls run in a child process; forward, backward and
-    variants() as the Extension's, so a Stage cannot tell the difference."""
+    """An op's CPU build (builder.Extension, or module_build.ModuleBuild: the seeds' single-.cu layout)
+    whose calls run in a child process; forward, backward and variants() as the build's, so a Stage
+    cannot tell the difference."""
 
     def __init__(self, extension: Any, checked: bool, hard_limit_s: float | None = None) -> None:
         self.extension = extension
@@ -189,6 +230,7 @@ class Isolated:
         self.crashes: Any = None
         self.seconds = getattr(extension, "seconds", 0.0)
         self.cached = getattr(extension, "cached", True)
+        self.found = getattr(extension, "found", ())  # a module's own source problems (module_build)
         self.printed = ""  # the kernels' printf lines since the last take_printed (a crash loses its call's)
 
     @property
@@ -215,10 +257,10 @@ class Isolated:
         self.crashes, crash_end = context.Pipe(duplex=False)
         env = {k: v for k, v in os.environ.items() if k.startswith("BRRR_")}
         self.process = context.Process(target=_child, daemon=True, name="brrr-cpu-execution",
-                                       args=(str(self.extension.library), self.extension.namespace, self.checked,
+                                       args=(target_of(self.extension), self.checked,
                                              env, child_end, crash_end))
-        with _without_main():
-            self.process.start()
+        _imported_before_the_fork()
+        self.process.start()
         child_end.close()
         crash_end.close()
 
@@ -242,8 +284,9 @@ class Isolated:
         except (EOFError, ConnectionError, BrokenPipeError, OSError):
             raise self.crash(name) from None
         self.printed += answer[-1]
-        if answer[0] == "error":
-            raise RuntimeError(answer[2])
+        if answer[0] == "error":  # its type named where it is not torch's usual one (a spec adapter's TypeError)
+            kind, message = answer[1], answer[2]
+            raise RuntimeError(message if kind == "RuntimeError" else f"{kind}: {message}")
         _, result, written, _ = answer
         for i, data in written.items():  # what the op wrote into an input, so validation sees the write
             target = args[i].untyped_storage()
@@ -279,28 +322,6 @@ class Isolated:
             self.process.join(5)
             self.process.close()
         self.process = None
-
-
-@contextmanager
-def _without_main() -> Iterator[None]:
-    """Start a child without multiprocessing's re-import of __main__ in it: _child needs only this
-    module, and a user's script calling brrr_kernels.validate() at its top level (no __main__
-    guard) would otherwise run again in every child."""
-    from multiprocessing import spawn
-
-    original = spawn.get_preparation_data
-
-    def preparation(name: str) -> dict[str, Any]:
-        data = original(name)
-        data.pop("init_main_from_name", None)
-        data.pop("init_main_from_path", None)
-        return data
-
-    spawn.get_preparation_data = preparation
-    try:
-        yield
-    finally:
-        spawn.get_preparation_data = original
 
 
 def _read_raw(connection: Any) -> bytes:

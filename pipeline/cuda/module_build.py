@@ -53,6 +53,7 @@ class ModuleBuild:
     found: tuple[str, ...]  # the author's own problems brrr found in the source (a module declared twice)
     bound_variants: dict[str, Any]
     printf: Printed | None = None  # the CPU build's device printf lines (None on a GPU: they go to stdout)
+    folder: Path | None = None  # the op folder, whose spec binds the functions (isolated.py's child binds them again)
 
     def variants(self) -> dict[str, Any]:
         return dict(self.bound_variants)
@@ -145,7 +146,8 @@ def _link(library: Path, objects: list[Path]) -> None:
                 raise BuildError(f"linking the module failed:\n{proc.stderr[-3000:]}")
 
 
-def _import(name: str, library: Path) -> Any:
+def import_module(name: str, library: Path) -> Any:
+    """The built module, imported once a process (isolated.py's child imports it too)."""
     if name in sys.modules:
         return sys.modules[name]
     loader = importlib.machinery.ExtensionFileLoader(name, str(library))
@@ -165,7 +167,7 @@ def _bind(op: Op, module: Any, library: Path, start: float, cached: bool) -> Mod
     backward = bound(spec.backward, module) if spec.backward is not None else None
     variants = {name: bound(call, module) for name, call in spec.variants.items()}
     return ModuleBuild(module, library, time.monotonic() - start, cached, bound(spec.forward, module), backward, found,
-                       variants)
+                       variants, folder=op.folder)
 
 
 def build_cpu_module(op: Op, flavour: cpu_build.Flavour = cpu_build.DEFAULT, verbose: bool = False) -> ModuleBuild:
@@ -174,7 +176,9 @@ def build_cpu_module(op: Op, flavour: cpu_build.Flavour = cpu_build.DEFAULT, ver
     name = _module_name(op, flavour.name)
     jobs, includes = _cpu_jobs(op, flavour, name)
     authors = len(jobs)
-    jobs += [cpu_build.runtime_job(flavour), cpu_build.runtime_job(flavour, MODULE_SOURCE)]
+    # the crash reporter too: isolated.py's child installs it, so a crash names its signal and line
+    jobs += [cpu_build.runtime_job(flavour), cpu_build.runtime_job(flavour, MODULE_SOURCE),
+             cpu_build.runtime_job(flavour, cpu_build.CRASH_SOURCE)]
     if flavour.checked:
         memcheck.install_allocation_registry()
         jobs.append(memcheck.memcheck_job(flavour.extra))
@@ -191,7 +195,7 @@ def build_cpu_module(op: Op, flavour: cpu_build.Flavour = cpu_build.DEFAULT, ver
             # functions the author's (instrumented) sources share, so a report's own strings are not
             # checked again (a fault reported through the author's copy recursed into a stack overflow).
             _link(library, [o.path for o in [*objects[authors:], *objects[:authors]]])
-    module = _import(name, library)
+    module = import_module(name, library)
     built = _bind(op, module, library, start, all(o.cached for o in objects) and not linked)
     return replace(built, printf=Printed(library))
 
@@ -269,7 +273,7 @@ def build_gpu_module(op: Op, arch: str | None = None, verbose: bool = False) -> 
     if linked:
         with ticking(f"linking {op.name}"):
             _link_gpu(library, [o.path for o in objects])
-    return _bind(op, _import(name, library), library, start, all(o.cached for o in objects) and not linked)
+    return _bind(op, import_module(name, library), library, start, all(o.cached for o in objects) and not linked)
 
 
 def gpu_link_command(library: Path, objects: list[Path]) -> list[str]:

@@ -23,6 +23,7 @@ from torch.autograd.gradcheck import GradcheckError
 from ..base import progress
 from ..base.errors import BrrrError, BuildError
 from ..base.progress import note, ticking
+from ..base.settings import switch
 from ..cuda import builder, cpu_build, module_build
 from ..cuda.isolated import Isolated
 from ..op.contract import as_tuple
@@ -86,11 +87,22 @@ class Options:
 CUDA_BUILDS: dict[Where, Callable[[Op, Options], Any]] = {
     Where.GPU: lambda op, options: module_build.build_gpu_module(op) if op.spec.torch_module
     else builder.build_extension(op),
-    # In a child process (cuda/isolated.py): a crash of the op's code fails a check, not brrr. A module
-    # (the author's own pybind11 wrapper) runs in brrr's process.
-    Where.CPU_EXECUTION: lambda op, options: _cpu_module(op) if op.spec.torch_module
-    else Isolated(cpu_build.build_cpu_extension(op, cpu_build.CHECKED), checked=True),
+    Where.CPU_EXECUTION: lambda op, options: _on_the_cpu(op),
 }
+
+
+def _on_the_cpu(op: Op) -> Any:
+    """The CPU build (kernel.cu and binding.cpp, or the author's own module), its calls in a child
+    process (cuda/isolated.py: a crash of the op's code fails a check, not brrr); in this process
+    only where BRRR_CPU_ISOLATION=off asks (benchmarks/isolation_cost.py measures the difference)."""
+    if not switch("BRRR_CPU_ISOLATION", True):
+        return _cpu_module(op) if op.spec.torch_module else cpu_build.build_cpu_extension(op, cpu_build.CHECKED)
+    # the child keeps a module's printf lines for the rows (Isolated.take_printed)
+    build = module_build.build_cpu_module(op, cpu_build.CHECKED) if op.spec.torch_module \
+        else cpu_build.build_cpu_extension(op, cpu_build.CHECKED)
+    isolated = Isolated(build, checked=True)
+    isolated.start()  # now, outside any call: what a call has set up is no state of the child's
+    return isolated
 
 
 def _cpu_module(op: Op) -> module_build.ModuleBuild:
