@@ -130,6 +130,19 @@ def test_wmma_accumulator_elements_map_one_to_one(program: Path, case: str, rows
             assert d[r * cols + c] == 100 * lane + i
 
 
+def test_wmma_m8n32k16_b_is_m32n8k16_a_transposed(program: Path) -> None:
+    """As on an H100 (benchmarks/results/2026-11-25-h100-tensor-cores): lane l's b.x[i] of m8n32k16 holds
+    B[k, n] where lane l's a.x[i] of m32n8k16 holds A[n, k]; each operand holds its own index."""
+    b = [int(float(v)) for v in run(program, "wmma_b_mapping_8x32x16").split()[1:]]
+    a = [int(float(v)) for v in run(program, "wmma_a_mapping_32x8x16").split()[1:]]
+    assert len(a) == len(b) == 32 * 16
+    for held_b, held_a in zip(b, a):
+        k, n = divmod(held_b, 32)  # B is 16 x 32
+        m, k_a = divmod(held_a, 16)  # A is 32 x 16
+        assert (k, n) == (k_a, m)
+    assert len(set(b)) == 16 * 32  # every element of B held by one lane, once
+
+
 def accumulator_on_h100(rows: int, cols: int, lane: int, i: int) -> tuple[int, int]:
     """Where an H100 stores a lane's acc.x[i] (benchmarks/results/2026-11-25-h100-tensor-cores): m16n16 the
     PTX ISA's m16n8 layout twice side by side, m32n8 two of its m16 tiles stacked, m8n32 that transposed."""

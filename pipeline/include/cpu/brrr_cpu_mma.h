@@ -69,7 +69,7 @@ constexpr Coord at(Map m, int lane, int i) {
         case Map::A32x16: return {g + 8 * ((i >> 1) & 1) + 16 * (i >> 3), 2 * t + (i & 1) + 8 * ((i >> 2) & 1)};
         case Map::C32x8: return {g + 8 * ((i >> 1) & 1) + 16 * (i >> 2), 2 * t + (i & 1)};
         case Map::A8x16: return {g, 2 * t + (i & 1) + 8 * (i >> 1)};
-        case Map::B16x32: return {2 * t + (i & 1) + 8 * ((i >> 1) & 1), g + 8 * (i >> 2)};
+        case Map::B16x32: return {2 * t + (i & 1) + 8 * ((i >> 2) & 1), g + 8 * ((i >> 1) & 1) + 16 * (i >> 3)};  // A32x16's transpose (H100)
         case Map::C8x32: return {2 * t + (i & 1), g + 8 * (i >> 1)};  // C32x8's transpose, as an H100 stores it
         case Map::B8x16tf: return {t + 4 * (i & 1), g + 8 * (i >> 1)};
     }

@@ -9,7 +9,8 @@
 // m16n16k8): the mma.sync m16n8k16 (m16n8k8 tf32) fragment layout of the PTX ISA, composed twice
 // side by side for B and the accumulator. m32n8k16's accumulator stacks two m16 tiles of the same
 // layout and m8n32k16's is its transpose, as an H100 stores them (benchmarks/tensor_core_agreement.py,
-// benchmarks/results/2026-11-25-h100-tensor-cores); their A and B follow the same pattern. Where
+// benchmarks/results/2026-11-25-h100-tensor-cores), and so are their A and B fragments (m8n32k16's B
+// is m32n8k16's A transposed). Where
 // CUDA's fragment has more elements than the lane's share of the matrix (__half A and B), x[i]
 // and x[i % share] are the same element: loads fill both, mma_sync reads the first.
 //
