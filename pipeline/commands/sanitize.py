@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -70,7 +71,11 @@ def run_tool(op_ref: str, name: str, tool: Tool, sizes: tuple[str, ...]) -> Find
     command = [find_sanitizer(), "--tool", tool, "--error-exitcode", "99", "--print-limit", "20",
                sys.executable, "-m", "brrr_kernels.commands.sanitize", op_ref, *sizes]
     start = time.monotonic()
-    proc = subprocess.run(command, capture_output=True, text=True, check=False)
+    # Each tensor its own cudaMalloc: with torch's caching allocator a tensor is a piece of a larger
+    # block, and a write just past its end lands inside that block, where memcheck sees nothing (an
+    # H100 run: a backward looping `i <= n` gave memcheck 0 errors; brrr's guard bands caught it).
+    env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    proc = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     output = proc.stdout + proc.stderr
     match = _SUMMARY.search(output)
     errors = int(match.group(1) or match.group(2)) if match else -1

@@ -47,3 +47,24 @@ def test_every_tool_passes_on_sigmoid(tmp_path: Path) -> None:
     proc = brrr("sanitize", "sigmoid", "--json", str(tmp_path / "s.json"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count(" pass ") == len(sanitize.TOOLS)
+
+
+def test_the_tools_see_each_tensor_as_its_own_allocation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's caching allocator off in the child: a write just past a tensor is then outside any allocation,
+    where memcheck looks (inside the caching allocator's block it saw nothing on an H100)."""
+    tool = tmp_path / "compute-sanitizer"
+    tool.write_text("#!/bin/sh\necho \"caching=$PYTORCH_NO_CUDA_MEMORY_CACHING\"\necho '========= ERROR SUMMARY: 0 errors'\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("PYTORCH_NO_CUDA_MEMORY_CACHING", raising=False)
+    seen: list[str] = []
+    real_run = sanitize.subprocess.run
+
+    def run(*args: object, **kwargs: object) -> object:
+        proc = real_run(*args, **kwargs)
+        seen.append(proc.stdout)
+        return proc
+
+    monkeypatch.setattr(sanitize.subprocess, "run", run)
+    assert sanitize.run_tool("sigmoid", "sigmoid", "memcheck", ("1",)).errors == 0
+    assert "caching=1" in seen[0]
