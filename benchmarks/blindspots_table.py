@@ -72,9 +72,27 @@ def load(path: Path) -> Any:
         return None
 
 
-def verdict(path: Path) -> str:
-    """pass, or FAIL with the first failing row's check and the first line of why, from a validate --json."""
+def exits(b: Path) -> dict[str, tuple[int, float]]:
+    """Each timed step's exit code and wall seconds from the summary files in b (summary*.txt, read in
+    name order, a later line for the same step replacing an earlier: several calls' results merged)."""
+    found = {}
+    for summary in sorted(b.glob("summary*.txt")):
+        for line in summary.read_text().splitlines():
+            name, _, rest = line.partition(": exit ")
+            if rest:
+                code, _, wall = rest.partition(", ")
+                found[name] = (int(code), float(wall.split()[0]))
+    return found
+
+
+def verdict(path: Path, exit_of: tuple[int, float] | None = None) -> str:
+    """pass, or FAIL with the first failing row's check and the first line of why, from a validate --json;
+    without one, what the step's exit code says."""
     data = load(path)
+    if data is None and exit_of is not None:
+        code, wall = exit_of
+        return {0: "pass (exit 0; rows not kept)", 1: "FAIL (exit 1; rows not kept)",
+                124: f"no verdict within its limit ({wall:.0f} s)"}.get(code, f"error (exit {code}; see log)")
     if data is None:
         return "no result (see log)"
     bad = [r for r in data.get("rows", []) if r.get("verdict") == "FAIL"]
@@ -103,9 +121,11 @@ def cell(text: str) -> str:
 
 def bug_table(b: Path) -> list[str]:
     lines = ["| op -- bug | GPU (validate --stage cuda) | CPU execution (same machine, no GPU) |", "| --- | --- | --- |"]
+    steps = exits(b)
     for folder in (b / "bug_folders.txt").read_text().split():
         key = Path(folder).parent.name
-        lines.append(f"| {key} | {verdict(b / 'bugs' / f'{key}.gpu.json')} | {verdict(b / 'bugs' / f'{key}.cpu.json')} |")
+        gpu, cpu = (verdict(b / "bugs" / f"{key}.{side}.json", steps.get(f"bugs/{key}.{side}")) for side in ("gpu", "cpu"))
+        lines.append(f"| {key} | {gpu} | {cpu} |")
     return lines
 
 
@@ -140,8 +160,8 @@ def table(b: Path, part: str) -> str:
     head = ["# What each place sees of the same bugs (issue 29, items 5 and 6)", "",
             "```", env.read_text().strip() if env.is_file() else "(no env.txt)", "```", ""]
     body = (bug_table(b) if (b / "bug_folders.txt").is_file() else []) + ops_table(b)
-    summary = b / "summary.txt"
-    tail = ["", "## Wall times", "", "```", summary.read_text().strip() if summary.is_file() else "", "```"]
+    walls = "\n".join(summary.read_text().strip() for summary in sorted(b.glob("summary*.txt")))
+    tail = ["", "## Wall times", "", "```", walls, "```"]
     return "\n".join(head + body + tail)
 
 
