@@ -1,7 +1,7 @@
-// Tensor-core matrix product, CUDA C stage, host side: forward and backward on bfloat16 tensors, plus
-// forward_v1 (the naive kernel) for brrr bench to time beside forward. Backward runs the same mma
-// kernel on the tensors as they are: which operand is stored transposed is a template argument of
-// kernel.cu's launcher, not a copy.
+// Tensor-core matrix product, CUDA C stage, host side: forward and backward on bfloat16 tensors with
+// kernel.cu's v3, plus forward_v1 (the naive kernel) and forward_v2 (v2's mma kernel) for brrr bench to
+// time beside forward. Backward runs the same mma kernel on the tensors as they are: which operand is
+// stored transposed is a template argument of kernel.cu's launcher, not a copy.
 #include <cstdint>
 #include <limits>
 #include <tuple>
@@ -14,8 +14,13 @@ void matmul_tc_naive(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat
 template <bool AKContig, bool BKContig>
 void matmul_tc_mma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
                    int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+// v3: false (nothing launched) when c has more tiles than a 1-D grid counts.
+template <bool AKContig, bool BKContig>
+bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                         int64_t m, int64_t k, int64_t n, cudaStream_t stream);
 
-constexpr int64_t kTile = 128;          // kernel.cu's kTileMN: gridDim.y counts column tiles of c
+constexpr int64_t kTile = 128;          // kernel.cu's kTileMN: v2's gridDim.y counts column tiles of c
+constexpr int64_t kNaiveTile = 16;     // kernel.cu's kNaiveTile: v1's gridDim.y counts 16-column tiles
 constexpr int64_t kMaxGridY = 65535;
 
 static void check_operands(const at::Tensor& a, const at::Tensor& b) {
@@ -30,10 +35,18 @@ static void check_operands(const at::Tensor& a, const at::Tensor& b) {
 // c [m, n], allocated; false when there is nothing to launch (c empty).
 static bool make_output(at::Tensor& c, const at::Tensor& like, int64_t m, int64_t n) {
     c = at::empty({m, n}, like.options());
-    TORCH_CHECK((n + kTile - 1) / kTile <= kMaxGridY, "matmul_tc: ", n, " columns exceed the grid's ", kMaxGridY,
-                " column tiles of ", kTile);
-    TORCH_CHECK((m + kTile - 1) / kTile <= std::numeric_limits<int32_t>::max(), "matmul_tc: ", m, " rows exceed the grid");
     return m > 0 && n > 0;  // k = 0 still launches: the kernel writes the zeros of an empty sum
+}
+
+// v3's launch, refused with the sizes when c has more tiles than its 1-D grid counts.
+template <bool AKContig, bool BKContig>
+static void pipelined(const at::Tensor& a, int64_t lda, const at::Tensor& b, int64_t ldb, at::Tensor& c, int64_t k) {
+    const int64_t m = c.size(0), n = c.size(1);
+    const bool launched = matmul_tc_pipelined<AKContig, BKContig>(brrr::data<at::BFloat16>(a), lda,
+                                                                   brrr::data<at::BFloat16>(b), ldb,
+                                                                   brrr::data<at::BFloat16>(c), m, k, n, brrr::stream());
+    TORCH_CHECK(launched, "matmul_tc: a ", m, " x ", n, " product has more tiles than a grid counts");
+    BRRR_CHECK_LAUNCH();
 }
 
 at::Tensor forward(at::Tensor a, at::Tensor b) {
@@ -43,8 +56,24 @@ at::Tensor forward(at::Tensor a, at::Tensor b) {
     auto bc = b.contiguous();
     const int64_t m = ac.size(0), k = ac.size(1), n = bc.size(1);
     at::Tensor c;
+    // A row-major is K-contiguous; B row-major is B^T stored MN-contiguous.
+    if (make_output(c, ac, m, n)) pipelined<true, false>(ac, k, bc, n, c, k);
+    return c;
+}
+
+// v2 (kernel.cu's mma_kernel), for brrr bench: its grid counts column tiles in gridDim.y.
+at::Tensor forward_v2(at::Tensor a, at::Tensor b) {
+    check_operands(a, b);
+    BRRR_DEVICE_GUARD(a);
+    auto ac = a.contiguous();
+    auto bc = b.contiguous();
+    const int64_t m = ac.size(0), k = ac.size(1), n = bc.size(1);
+    at::Tensor c;
     if (make_output(c, ac, m, n)) {
-        // A row-major is K-contiguous; B row-major is B^T stored MN-contiguous.
+        TORCH_CHECK((n + kTile - 1) / kTile <= kMaxGridY, "matmul_tc: ", n, " columns exceed the grid's ", kMaxGridY,
+                    " column tiles of ", kTile);
+        TORCH_CHECK((m + kTile - 1) / kTile <= std::numeric_limits<int32_t>::max(), "matmul_tc: ", m,
+                    " rows exceed the grid");
         matmul_tc_mma<true, false>(brrr::data<at::BFloat16>(ac), k, brrr::data<at::BFloat16>(bc), n,
                                    brrr::data<at::BFloat16>(c), m, k, n, brrr::stream());
         BRRR_CHECK_LAUNCH();
@@ -60,6 +89,8 @@ at::Tensor forward_v1(at::Tensor a, at::Tensor b) {
     const int64_t m = ac.size(0), k = ac.size(1), n = bc.size(1);
     at::Tensor c;
     if (make_output(c, ac, m, n)) {
+        TORCH_CHECK((n + kNaiveTile - 1) / kNaiveTile <= kMaxGridY, "matmul_tc: ", n, " columns exceed the naive grid's ",
+                    kMaxGridY, " column tiles of ", kNaiveTile);
         matmul_tc_naive(brrr::data<at::BFloat16>(ac), brrr::data<at::BFloat16>(bc), brrr::data<at::BFloat16>(c), m, k,
                         n, brrr::stream());
         BRRR_CHECK_LAUNCH();
@@ -80,17 +111,9 @@ std::tuple<at::Tensor, at::Tensor> backward(at::Tensor grad_c, at::Tensor a, at:
     at::Tensor grad_a, grad_b;
     // grad_a [m, k] = grad_c [m, n] @ b^T: grad_c is K-contiguous (its rows run along n), and the MN x K
     // operand b^T^T = b is stored row-major, K-contiguous too.
-    if (make_output(grad_a, ac, m, k)) {
-        matmul_tc_mma<true, true>(brrr::data<at::BFloat16>(gc), n, brrr::data<at::BFloat16>(bc), n,
-                                  brrr::data<at::BFloat16>(grad_a), m, n, k, brrr::stream());
-        BRRR_CHECK_LAUNCH();
-    }
+    if (make_output(grad_a, ac, m, k)) pipelined<true, true>(gc, n, bc, n, grad_a, n);
     // grad_b [k, n] = a^T [k, m] @ grad_c [m, n]: a^T is stored as a, MN-contiguous; grad_c as B, MN-contiguous.
-    if (make_output(grad_b, bc, k, n)) {
-        matmul_tc_mma<false, false>(brrr::data<at::BFloat16>(ac), k, brrr::data<at::BFloat16>(gc), n,
-                                    brrr::data<at::BFloat16>(grad_b), k, m, n, brrr::stream());
-        BRRR_CHECK_LAUNCH();
-    }
+    if (make_output(grad_b, bc, k, n)) pipelined<false, false>(ac, k, gc, n, grad_b, m);
     return {grad_a, grad_b};
 }
 
@@ -98,4 +121,5 @@ BRRR_BIND(m) {
     m.def("forward", &forward);
     m.def("backward", &backward);
     m.def("forward_v1", &forward_v1);
+    m.def("forward_v2", &forward_v2);
 }

@@ -11,6 +11,22 @@
 //                    and the warps read them with ldmatrix (one instruction a 16x16 fragment).
 //                    Rows of the shared tiles are padded by 16 bytes, so the 8 rows an ldmatrix
 //                    phase reads fall in 8 different 4-bank groups.
+//   v3 mma_pipelined_kernel: v2's instructions, arranged as sm_80+ GEMMs are. Nsight Compute put v2 at
+//                    12.5% occupancy (204-226 registers a thread, 2 blocks of 4 warps an SM), its warps
+//                    stalled on fixed latency (ldmatrix -> mma) and the DRAM at 9%: latency, not bytes.
+//                    v3 changes, each a template parameter of its Tiling so one benchmark times several:
+//                    - 8 warps a block (2 x 4) on a 128 x 256 tile, each warp 64 x 64, so a block of 256
+//                      threads does twice v2's math per byte of A and B it stages;
+//                    - a deeper pipeline: Stages buffers in dynamic shared memory (> 48 KiB, opted in
+//                      with cudaFuncSetAttribute), Stages - 1 k-steps in flight and one barrier a step
+//                      (it also frees the buffer the next copies overwrite);
+//                    - fragments double-buffered in registers: the ldmatrix of k-slice kk + 16 is issued
+//                      before the mma's of slice kk, so the tensor cores do not wait on shared memory;
+//                    - blocks ordered in groups of GroupM row tiles (column by column inside a group),
+//                      so the blocks resident at once share row panels of A and column panels of B in L2;
+//                    - pairs of c stored as one 4-byte store.
+//                    The staging (cp.async, zero fill, the plain-load fallback), the fragments and the
+//                    k order of every sum are v2's: the products and their order are unchanged.
 //
 // Both operands of mma.sync's row.col form are "MN x K" matrices (A is M x K, B enters as B^T, N x K).
 // Each is in global memory either K-contiguous (A row-major, B^T stored as B's rows) or MN-contiguous;
@@ -55,33 +71,37 @@ constexpr int kPad = 8;                     // bf16 elements padding each shared
 constexpr int kChunk = 8;                   // bf16 elements in one 16-byte copy
 constexpr int kTileElems = kTileMN * (kTileK + kPad);  // the larger of the two staged shapes
 
-// A tile of an MN x K operand as it is staged: K-contiguous operands as [mn][k], MN-contiguous ones
-// as [k][mn]. Rows are the contiguous dimension, padded.
-template <bool KContig>
+// An MN x K tile of an MN x K operand as it is staged: K-contiguous operands as [mn][k], MN-contiguous
+// ones as [k][mn]. Rows are the contiguous dimension, padded by 16 bytes: a row of 40, 72, 136 or 264
+// elements is an odd number of 16-byte units, so 8 consecutive rows start in 8 different 4-bank groups.
+template <bool KContig, int MN, int K>
 struct Staged {
-    static constexpr int rows = KContig ? kTileMN : kTileK;
-    static constexpr int cols = KContig ? kTileK : kTileMN;
+    static constexpr int rows = KContig ? MN : K;
+    static constexpr int cols = KContig ? K : MN;
     static constexpr int ld = cols + kPad;
+    static constexpr int elems = rows * ld;
 };
 
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// Copies tile (mn0, k0) of operand x (`ld` elements between rows of its contiguous dimension;
-// `mn` x `k` elements in all) into `tile`, zero past the edges. Each thread copies 4 of the 512 chunks
-// of 8 elements. `vec`: x's rows are whole 16-byte chunks, so cp.async can move them.
-template <bool KContig>
+// Copies the MN x K tile (mn0, k0) of operand x (`ld` elements between rows of its contiguous dimension;
+// `mn` x `k` elements in all) into `tile`, zero past the edges. The Threads threads of the block copy
+// its chunks of 8 elements, chunk after chunk. `vec`: x's rows are whole 16-byte chunks, so cp.async
+// can move them.
+template <bool KContig, int MN, int K, int Threads>
 __device__ __forceinline__ void stage_tile(__nv_bfloat16* tile, const __nv_bfloat16* __restrict__ x, int64_t ld,
                                            int64_t mn0, int64_t k0, int64_t mn, int64_t k, bool vec) {
-    using S = Staged<KContig>;
+    using S = Staged<KContig, MN, K>;
+    static_assert(S::rows * S::cols % (kChunk * Threads) == 0, "every thread copies as many chunks");
     const int64_t row0 = KContig ? mn0 : k0;  // where the tile starts in x's rows and columns
     const int64_t col0 = KContig ? k0 : mn0;
     const int64_t rows = KContig ? mn : k;
     const int64_t cols = KContig ? k : mn;
 #pragma unroll
-    for (int i = 0; i < S::rows * S::cols / kChunk / kThreads; ++i) {
-        const int chunk = static_cast<int>(threadIdx.x) + i * kThreads;
+    for (int i = 0; i < S::rows * S::cols / kChunk / Threads; ++i) {
+        const int chunk = static_cast<int>(threadIdx.x) + i * Threads;
         const int r = chunk / (S::cols / kChunk);
         const int cc = chunk % (S::cols / kChunk) * kChunk;
         const int64_t row = row0 + r;
@@ -105,9 +125,9 @@ __device__ __forceinline__ void stage_tile(__nv_bfloat16* tile, const __nv_bfloa
 // 0-7 / k 0-7, r[1] rows 8-15 / k 0-7, r[2] rows 0-7 / k 8-15, r[3] rows 8-15 / k 8-15 ("rows" along
 // MN). Lane l names the row of 8x8 matrix l / 8 that it points at; .trans transposes each matrix so
 // a [k][mn] tile lands in the lanes as a [mn][k] one would.
-template <bool KContig>
+template <bool KContig, int MN, int K>
 __device__ __forceinline__ void load_fragment(const __nv_bfloat16* tile, int mn, int kk, uint32_t r[4]) {
-    using S = Staged<KContig>;
+    using S = Staged<KContig, MN, K>;
     const int lane = threadIdx.x % 32;
     if constexpr (KContig) {
         const uint32_t at = shared_address(tile + (mn + lane % 16) * S::ld + kk + 8 * (lane / 16));
@@ -144,15 +164,17 @@ mma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const _
     float acc[4][8][4] = {};  // [m16 tile][n8 tile][mma's d0..d3]
     const int64_t steps = (k + kTileK - 1) / kTileK;
     if (steps > 0) {
-        stage_tile<AKContig>(a_tiles[0], a, lda, row0, 0, m, k, a_vec);
-        stage_tile<BKContig>(b_tiles[0], b, ldb, col0, 0, n, k, b_vec);
+        stage_tile<AKContig, kTileMN, kTileK, kThreads>(a_tiles[0], a, lda, row0, 0, m, k, a_vec);
+        stage_tile<BKContig, kTileMN, kTileK, kThreads>(b_tiles[0], b, ldb, col0, 0, n, k, b_vec);
     }
     asm volatile("cp.async.commit_group;\n" ::);
     for (int64_t s = 0; s < steps; ++s) {
         // Step s + 1's copies go out before step s's math: they land while the tensor cores work.
         if (s + 1 < steps) {
-            stage_tile<AKContig>(a_tiles[(s + 1) % 2], a, lda, row0, (s + 1) * kTileK, m, k, a_vec);
-            stage_tile<BKContig>(b_tiles[(s + 1) % 2], b, ldb, col0, (s + 1) * kTileK, n, k, b_vec);
+            stage_tile<AKContig, kTileMN, kTileK, kThreads>(a_tiles[(s + 1) % 2], a, lda, row0, (s + 1) * kTileK, m,
+                                                            k, a_vec);
+            stage_tile<BKContig, kTileMN, kTileK, kThreads>(b_tiles[(s + 1) % 2], b, ldb, col0, (s + 1) * kTileK, n,
+                                                            k, b_vec);
         }
         asm volatile("cp.async.commit_group;\n" ::);
         asm volatile("cp.async.wait_group 1;\n" ::);  // this thread's copies of step s have landed ...
@@ -163,9 +185,9 @@ mma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const _
         for (int kk = 0; kk < kTileK; kk += 16) {
             uint32_t af[4][4], bf[4][4];
 #pragma unroll
-            for (int i = 0; i < 4; ++i) load_fragment<AKContig>(at, wm + 16 * i, kk, af[i]);
+            for (int i = 0; i < 4; ++i) load_fragment<AKContig, kTileMN, kTileK>(at, wm + 16 * i, kk, af[i]);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) load_fragment<BKContig>(bt, wn + 16 * j, kk, bf[j]);
+            for (int j = 0; j < 4; ++j) load_fragment<BKContig, kTileMN, kTileK>(bt, wn + 16 * j, kk, bf[j]);
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
 #pragma unroll
@@ -195,6 +217,149 @@ mma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const _
     }
 }
 
+// ---- v3: 8 warps, a Stages-deep cp.async pipeline, fragments double-buffered, grouped block order ----
+
+// A block's tiling: a BM x BN tile of c, WarpsM x WarpsN warps (each a (BM / WarpsM) x (BN / WarpsN)
+// part of it), BK-steps through k, Stages shared buffers, blocks ordered in groups of GroupM row tiles;
+// MinBlocks: the blocks an SM must hold, which caps the registers a thread may take.
+template <int BM, int BN, int BK, int WarpsM, int WarpsN, int Stages, int GroupM, int MinBlocks>
+struct Tiling {
+    static constexpr int bm = BM, bn = BN, bk = BK, stages = Stages, group_m = GroupM, min_blocks = MinBlocks;
+    static constexpr int warps_n = WarpsN;
+    static constexpr int threads = 32 * WarpsM * WarpsN;
+    static constexpr int warp_m = BM / WarpsM;  // a warp's rows of c ...
+    static constexpr int warp_n = BN / WarpsN;  // ... and columns
+    static constexpr int mi = warp_m / 16;      // its m16 tiles along the rows
+    static constexpr int nj = warp_n / 16;      // its 16-column B fragments (two n8 tiles each)
+    static_assert(warp_m % 16 == 0 && warp_n % 16 == 0 && BK % 16 == 0 && Stages >= 2, "whole mma tiles");
+    template <bool AKContig, bool BKContig>
+    static constexpr int shared_bytes() {
+        return Stages * (Staged<AKContig, BM, BK>::elems + Staged<BKContig, BN, BK>::elems) * 2;
+    }
+};
+
+// The one v3 ships (binding.cpp): benchmarks/matmul_tc_variants timed it against the others on an H100.
+using TcTiling = Tiling<128, 256, 32, 2, 4, 4, 8, 1>;
+
+// Block `block`'s tile of c: groups of GroupM row tiles (fewer in the last), column after column
+// inside a group, so the blocks resident at once read a few row panels of A and column panels of B.
+template <int GroupM>
+__device__ __forceinline__ void tile_of(int64_t block, int64_t tiles_m, int64_t tiles_n, int64_t& tile_m,
+                                        int64_t& tile_n) {
+    const int64_t per_group = GroupM * tiles_n;
+    const int64_t first = block / per_group * GroupM;
+    const int64_t rows = tiles_m - first < GroupM ? tiles_m - first : GroupM;
+    const int64_t at = block % per_group;
+    tile_m = first + at % rows;
+    tile_n = at / rows;
+}
+
+// One BK-step of a warp's mma's on the staged tiles `at` and `bt`. Fragments of k-slice kk + 16 are
+// loaded into the other half of af/bf before slice kk's mma's issue, which then wait on nothing.
+template <class T, bool AKContig, bool BKContig>
+__device__ __forceinline__ void mma_step(const __nv_bfloat16* at, const __nv_bfloat16* bt, int wm, int wn,
+                                         float (&acc)[T::mi][2 * T::nj][4]) {
+    uint32_t af[2][T::mi][4], bf[2][T::nj][4];
+#pragma unroll
+    for (int q = 0; q <= T::bk / 16; ++q) {
+        if (q < T::bk / 16) {  // slice q's fragments
+#pragma unroll
+            for (int i = 0; i < T::mi; ++i) load_fragment<AKContig, T::bm, T::bk>(at, wm + 16 * i, 16 * q, af[q % 2][i]);
+#pragma unroll
+            for (int j = 0; j < T::nj; ++j) load_fragment<BKContig, T::bn, T::bk>(bt, wn + 16 * j, 16 * q, bf[q % 2][j]);
+        }
+        if (q > 0) {  // slice q - 1's mma's
+            const int p = (q - 1) % 2;
+#pragma unroll
+            for (int i = 0; i < T::mi; ++i) {
+#pragma unroll
+                for (int j = 0; j < T::nj; ++j) {
+                    // bf[p][j] holds columns wn + 16 j + 0..7 in registers 0 and 2, + 8..15 in 1 and 3.
+                    mma_16816(acc[i][2 * j], af[p][i], bf[p][j][0], bf[p][j][2]);
+                    mma_16816(acc[i][2 * j + 1], af[p][i], bf[p][j][1], bf[p][j][3]);
+                }
+            }
+        }
+    }
+}
+
+// A warp's accumulators into c, its part starting at (r0, c0). mma's accumulator layout: d0, d1 at
+// row g, columns 2t and 2t + 1; d2, d3 at row g + 8. Where c's rows are a whole number of pairs
+// (n even), a pair is one 4-byte store, aligned and inside its row.
+template <class T>
+__device__ __forceinline__ void store_tile(const float (&acc)[T::mi][2 * T::nj][4], __nv_bfloat16* __restrict__ c,
+                                           int64_t r0, int64_t c0, int64_t m, int64_t n) {
+    const int g = threadIdx.x % 32 / 4;
+    const int t = threadIdx.x % 4;
+#pragma unroll
+    for (int i = 0; i < T::mi; ++i) {
+#pragma unroll
+        for (int j = 0; j < 2 * T::nj; ++j) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int64_t row = r0 + 16 * i + g + 8 * h;
+                const int64_t col = c0 + 8 * j + 2 * t;
+                if (row >= m || col >= n) continue;
+                __nv_bfloat16* out = c + row * n + col;
+                if (n % 2 == 0) {
+                    *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                } else {
+                    out[0] = __float2bfloat16_rn(acc[i][j][2 * h]);
+                    if (col + 1 < n) out[1] = __float2bfloat16_rn(acc[i][j][2 * h + 1]);
+                }
+            }
+        }
+    }
+}
+
+// c [m, n] = A [m, k] @ B [k, n] as mma_kernel, tiled by T; a 1-D grid, one block a tile (tile_of).
+template <class T, bool AKContig, bool BKContig>
+__global__ void __launch_bounds__(T::threads, T::min_blocks)
+mma_pipelined_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const __nv_bfloat16* __restrict__ b,
+                     int64_t ldb, bool b_vec, __nv_bfloat16* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+    using SA = Staged<AKContig, T::bm, T::bk>;
+    using SB = Staged<BKContig, T::bn, T::bk>;
+    extern __shared__ __align__(16) unsigned char staged[];
+    __nv_bfloat16* a_tiles = reinterpret_cast<__nv_bfloat16*>(staged);  // Stages tiles of A, then Stages of B
+    __nv_bfloat16* b_tiles = a_tiles + T::stages * SA::elems;
+    const int warp = threadIdx.x / 32;
+    const int wm = warp / T::warps_n * T::warp_m;  // the warp's part of the block's tile
+    const int wn = warp % T::warps_n * T::warp_n;
+    int64_t tile_m, tile_n;
+    tile_of<T::group_m>(blockIdx.x, (m + T::bm - 1) / T::bm, (n + T::bn - 1) / T::bn, tile_m, tile_n);
+    const int64_t row0 = tile_m * T::bm;
+    const int64_t col0 = tile_n * T::bn;
+    float acc[T::mi][2 * T::nj][4] = {};  // [m16 tile][n8 tile][mma's d0..d3]
+    const int64_t steps = (k + T::bk - 1) / T::bk;
+    // The first Stages - 1 steps' copies, a commit group each, empty past the last step: the wait in the
+    // loop then always leaves the Stages - 2 groups after step s's in flight.
+#pragma unroll
+    for (int s = 0; s < T::stages - 1; ++s) {
+        if (s < steps) {
+            stage_tile<AKContig, T::bm, T::bk, T::threads>(a_tiles + s * SA::elems, a, lda, row0, s * T::bk, m, k, a_vec);
+            stage_tile<BKContig, T::bn, T::bk, T::threads>(b_tiles + s * SB::elems, b, ldb, col0, s * T::bk, n, k, b_vec);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    }
+    int read = 0;  // the buffer of step s; step s + Stages - 1 is copied into the one before it
+    for (int64_t s = 0; s < steps; ++s) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(T::stages - 2));  // this thread's copies of step s landed,
+        __syncthreads();  // every thread's too, and every warp is done with step s - 1's buffer, written next
+        const int write = read == 0 ? T::stages - 1 : read - 1;
+        const int64_t ahead = s + T::stages - 1;
+        if (ahead < steps) {
+            stage_tile<AKContig, T::bm, T::bk, T::threads>(a_tiles + write * SA::elems, a, lda, row0, ahead * T::bk, m,
+                                                           k, a_vec);
+            stage_tile<BKContig, T::bn, T::bk, T::threads>(b_tiles + write * SB::elems, b, ldb, col0, ahead * T::bk, n,
+                                                           k, b_vec);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+        mma_step<T, AKContig, BKContig>(a_tiles + read * SA::elems, b_tiles + read * SB::elems, wm, wn, acc);
+        read = read + 1 == T::stages ? 0 : read + 1;
+    }
+    store_tile<T>(acc, c, row0 + wm, col0 + wn, m, n);
+}
+
 // ---- launchers ---------------------------------------------------------------------------------
 
 // c [m, n] row-major, m, n > 0 (binding.cpp returns empty outputs itself); k = 0 writes zeros.
@@ -221,10 +386,32 @@ void matmul_tc_mma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, 
                                                                   vectorizable(b, ldb), c, m, k, n);
 }
 
+// v3 with tiling T, operands as matmul_tc_mma's; false when c has more tiles than a 1-D grid counts.
+template <class T, bool AKContig, bool BKContig>
+bool matmul_tc_pipelined_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb,
+                              __nv_bfloat16* c, int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    const int64_t tiles = ((m + T::bm - 1) / T::bm) * ((n + T::bn - 1) / T::bn);
+    if (tiles > 0x7fffffff) return false;
+    auto* kernel = mma_pipelined_kernel<T, AKContig, BKContig>;
+    constexpr int bytes = T::template shared_bytes<AKContig, BKContig>();
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);  // over 48 KiB: opt in
+    kernel<<<static_cast<unsigned int>(tiles), T::threads, bytes, stream>>>(a, lda, vectorizable(a, lda), b, ldb,
+                                                                           vectorizable(b, ldb), c, m, k, n);
+    return true;
+}
+
+template <bool AKContig, bool BKContig>
+bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                         int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    return matmul_tc_pipelined_with<TcTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
+}
+
 // The three products binding.cpp asks for: a @ b (forward), grad_c @ b^T (grad_a), a^T @ grad_c (grad_b).
-#define MATMUL_TC_INSTANTIATE(AK, BK)                                                                      \
-    template void matmul_tc_mma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,     \
-                                        __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);
+#define MATMUL_TC_INSTANTIATE(AK, BK)                                                                        \
+    template void matmul_tc_mma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,       \
+                                        __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);            \
+    template bool matmul_tc_pipelined<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t, \
+                                              __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);
 MATMUL_TC_INSTANTIATE(true, false)
 MATMUL_TC_INSTANTIATE(true, true)
 MATMUL_TC_INSTANTIATE(false, false)

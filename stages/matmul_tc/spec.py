@@ -8,16 +8,31 @@ import torch
 from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 from brrr_kernels.op.tolerances import tensor_core_bound
 
-CUDA_TILE = 128  # kernel.cu's kTileMN: a block of 4 warps computes a 128x128 tile of c
-CUDA_WARP_TILE = 64  # kernel.cu's kWarpMN: each warp a 64x64 quarter
+# kernel.cu's TcTiling (v3, the kernel binding.cpp launches): a block of 2 x 4 warps computes a 128 x 256
+# tile of c, each warp a 64 x 64 part; blocks go through the tiles in groups of 8 row tiles.
+CUDA_TILE = (128, 256)
+CUDA_WARPS = (2, 4)
+CUDA_GROUP_M = 8
+
+
+def cuda_block(tile_m: int, tile_n: int, shape: tuple[int, ...]) -> int:
+    """kernel.cu's tile_of inverted: the 1-D block index that computes tile (tile_m, tile_n) of c."""
+    tiles_m = -(-shape[0] // CUDA_TILE[0])
+    tiles_n = -(-shape[-1] // CUDA_TILE[1])
+    first = tile_m // CUDA_GROUP_M * CUDA_GROUP_M
+    rows = min(tiles_m - first, CUDA_GROUP_M)
+    return first * tiles_n + tile_n * rows + tile_m - first
 
 
 def mma_locate(index: int, shape: tuple[int, ...]) -> Place:
-    """kernel.cu's mma_kernel: gridDim.x counts row tiles; warp 2 (r / 64) + c / 64 of the tile holds
-    element (r, c), in lane 4 (r % 8) + (c % 8) / 2 (mma.sync's accumulator layout)."""
+    """kernel.cu's mma_pipelined_kernel: element (r, c) is in tile (r / 128, c / 256), block cuda_block of
+    it; warp 4 (r % 128 / 64) + c % 256 / 64 of the tile holds it, in lane 4 (r % 8) + (c % 8) / 2 (mma.sync's
+    accumulator layout)."""
     row, col = divmod(index, shape[-1])
-    warp = row % CUDA_TILE // CUDA_WARP_TILE * 2 + col % CUDA_TILE // CUDA_WARP_TILE
-    return (row // CUDA_TILE, col // CUDA_TILE, 0), (32 * warp + 4 * (row % 8) + col % 8 // 2, 0, 0)
+    warp_m, warp_n = CUDA_TILE[0] // CUDA_WARPS[0], CUDA_TILE[1] // CUDA_WARPS[1]
+    warp = row % CUDA_TILE[0] // warp_m * CUDA_WARPS[1] + col % CUDA_TILE[1] // warp_n
+    block = cuda_block(row // CUDA_TILE[0], col // CUDA_TILE[1], shape)
+    return (block, 0, 0), (32 * warp + 4 * (row % 8) + col % 8 // 2, 0, 0)
 
 
 def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
@@ -84,7 +99,7 @@ OUTPUTS = (("c", c_terms, lambda t: t["a"].shape[1]),  # each product's K: c sum
 
 SPEC = OpSpec(
     name="matmul_tc",
-    doc="bfloat16 on the tensor cores: mma.sync m16n8k16, ldmatrix, double-buffered cp.async, 128x128 tiles",
+    doc="bfloat16 on the tensor cores: mma.sync m16n8k16, ldmatrix, a 4-stage cp.async pipeline, 128x256 tiles of 8 warps",
     inputs=("a", "b"),
     outputs=("c",),
     saved=("a", "b"),
@@ -94,14 +109,17 @@ SPEC = OpSpec(
     # partial; (17, 48, 24) three whole k-steps. Executed on the CPU, all three have rows that are not
     # whole 16-byte chunks except (17, 48, 24)'s, which kernel.cu stages with cp.async.
     sim_sizes=((1, 1, 1), (40, 35, 37), (17, 48, 24)),
-    # kernel.cu's 128x128 tiles, each quarter a warp's: (130, 72, 200) reaches all four warps of a block,
-    # partial row and column tiles, and a partial k-step, every operand by cp.async (rows of 16-byte
-    # chunks); (129, 37, 131) every operand by plain loads, partial chunks at each row's end;
-    # (200, 40, 131) and (70, 33, 136) mix the two in each of the three products (forward, grad_a from
-    # grad_c and b, grad_b from a and grad_c); (257, 64, 136) three row tiles. The CPU execution runs
-    # these (up to 2^18 input elements); a GPU the larger ones too.
+    # kernel.cu's v3 tiles (128x256, 2x4 warps of 64x64, k-steps of 32 through 4 buffers): (130, 72, 200)
+    # reaches all eight warps of a block, partial row and column tiles, and a partial k-step, every
+    # operand by cp.async (rows of 16-byte chunks); (129, 37, 131) every operand by plain loads, partial
+    # chunks at each row's end; (200, 40, 131) and (70, 33, 136) mix the two in each of the three
+    # products (forward, grad_a from grad_c and b, grad_b from a and grad_c); (257, 64, 136) three row
+    # tiles; (40, 296, 24) ten k-steps in forward, so the 4 buffers are reused (the wait and the barrier
+    # that frees a buffer) and the last step is partial; (1100, 16, 300) nine row tiles, two groups of
+    # tile_of (8, then 1) and two column tiles. The CPU execution runs these (up to 2^18 input
+    # elements); a GPU the larger ones too.
     gpu_sizes=((1, 1, 1), (130, 72, 200), (129, 37, 131), (200, 40, 131), (70, 33, 136), (257, 64, 136),
-               (1000, 1027, 999), (1024, 4096, 2048)),
+               (40, 296, 24), (1100, 16, 300), (1000, 1027, 999), (1024, 4096, 2048)),
     gradcheck_size=(2, 3, 2),
     edge_cases={"K=1, outer product": outer_product, "K=0, empty sum": empty_sum,
                 "huge mixed-sign, exact": huge_mixed_sign},
@@ -119,7 +137,8 @@ SPEC = OpSpec(
         "numba": (torch.float64, torch.bfloat16),
         "cuda": (torch.bfloat16,),  # the tensor cores' input type
     },
-    layouts={"cuda": Layout(mma_locate, f"{CUDA_TILE}x{CUDA_TILE} tiles of 4 warps, each warp a {CUDA_WARP_TILE}x"
-                            f"{CUDA_WARP_TILE} quarter in mma.sync's accumulator layout")},
+    layouts={"cuda": Layout(mma_locate, f"{CUDA_TILE[0]}x{CUDA_TILE[1]} tiles of {CUDA_WARPS[0]}x{CUDA_WARPS[1]} warps "
+                            f"in groups of {CUDA_GROUP_M} row tiles, each warp a {CUDA_TILE[0] // CUDA_WARPS[0]}x"
+                            f"{CUDA_TILE[1] // CUDA_WARPS[1]} part in mma.sync's accumulator layout")},
     bench_sizes=((4096, 4096, 4096),),
 )
