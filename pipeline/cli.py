@@ -88,6 +88,9 @@ COMMANDS: tuple[Command, ...] = (
         arg("--huge", action="store_true",
             help="GPU only: also run the cuda stage of elementwise ops on more than 2^31 elements"),
         FRESH_SEED,
+        arg("--fail-fast", action="store_true",
+            help="stop each op at its first failing row: the verdict sooner, without the rest of the report (the "
+                 "other checks, dtypes and stages after it)"),
         arg("--arch", default=None, help="target for the no-GPU compile check (default sm_90)"),
         arg("--jobs", type=int, default=None, metavar="N",
             help="validate up to N ops at once, one process each (default: the number of CPUs)"),

@@ -54,6 +54,20 @@ def test_a_failing_check_exits_1_and_names_stage_and_check(tmp_path: Path) -> No
     assert "Traceback" not in proc.stderr
 
 
+def test_fail_fast_stops_at_the_first_failing_row_and_says_so(tmp_path: Path) -> None:
+    """A reference with a wrong backward: --fail-fast ends the op there (its other reference checks,
+    the numba and cuda stages never run) and says so; exit 1 as without it."""
+    folder = plant(copy_op("sigmoid", tmp_path), "reference.py", "grad_y * y * (1 - y)", "grad_y * y")
+    out = tmp_path / "rows.json"
+    proc = brrr("validate", str(folder), "--fail-fast", "--json", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["verdict"] for r in rows].count("FAIL") == 1 and rows[-1]["verdict"] in ("FAIL", "not run")
+    assert {r["stage"] for r in rows} == {"reference"}
+    assert "stopped at its first failing row (--fail-fast)" in proc.stdout and "Traceback" not in proc.stderr
+    assert "--fail-fast" in brrr("validate", "--help").stdout
+
+
 def test_missing_stage_file_exits_2(tmp_path: Path) -> None:
     folder = copy_op("sigmoid", tmp_path)
     (folder / "reference.py").unlink()

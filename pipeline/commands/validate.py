@@ -27,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
         raise BrrrError("no ops to validate: stages/ is empty and none were named")
     options = runner.Options(stages=tuple(args.stage) if args.stage else STAGES,
                              numba_gpu=args.gpu, arch=args.arch or builder.DEFAULT_ARCH, huge=args.huge,
-                             cuda_on_cpu=args.cuda_on_cpu)
+                             cuda_on_cpu=args.cuda_on_cpu, fail_fast=args.fail_fast)
     if args.huge and args.cuda_on_cpu:
         raise BrrrError("--huge runs the cuda stage on the GPU; it cannot go with --cuda-on-cpu")
     if args.watch and args.huge:
@@ -70,6 +70,9 @@ def _validate_once(names: list[str], options: Options, jobs: int, args: argparse
         all_rows += rows
         if any(r.failed for r in rows):
             worst = max(worst, EXIT_CHECK_FAILED)
+            if options.fail_fast:
+                print(f"-- {outcome.name}: stopped at its first failing row (--fail-fast): the checks after it did "
+                      "not run", flush=True)
     if len(names) > 1:
         print(f"\n== all: {report.summary(all_rows)}")
     if args.json:

@@ -63,8 +63,9 @@ class Options:
     numba_gpu: bool = False
     arch: str = builder.DEFAULT_ARCH
     huge: bool = False
-    # Stop at the first step with a failing row: a verdict rather than a report (brrr mutate
-    # needs only to know that a mutant is caught, and most are caught by the first check).
+    # Stop at the first failing row (`brrr validate --fail-fast`): a verdict rather than a report.
+    # brrr mutate needs only to know that a mutant is caught, a user with a bug wants its first row
+    # soon, and the checks after it (other dtypes, non-contiguous inputs, later stages) cost the most.
     fail_fast: bool = False
     cuda_on_cpu: bool = False  # execute the cuda stage on the CPU even where there is a GPU
 
@@ -174,13 +175,15 @@ class Validation:
             self.stages["numba"] = load_numba(self.op, gpu=self.options.where("numba") is Where.GPU)
         if "numba" in wanted and (refused := numba_gpu_rules.problems(self.op.path("numba"))):
             self.rows.append(Row(self.op.name, "numba", "GPU compile rules", "-", FAIL, detail="\n".join(refused)))
+        if self.stopping():  # fail-fast: a failing reference is the verdict
+            return self.rows
         if "numba" in wanted:
             numba_todo = self.first_numba_call(self.stages["numba"])
             if ref_todo and not numba_todo:
                 self.rows.append(Row(self.op.name, "numba", "all", "-", SKIP, detail="the reference stage is unfinished"))
             else:
                 self.run_stage("numba", numba_todo)
-        if "cuda" in wanted:
+        if "cuda" in wanted and not self.stopping():
             self.run_stage("cuda", scaffold.unfinished_cuda(self.op))
         if self.options.huge:
             self.rows.append(huge_row(self.op, HUGE, self.stages, self.options.seed, self.gen))
@@ -281,8 +284,8 @@ class Validation:
                     continue  # run with the forward check before it
                 paired = checks[i + 1] if i + 1 < len(checks) and checks[i + 1].phase == "backward" else None
                 self.rows += run_comparisons(self, (check, paired), dtype, made)
-            if self.stopping():
-                break
+                if self.stopping():
+                    return True
         return True
 
     def stopping(self) -> bool:

@@ -234,12 +234,19 @@ def test_each_row_lists_the_cases_it_covered() -> None:
 
 
 @pytest.mark.parametrize("fail_fast", [False, True])
-def test_fail_fast_stops_a_stage_at_its_first_failing_step(mutant, fail_fast: bool) -> None:
+def test_fail_fast_stops_at_the_first_failing_row(mutant, fail_fast: bool) -> None:
+    """With fail_fast the rows end at the first failing comparison (its paired backward row, not
+    run, beside it): no later check of its dtype, no other dtype, no later stage."""
     op = load_op(str(mutant("sigmoid", "no_bounds_check")))
-    rows = runner.validate(op, runner.Options(stages=("numba",), seed=1, fail_fast=fail_fast))
-    assert any(r.failed for r in rows)
-    assert ({"inputs unchanged", "gradcheck"} <= {r.check for r in rows}) is not fail_fast
-    assert {r.dtype for r in rows} == ({"float32"} if fail_fast else {"float32", "float64", "all"})
+    stages = ("numba", "cuda") if fail_fast else ("numba",)  # fail-fast leaves the later stage unbuilt
+    rows = runner.validate(op, runner.Options(stages=stages, seed=1, fail_fast=fail_fast))
+    checks = [(r.stage, r.check, r.dtype) for r in rows]
+    assert rows[0].failed and checks[:2] == [("numba", "forward", "float32"), ("numba", "backward", "float32")]
+    if fail_fast:
+        assert len(rows) == 2 and rows[1].verdict == UNRUN
+    else:  # the same first rows, then the rest: the edge rows, float64, the whole-stage checks
+        assert {("numba", "edge forward", "float32"), ("numba", "forward", "float64"),
+                ("numba", "gradcheck", "float64")} <= set(checks)
 
 
 def test_a_bug_on_the_misaligned_path_fails_the_non_contiguous_rows(tmp_path: Path) -> None:
