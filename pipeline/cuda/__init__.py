@@ -4,6 +4,7 @@ the CPU (the host compiler and brrr's runtime in include/cpu), and the memory ch
 Layer map:
 
     builder     nvcc and the host compiler, objects cached by content, link and load on a GPU
+    device_check  nvcc's compile check beside the CPU execution: every step but the host object (--cuda)
     cpu_build   the op's own CUDA C built and linked for execution on the CPU
     cpu_source  kernel.cu as C++ the host compiler can build
     cpu_ptx     inline PTX (mma.sync, ldmatrix, cp.async) as calls of the CPU runtime

@@ -24,7 +24,7 @@ from ..base import progress
 from ..base.errors import BrrrError, BuildError
 from ..base.progress import note, ticking
 from ..base.settings import switch
-from ..cuda import builder, cpu_build, module_build
+from ..cuda import builder, cpu_build, device_check, module_build
 from ..cuda.isolated import Isolated
 from ..op.contract import as_tuple
 from ..op.loaders import Stage, Where, load_numba, load_reference, load_stage
@@ -122,8 +122,9 @@ def take_printed(v: Validation, stage: StageName) -> str:
 
 
 def nvcc_check(op: Op, arch: str) -> builder.CompileReport:
-    """The GPU compile check of the op's CUDA C, whichever layout it is written in."""
-    return module_build.kernel_check(op, arch) if op.spec.torch_module else builder.kernel_check(op, arch)
+    """The GPU compile check of the op's CUDA C beside its CPU build, whichever layout it is written in:
+    nvcc's device side alone, since nothing links its object here (device_check)."""
+    return device_check.kernel_check(op, arch)
 
 
 @dataclass
