@@ -71,17 +71,17 @@ const Variant kVariants[] = {
     {"v3 shipped (TcTiling)", {&matmul_tc_pipelined<true, false>, &matmul_tc_pipelined<true, true>,
                                &matmul_tc_pipelined<false, false>}},
     //   BM, BN, BK, WarpsM, WarpsN, Stages, GroupM, MinBlocks
-    V3("128x256x32 8w 4st g8", 128, 256, 32, 2, 4, 4, 8, 1),
     V3("128x256x32 8w 3st g8", 128, 256, 32, 2, 4, 3, 8, 1),
     V3("128x256x32 8w 4st g1", 128, 256, 32, 2, 4, 4, 1, 1),
-    V3("128x256x32 8w 5st g16", 128, 256, 32, 2, 4, 5, 16, 1),
+    V3("128x256x32 8w 4st g16", 128, 256, 32, 2, 4, 4, 16, 1),
     V3("128x256x64 8w 3st g8", 128, 256, 64, 2, 4, 3, 8, 1),
+    V3("128x256x64 8w 4st g8", 128, 256, 64, 2, 4, 4, 8, 1),
     V3("256x128x32 8w 4st g8", 256, 128, 32, 4, 2, 4, 8, 1),
     V3("256x128x64 8w 3st g8", 256, 128, 64, 4, 2, 3, 8, 1),
     V3("128x128x32 4w 4st g8 2b", 128, 128, 32, 2, 2, 4, 8, 2),
-    V3("128x128x64 4w 3st g8 2b", 128, 128, 64, 2, 2, 3, 8, 2),
     V3("128x128x32 8w(64x32) 4st 2b", 128, 128, 32, 2, 4, 4, 8, 2),
     V3("128x128x64 8w(64x32) 3st 2b", 128, 128, 64, 2, 4, 3, 8, 2),
+    V3("128x128x64 8w(64x32) 4st 2b", 128, 128, 64, 2, 4, 4, 8, 2),
 };
 
 struct Problem {

@@ -50,3 +50,6 @@ if [ "${BENCH:-0}" != 0 ]; then
   timeout 150 python3 -m brrr_kernels bench matmul_tc --dtype bfloat16 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
   echo "== bench: exit ${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
 fi
+if [ "${SASS:-1}" != 0 ]; then  # the shipped forward kernel's instruction mix (cuobjdump), whole SASS in sass.txt
+  cuobjdump -sass /tmp/tc_bench 2>/dev/null | python3 "$here/sass_mix.py" "$OUT/sass.txt"
+fi

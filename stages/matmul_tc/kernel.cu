@@ -254,6 +254,63 @@ __device__ __forceinline__ void tile_of(int64_t block, int64_t tiles_m, int64_t 
     tile_n = at / rows;
 }
 
+// One thread's share of copying an operand's tiles, step after step, set up once: the thread's chunk i
+// is row r + i * row_step, column cc of the staged tile (chunk t + i * Threads in stage_tile's order).
+// Each step only moves the address of chunk 0 and the count of x's rows or columns left, so a chunk
+// costs a compare, a select and its copy, not v2's 64-bit index arithmetic (issue slots the mma's need).
+template <bool KContig, int MN, int K, int Threads>
+struct TileCopy {
+    using S = Staged<KContig, MN, K>;
+    static constexpr int per_row = S::cols / kChunk;     // chunks in a staged row
+    static constexpr int row_step = Threads / per_row;   // staged rows between a thread's chunks
+    static constexpr int count = S::rows / row_step;     // chunks a thread copies a step
+    static_assert(Threads % per_row == 0 && S::rows % row_step == 0, "every thread copies whole chunks");
+    const __nv_bfloat16* x;
+    const __nv_bfloat16* at;  // chunk 0 of the next step in x (past x's edge where rows_left or cols_left say so)
+    int64_t row_stride;       // x's elements from one of the thread's chunks to the next
+    int64_t step_stride;      // ... and from a step's chunk to the next step's
+    int64_t rows_left;        // x's rows from chunk 0's on, at the next step (<= 0: none)
+    int64_t cols_left;        // x's columns from chunk 0's first on, at the next step
+    int offset;               // chunk 0 in a staged tile
+    bool vec;                 // x's rows are whole 16-byte chunks: cp.async moves them
+
+    // x as stage_tile takes it, the tile at mn0 along MN; steps start at k = 0.
+    __device__ __forceinline__ TileCopy(const __nv_bfloat16* __restrict__ x_, int64_t ld, int64_t mn0, int64_t mn,
+                                        int64_t k, bool vec_)
+        : x(x_), vec(vec_) {
+        const int r = static_cast<int>(threadIdx.x) / per_row;
+        const int cc = static_cast<int>(threadIdx.x) % per_row * kChunk;
+        const int64_t row0 = KContig ? mn0 : 0;  // the tile's first row and column in x
+        const int64_t col0 = KContig ? 0 : mn0;
+        at = x_ + (row0 + r) * ld + col0 + cc;
+        row_stride = row_step * ld;
+        rows_left = (KContig ? mn : k) - row0 - r;
+        cols_left = (KContig ? k : mn) - col0 - cc;
+        offset = r * S::ld + cc;
+        step_stride = KContig ? K : K * ld;
+    }
+
+    // This step's chunks into `tile` (zero past x's edges), then on to the next step.
+    __device__ __forceinline__ void copy(__nv_bfloat16* tile) {
+        const int in_row = cols_left <= 0 ? 0 : cols_left < kChunk ? static_cast<int>(cols_left) : kChunk;
+#pragma unroll
+        for (int i = 0; i < count; ++i) {
+            const int valid = rows_left > i * row_step ? in_row : 0;  // elements of chunk i inside x
+            const __nv_bfloat16* src = valid > 0 ? at + i * row_stride : x;
+            __nv_bfloat16* dst = tile + offset + i * row_step * S::ld;
+            if (vec) {
+                // src-size: the copy reads `valid` elements and zero-fills the rest of the 16 bytes.
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+                             "r"(valid * 2));
+            } else {
+                for (int e = 0; e < kChunk; ++e) dst[e] = e < valid ? src[e] : __float2bfloat16_rn(0.0f);
+            }
+        }
+        at += step_stride;  // K-contiguous: K columns on; MN-contiguous: K rows down
+        (KContig ? cols_left : rows_left) -= K;
+    }
+};
+
 // One BK-step of a warp's mma's on the staged tiles `at` and `bt`. Fragments of k-slice kk + 16 are
 // loaded into the other half of af/bf before slice kk's mma's issue, which then wait on nothing.
 template <class T, bool AKContig, bool BKContig>
@@ -333,11 +390,13 @@ mma_pipelined_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_ve
     const int64_t steps = (k + T::bk - 1) / T::bk;
     // The first Stages - 1 steps' copies, a commit group each, empty past the last step: the wait in the
     // loop then always leaves the Stages - 2 groups after step s's in flight.
+    TileCopy<AKContig, T::bm, T::bk, T::threads> a_copy(a, lda, row0, m, k, a_vec);
+    TileCopy<BKContig, T::bn, T::bk, T::threads> b_copy(b, ldb, col0, n, k, b_vec);
 #pragma unroll
     for (int s = 0; s < T::stages - 1; ++s) {
         if (s < steps) {
-            stage_tile<AKContig, T::bm, T::bk, T::threads>(a_tiles + s * SA::elems, a, lda, row0, s * T::bk, m, k, a_vec);
-            stage_tile<BKContig, T::bn, T::bk, T::threads>(b_tiles + s * SB::elems, b, ldb, col0, s * T::bk, n, k, b_vec);
+            a_copy.copy(a_tiles + s * SA::elems);
+            b_copy.copy(b_tiles + s * SB::elems);
         }
         asm volatile("cp.async.commit_group;\n" ::);
     }
@@ -346,12 +405,9 @@ mma_pipelined_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_ve
         asm volatile("cp.async.wait_group %0;\n" ::"n"(T::stages - 2));  // this thread's copies of step s landed,
         __syncthreads();  // every thread's too, and every warp is done with step s - 1's buffer, written next
         const int write = read == 0 ? T::stages - 1 : read - 1;
-        const int64_t ahead = s + T::stages - 1;
-        if (ahead < steps) {
-            stage_tile<AKContig, T::bm, T::bk, T::threads>(a_tiles + write * SA::elems, a, lda, row0, ahead * T::bk, m,
-                                                           k, a_vec);
-            stage_tile<BKContig, T::bn, T::bk, T::threads>(b_tiles + write * SB::elems, b, ldb, col0, ahead * T::bk, n,
-                                                           k, b_vec);
+        if (s + T::stages - 1 < steps) {  // step s + Stages - 1's copies
+            a_copy.copy(a_tiles + write * SA::elems);
+            b_copy.copy(b_tiles + write * SB::elems);
         }
         asm volatile("cp.async.commit_group;\n" ::);
         mma_step<T, AKContig, BKContig>(a_tiles + read * SA::elems, b_tiles + read * SB::elems, wm, wn, acc);
