@@ -31,11 +31,13 @@ echo "== build: $(( $(date +%s) - start )) s"
 timeout 150 /tmp/tc_bench 2>&1 | tee "$OUT/variants.txt"
 if [ "${NCU:-1}" != 0 ]; then
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-  timeout 90 "$ncu" --clock-control none --kernel-name regex:mma_pipelined --launch-count 1 --section SpeedOfLight \
-    --section Occupancy --section WarpStateStats --section LaunchStats --section MemoryWorkloadAnalysis \
-    --metrics "dram__bytes.sum.per_second,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
-    /tmp/tc_bench ncu >"$OUT/ncu.txt" 2>&1
-  grep -E "Duration|Throughput|Occupancy|Registers Per|Block Size|Grid Size|Shared Memory|stalled_(wait|long|short|mio|barrier|math|not_sel|dispatch|lg_th|tex|no_inst|selected|sleeping|branch|drain|membar|misc)[a-z_]*_per|Warp Cycles Per Issued|Block Limit|Hit Rate|==ERR" "$OUT/ncu.txt"
+  sections=(--clock-control none --kernel-name regex:mma_pipelined --launch-count 1 --section SpeedOfLight
+            --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables
+            --section Occupancy --section WarpStateStats --section LaunchStats --section InstructionStats)
+  metrics="dram__bytes.sum.per_second,lts__t_bytes.sum.per_second,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+  timeout 90 "$ncu" "${sections[@]}" --metrics "$metrics" /tmp/tc_bench ncu >"$OUT/ncu.txt" 2>&1
+  grep -q Duration "$OUT/ncu.txt" || timeout 60 "$ncu" "${sections[@]}" /tmp/tc_bench ncu >"$OUT/ncu.txt" 2>&1
+  grep -E "Duration|Throughput|Occupancy|Registers Per|Pipe|Issue|Executed Ipc|Bank|bytes.sum.per|stalled_(wait|long|short|mio|barrier|math|not_sel|dispatch|lg_th|selected)[a-z_]*_per|Warp Cycles Per Issued|Hit Rate|==ERR" "$OUT/ncu.txt"
 fi
 if [ "${VALIDATE:-0}" != 0 ] || [ "${BENCH:-0}" != 0 ]; then
   python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || echo "pip install -e . failed"
@@ -47,7 +49,7 @@ if [ "${VALIDATE:-0}" != 0 ]; then
   echo "== validate: exit ${PIPESTATUS[0]}" | tee -a "$OUT/validate.txt"
 fi
 if [ "${BENCH:-0}" != 0 ]; then
-  timeout 150 python3 -m brrr_kernels bench matmul_tc --dtype bfloat16 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
+  timeout 150 python3 -m brrr_kernels bench matmul_tc --dtype float32 --dtype bfloat16 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
   echo "== bench: exit ${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
 fi
 if [ "${SASS:-1}" != 0 ]; then  # the shipped forward kernel's instruction mix (cuobjdump), whole SASS in sass.txt
