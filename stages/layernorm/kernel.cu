@@ -29,6 +29,14 @@
 //       (run2): the fused kernel 112 us at 56% of DRAM peak, occupancy 48% (64 registers, 2 x 512
 //       threads), the reduction of 264 parts 8.9 us; the parts are 17 MB written and read again, 8%
 //       on top of the 201 MB the backward must move.
+//   backward v3, rows staged through shared memory by cp.async (kStages rows of loads in flight a block,
+//       no registers held for them), the column sums in registers, one block an SM of 512 threads:
+//       on an H100 at 4096 x 8192, bench in benchmarks/rowwise_variants (median of 30, L2 flushed, in the
+//       same process as a 3004 GB/s copy; benchmarks/results/2026-11-25-h100-rowwise/variants.txt),
+//       backward alone bfloat16 83.3 us (80.5% of copy; v2 123.8 us, 54.2%), float32 172.9 us (77.6%;
+//       v2 181.1 us, 74.1%). A forward on the same plan (persistent grid, the row staged by cp.async)
+//       ran slower than v2's block path (bfloat16 54.4 against 51.7 us, float32 99.4 against 96.3): it
+//       stays in that benchmark, not here.
 #include "brrr_kernel.cuh"
 
 constexpr int kThreads = 256;  // v1 and backward: a multiple of 32, the reduction works in whole warps
@@ -509,6 +517,195 @@ __global__ void layernorm_backward_reduce_kernel(const part_t<T>* __restrict__ p
     }
 }
 
+// ---- backward v3: rows staged through shared memory by cp.async, column sums in registers -------
+// What it changes from v2 (Nsight Compute on v2, bfloat16 4096 x 8192: 1890 GB/s, long_scoreboard
+// 5.2 and barrier 3.4 stalls: one row of loads in flight a block, the next issued only as this one
+// is reduced; 64 registers for 2 x 512 threads an SM, the column sums in shared memory):
+//   - each thread copies its own packs of the next kStages rows (grad_y and x) into its own slots of
+//     shared memory with cp.async, kStages - 1 rows ahead of the one it works on: up to kStages rows of
+//     loads in flight a block whatever the barriers do, and no registers held for them. A thread only
+//     ever reads the slots it wrote itself, so cp.async.wait_group alone orders them (no barrier);
+//   - the column sums of weight and bias live in registers (a thread always holds the same columns),
+//     not in shared memory: no shared read-modify-write an element;
+//   - mean and rstd of the next row are loaded a row ahead;
+//   - one block an SM of kPacks packs a thread (persistent grid, `parts` = SMs); the row sums still
+//     meet over the block with one barrier a row, two slots a warp alternating by row as v2.
+// The partial column sums go out as v2's ([2][parts][cols]) and layernorm_backward_reduce_kernel adds
+// them in the same fixed order: deterministic, the same bits every run.
+constexpr int kV3MaxThreads = 1024;
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    static_assert(N >= 0 && N <= 3, "wait_group takes an immediate: the cases below");
+    if constexpr (N == 0) asm volatile("cp.async.wait_group 0;\n" ::);
+    else if constexpr (N == 1) asm volatile("cp.async.wait_group 1;\n" ::);
+    else if constexpr (N == 2) asm volatile("cp.async.wait_group 2;\n" ::);
+    else asm volatile("cp.async.wait_group 3;\n" ::);
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+__device__ __forceinline__ void cp_async16(void* to, const void* from) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(to))),
+                 "l"(from));
+}
+
+// Row `row`'s packs of this thread, grad_y's then x's, into stage `s` of `stage` ([kStages][2][packs]).
+template <typename T, int kPacks>
+__device__ __forceinline__ void stage_row(brrr::Pack<T, 16 / sizeof(T)>* stage, const T* __restrict__ grad_y,
+                                          const T* __restrict__ x, int64_t row, int64_t cols, int packs, int t,
+                                          int stride) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (p < packs) {
+            cp_async16(stage + p, grad_y + row * cols + static_cast<int64_t>(p) * (16 / sizeof(T)));
+            cp_async16(stage + packs + p, x + row * cols + static_cast<int64_t>(p) * (16 / sizeof(T)));
+        }
+    }
+}
+
+template <typename T, int kPacks, int kStages, int kMaxT>
+__global__ void __launch_bounds__(kMaxT, 1)
+layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__ x, const T* __restrict__ weight,
+                             const stat_t<T>* __restrict__ mean, const stat_t<T>* __restrict__ rstd,
+                             T* __restrict__ grad_x, part_t<T>* __restrict__ partial, int64_t rows, int64_t cols) {
+    using S = stat_t<T>;
+    using A = brrr::acc_t<T>;
+    using Q = part_t<T>;
+    constexpr int W = 16 / sizeof(T);
+    using P = brrr::Pack<T, W>;
+    extern __shared__ __align__(16) unsigned char staged[];
+    __shared__ S partial_g[2][kV3MaxThreads / 32];
+    __shared__ S partial_gx[2][kV3MaxThreads / 32];
+    const int packs = static_cast<int>(cols / W);
+    P* stages = reinterpret_cast<P*>(staged);  // [kStages][grad_y | x][packs]
+    const int t = threadIdx.x;
+    const int stride = blockDim.x;
+    const int warps = blockDim.x / 32;
+    const int64_t step = gridDim.x;
+    // Fill the pipeline: rows blockIdx.x + i * step into stage i, one commit group each (empty past
+    // the last row, so that wait_group's count means the same every iteration).
+#pragma unroll
+    for (int i = 0; i < kStages - 1; ++i) {
+        const int64_t r = blockIdx.x + i * step;
+        if (r < rows) stage_row<T, kPacks>(stages + i * 2 * packs, grad_y, x, r, cols, packs, t, stride);
+        cp_async_commit();
+    }
+    P w[kPacks];
+    Q sum_w[kPacks][W], sum_b[kPacks][W];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (p < packs) w[k] = reinterpret_cast<const P*>(weight)[p];
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+            sum_w[k][j] = Q(0);
+            sum_b[k][j] = Q(0);
+        }
+    }
+    int64_t row = blockIdx.x;
+    S mu = 0, rs = 0;
+    if (row < rows) {
+        mu = mean[row];
+        rs = rstd[row];
+    }
+    int parity = 0;
+    int s = 0;  // the stage holding `row`
+    for (; row < rows; row += step) {
+        // Row + (kStages - 1) * step goes into the stage freed by the row before this one.
+        const int64_t ahead = row + (kStages - 1) * step;
+        const int s_ahead = s == 0 ? kStages - 1 : s - 1;
+        if (ahead < rows) stage_row<T, kPacks>(stages + s_ahead * 2 * packs, grad_y, x, ahead, cols, packs, t, stride);
+        cp_async_commit();
+        const int64_t next = row + step;
+        S mu_next = 0, rs_next = 0;
+        if (next < rows) {
+            mu_next = mean[next];
+            rs_next = rstd[next];
+        }
+        // All but the kStages - 1 newest groups have landed: this row's among them.
+        cp_async_wait<kStages - 1>();
+        P g[kPacks], v[kPacks];
+        const P* here = stages + s * 2 * packs;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            const int p = k * stride + t;
+            if (p < packs) {
+                g[k] = here[p];
+                v[k] = here[packs + p];
+            }
+        }
+        const Affine<T> affine(mu, rs);
+        A sum_wg = 0;
+        A sum_wgx = 0;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            if (k * stride + t < packs) {
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const A wg = brrr::to_acc(g[k].v[j]) * brrr::to_acc(w[k].v[j]);
+                    sum_wg += wg;
+                    sum_wgx += wg * (affine.centred(v[k].v[j]) * affine.r);
+                }
+            }
+        }
+        S total_g = brrr::warp_sum(static_cast<S>(sum_wg));
+        S total_gx = brrr::warp_sum(static_cast<S>(sum_wgx));
+        if (t % 32 == 0) {
+            partial_g[parity][t / 32] = total_g;
+            partial_gx[parity][t / 32] = total_gx;
+        }
+        __syncthreads();
+        total_g = partial_g[parity][0];
+        total_gx = partial_gx[parity][0];
+        for (int i = 1; i < warps; ++i) {
+            total_g += partial_g[parity][i];
+            total_gx += partial_gx[parity][i];
+        }
+        parity ^= 1;
+        const A mean_g = static_cast<A>(total_g / cols);
+        const A mean_gx = static_cast<A>(total_gx / cols);
+        T* gxr = grad_x + row * cols;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            const int p = k * stride + t;
+            if (p < packs) {
+                A out[W];
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const A gy = brrr::to_acc(g[k].v[j]);
+                    const A xhat = affine.centred(v[k].v[j]) * affine.r;
+                    out[j] = affine.r * (gy * brrr::to_acc(w[k].v[j]) - mean_g - xhat * mean_gx);
+                    sum_w[k][j] += static_cast<Q>(gy * xhat);
+                    sum_b[k][j] += static_cast<Q>(gy);
+                }
+                reinterpret_cast<P*>(gxr)[p] = round_pack<T, W>(out);
+            }
+        }
+        mu = mu_next;
+        rs = rs_next;
+        s = s + 1 == kStages ? 0 : s + 1;
+    }
+    cp_async_wait<0>();  // nothing may still be landing in shared memory when the block exits
+    using QP = brrr::Pack<Q, W>;
+    const int64_t parts = gridDim.x;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (p < packs) {
+            QP pw, pb;
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                pw.v[j] = sum_w[k][j];
+                pb.v[j] = sum_b[k][j];
+            }
+            reinterpret_cast<QP*>(partial + static_cast<int64_t>(blockIdx.x) * cols)[p] = pw;
+            reinterpret_cast<QP*>(partial + (parts + blockIdx.x) * cols)[p] = pb;
+        }
+    }
+}
+
 // ---- launchers (binding.cpp calls these; it checks shapes and rows < 2^31) --------------------
 
 template <typename T>
@@ -616,12 +813,61 @@ static FusedShape fused_shape(int64_t cols) {
     return {k, threads, static_cast<size_t>(2 * cols) * sizeof(part_t<T>)};
 }
 
-// Elements of part_t<T> scratch the backward needs at [rows, cols] (binding.cpp allocates them): v2's
-// partial sums, or 0 where v2 does not run (v1 needs none).
+// v3's shape for a row of `cols`: packs a thread (1, 2 or 4, as few as keep the block within kV3Threads;
+// 0 where v3 cannot take the row: not whole packs, or longer than 4 x kV3Threads packs, or its
+// kV3Stages rows of grad_y and x past the shared memory a block may have), threads, shared bytes.
+// Measured on an H100 at 4096 x 8192 (benchmarks/results/2026-11-25-h100-rowwise, variants.txt): 512
+// threads of 2 packs (bfloat16) or 4 (float32) ran the backward at 80.5% and 77.6% of copy; 1024 of
+// 1 or 2 at 68.4% and 73.5%; a third or fourth stage changed nothing beyond the runs' spread.
+constexpr int kV3Threads = 512;
+constexpr int kV3Stages = 2;
+
+template <typename T>
+static FusedShape v3_shape(int64_t cols) {
+    constexpr int W = 16 / sizeof(T);
+    if (cols == 0 || cols % W != 0) return {0, 0, 0};
+    const int64_t packs = cols / W;
+    int limit = 0;
+    cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+    const int64_t smem = static_cast<int64_t>(kV3Stages) * 2 * packs * 16;
+    if (smem > limit) return {0, 0, 0};
+    int k = 0;
+    for (int c : {1, 2, 4}) {
+        if (k == 0 && packs <= static_cast<int64_t>(c) * kV3Threads) k = c;
+    }
+    if (k == 0) return {0, 0, 0};
+    const int threads = static_cast<int>((packs + k - 1) / k + 31) / 32 * 32;
+    return {k, threads, static_cast<size_t>(smem)};
+}
+
+// v3's blocks: as many as fit on the chip at once, at most one a row.
+template <typename T, int kPacks>
+static int64_t v3_parts(int64_t rows, const FusedShape& f) {
+    const auto kernel = layernorm_backward_v3_kernel<T, kPacks, kV3Stages, kV3Threads>;
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(f.smem));
+    int sms = 0, per_sm = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, f.threads, f.smem);
+    const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+    return rows < resident ? rows : resident;
+}
+
+template <typename T>
+static int64_t v3_parts_for(int64_t rows, const FusedShape& f) {
+    if (f.packs_per_thread == 1) return v3_parts<T, 1>(rows, f);
+    if (f.packs_per_thread == 2) return v3_parts<T, 2>(rows, f);
+    return v3_parts<T, 4>(rows, f);
+}
+
+// Elements of part_t<T> scratch the backward needs at [rows, cols] (binding.cpp allocates them): the
+// partial sums of v3, or of v2 where v3 does not take the row, or 0 where neither runs (v1 needs none).
 template <typename T>
 int64_t layernorm_backward_scratch(int64_t rows, int64_t cols) {
+    if (rows == 0) return 0;
+    const FusedShape v3 = v3_shape<T>(cols);
+    if (v3.packs_per_thread != 0) return 2 * v3_parts_for<T>(rows, v3) * cols;
     const FusedShape f = fused_shape<T>(cols);
-    if (f.packs_per_thread == 0 || rows == 0) return 0;
+    if (f.packs_per_thread == 0) return 0;
     const int64_t parts = f.packs_per_thread == 1 ? fused_parts<T, 1>(rows, cols, f.threads, f.smem)
                                                   : fused_parts<T, 2>(rows, cols, f.threads, f.smem);
     return 2 * parts * cols;
@@ -649,12 +895,26 @@ void layernorm_backward(const T* grad_y, const T* x, const T* weight, const S* m
     const FusedShape f = fused_shape<T>(cols);
     const bool aligned = brrr::aligned16(grad_y) && brrr::aligned16(x) && brrr::aligned16(weight) &&
                          brrr::aligned16(grad_x) && brrr::aligned16(scratch);
-    if (f.packs_per_thread == 0 || rows == 0 || scratch == nullptr || !aligned) {
+    const FusedShape v3 = v3_shape<T>(cols);
+    if ((f.packs_per_thread == 0 && v3.packs_per_thread == 0) || rows == 0 || scratch == nullptr || !aligned) {
         backward_v1(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias, rows, cols, stream);
         return;
     }
     int64_t parts;
-    if (f.packs_per_thread == 1) {
+    if (v3.packs_per_thread != 0) {
+        parts = v3_parts_for<T>(rows, v3);
+        const unsigned int grid = static_cast<unsigned int>(parts);
+        if (v3.packs_per_thread == 1) {
+            layernorm_backward_v3_kernel<T, 1, kV3Stages, kV3Threads><<<grid, v3.threads, v3.smem, stream>>>(
+                grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
+        } else if (v3.packs_per_thread == 2) {
+            layernorm_backward_v3_kernel<T, 2, kV3Stages, kV3Threads><<<grid, v3.threads, v3.smem, stream>>>(
+                grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
+        } else {
+            layernorm_backward_v3_kernel<T, 4, kV3Stages, kV3Threads><<<grid, v3.threads, v3.smem, stream>>>(
+                grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
+        }
+    } else if (f.packs_per_thread == 1) {
         parts = fused_parts<T, 1>(rows, cols, f.threads, f.smem);
         layernorm_backward_fused_kernel<T, 1><<<static_cast<unsigned int>(parts), f.threads, f.smem, stream>>>(
             grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);

@@ -1,0 +1,134 @@
+// bias_gelu's backward versions side by side on one GPU at brrr bench's size (8192 x 8192), in
+// bfloat16 and float32: each checked against a float64 reference on the host (outputs poisoned
+// first), grad_bias compared bit for bit over two runs, then timed (median of 30, L2 flushed)
+// against a 1 GiB copy timed in the same process.
+//   nvcc -std=c++20 -O3 --expt-relaxed-constexpr -arch=sm_90 -I pipeline/include \
+//        benchmarks/rowwise_variants/bias_gelu_bench.cu -o /tmp/bg_bench && /tmp/bg_bench
+#include "../../stages/bias_gelu/kernel.cu"
+#include "harness.cuh"
+
+namespace {
+
+using bench::Row;
+
+template <typename T>
+struct Problem {
+    int64_t rows, cols;
+    T *x, *b, *y, *gy, *gx, *gb;
+    double* partial;
+    std::vector<double> ref_y, ref_gx, ref_gb;
+    double copy;
+
+    Problem(int64_t r, int64_t c, double copy_gbps, unsigned seed) : rows(r), cols(c), copy(copy_gbps) {
+        std::mt19937 gen(seed);
+        std::normal_distribution<float> normal(0.f, 1.f);
+        std::vector<T> hx(r * c), hg(r * c), hb(c);
+        for (auto& v : hx) v = bench::from_float<T>(2.f * normal(gen));
+        for (auto& v : hg) v = bench::from_float<T>(normal(gen));
+        for (auto& v : hb) v = bench::from_float<T>(0.5f * normal(gen));
+        x = bench::upload(hx);
+        gy = bench::upload(hg);
+        b = bench::upload(hb);
+        CHECK(cudaMalloc(&y, r * c * sizeof(T)));
+        CHECK(cudaMalloc(&gx, r * c * sizeof(T)));
+        CHECK(cudaMalloc(&gb, c * sizeof(T)));
+        CHECK(cudaMalloc(&partial, bias_gelu_backward_parts(r, c) * c * sizeof(double)));
+        const double k = std::sqrt(2.0 / M_PI), kc = 0.044715;
+        ref_y.resize(r * c);
+        ref_gx.resize(r * c);
+        ref_gb.assign(c, 0.0);
+        for (int64_t i = 0; i < r; ++i) {
+            for (int64_t j = 0; j < c; ++j) {
+                const double u = bench::to_double(hx[i * c + j]) + bench::to_double(hb[j]);
+                const double z = k * (u + kc * u * u * u);
+                const double th = std::tanh(z);
+                ref_y[i * c + j] = 0.5 * u * (1 + th);
+                const double slope = 0.5 * (1 + th) + 0.5 * u * (1 - th * th) * k * (1 + 3 * kc * u * u);
+                const double g = bench::to_double(hg[i * c + j]) * slope;
+                ref_gx[i * c + j] = g;
+                ref_gb[j] += g;
+            }
+        }
+    }
+
+    double fwd_bytes() const { return (2.0 * rows * cols + cols) * sizeof(T); }
+    double bwd_bytes() const { return (3.0 * rows * cols + 2.0 * cols) * sizeof(T); }
+
+    Row forward(const std::string& what, const std::function<void()>& fn) {
+        bench::poison(y, rows * cols * sizeof(T));
+        fn();
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        const double err = bench::rel_err(bench::download(y, rows * cols), ref_y);
+        const double us = bench::median_us(fn);
+        const double gbps = fwd_bytes() / us / 1e3;
+        return {what, us, gbps, gbps / copy, err, true};
+    }
+
+    Row backward(const std::string& what, const std::function<void()>& fn) {
+        bench::poison(gx, rows * cols * sizeof(T));
+        bench::poison(gb, cols * sizeof(T));
+        fn();
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        const double err = std::max(bench::rel_err(bench::download(gx, rows * cols), ref_gx),
+                                    bench::rel_err(bench::download(gb, cols), ref_gb));
+        const auto b1 = bench::download(gb, cols);
+        fn();
+        CHECK(cudaDeviceSynchronize());
+        const auto b2 = bench::download(gb, cols);
+        const bool same = std::memcmp(b1.data(), b2.data(), cols * sizeof(T)) == 0;
+        const double us = bench::median_us(fn);
+        const double gbps = bwd_bytes() / us / 1e3;
+        return {what, us, gbps, gbps / copy, err, same};
+    }
+};
+
+// The backward launcher's grid with kernel `K` in place of the shipped backward kernel.
+template <typename T, typename K>
+std::function<void()> with_kernel(Problem<T>& p, K kernel) {
+    return [&p, kernel] {
+        const Tiling tl = tiling(p.rows, p.cols, kPack<T>);
+        const int64_t parts = bias_gelu_backward_parts(p.rows, p.cols);
+        const bool aligned = vectors_fit<T>(p.cols);
+        kernel<<<tl.grid, tl.block>>>(p.gy, p.x, p.b, p.gx, p.partial, p.rows, p.cols, tl.rows_per_thread, aligned);
+        bias_grad_kernel<T><<<brrr::blocks_for(p.cols, kFinalizeColumns), dim3(kFinalizeColumns, kFinalizeGroups)>>>(
+            p.partial, p.gb, parts, p.cols);
+    };
+}
+
+template <typename T>
+void run(double copy, std::vector<Row>& rows) {
+    Problem<T> p(8192, 8192, copy, 99);
+    const std::string n = bench::name<T>();
+    rows.push_back(p.forward("fwd (ships) " + n, [&] { bias_gelu_forward<T>(p.x, p.b, p.y, p.rows, p.cols, 0); }));
+    rows.push_back(p.backward("bwd (ships) " + n, [&] {
+        bias_gelu_backward<T>(p.gy, p.x, p.b, p.gx, p.gb, p.partial, p.rows, p.cols, 0);
+    }));
+    rows.push_back(p.backward("bwd v3 kernel " + n, with_kernel(p, bias_gelu_backward_kernel<T>)));
+    // v4 with at least kMinBlocks blocks of 256 an SM (registers capped at 65536 / (256 kMinBlocks)).
+#define V4(M) \
+    rows.push_back(p.backward("bwd v4 kernel, " #M " blocks an SM " + n, with_kernel(p, bias_gelu_backward_v4_kernel<T, M>)))
+    V4(2);
+    V4(3);
+    V4(4);
+#undef V4
+    for (void* q : {(void*)p.x, (void*)p.b, (void*)p.y, (void*)p.gy, (void*)p.gx, (void*)p.gb, (void*)p.partial}) {
+        CHECK(cudaFree(q));
+    }
+}
+
+}  // namespace
+
+int main() {
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    const double copy = bench::copy_gbps();
+    std::vector<Row> rows;
+    run<__nv_bfloat16>(copy, rows);
+    run<float>(copy, rows);
+    std::printf("bias_gelu 8192 x 8192, %% of a %.0f GB/s copy (bytes: each tensor read or written once)\n", copy);
+    bench::print_rows(rows);
+    return 0;
+}
