@@ -25,17 +25,18 @@ T = TypeVar("T")
 
 
 def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: Any,
-                 if_lost: Callable[[Any, Lost], T] | None = None) -> Iterator[T]:
+                 if_lost: Callable[[Any, Lost], T] | None = None, order: Sequence[int] | None = None) -> Iterator[T]:
     """fn(item, *extra) for each item in up to `jobs` processes (a default: free_cpus()); each result
     as soon as it and those before it are ready. fn and its arguments must be picklable (a
     module-level function); an exception fn raises is raised here. An item whose worker died gives
-    if_lost(item, lost) where given (the other items go on), else raises."""
+    if_lost(item, lost) where given (the other items go on), else raises. `order`: the items'
+    indices in the order to start them (the results still come in the order of `items`)."""
     pool = Pool(fn, max(1, min(jobs, len(items))), extra)
     finished = False
     try:
         done: dict[int, Any] = {}
         following = 0
-        for index, result in pool.run(items):
+        for index, result in pool.run(items, order):
             if isinstance(result, Lost):
                 if if_lost is None:
                     raise RuntimeError(f"a worker process was lost: {result.why}")
@@ -97,14 +98,17 @@ class Pool:
         self._processes[process.pid] = process
         self.answers[process.pid] = reader
 
-    def run(self, items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    def run(self, items: Sequence[Any], order: Sequence[int] | None = None) -> Iterator[tuple[int, Any]]:
         """(index, result) for each item as it is done; Lost for one whose worker was killed past the
-        limit or died."""
+        limit or died. `order`: the indices in the order the workers take them (default: as given)."""
         from multiprocessing.connection import wait
 
+        order = range(len(items)) if order is None else order
+        if sorted(order) != list(range(len(items))):
+            raise ValueError(f"order {list(order)} is not a permutation of the {len(items)} items' indices")
         self.items += len(items)
-        for item in enumerate(items):
-            self.tasks.put(item)
+        for index in order:
+            self.tasks.put((index, items[index]))
         running: dict[int, tuple[int, float]] = {}  # worker pid -> (item index, start)
         left = len(items)
         while left:

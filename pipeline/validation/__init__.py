@@ -14,5 +14,6 @@ Layer map:
     library_checks  the torch.library rows: opcheck and torch.compile
     torch_library   an op's stages as real PyTorch ops (ops.register's implementation)
     runner          many ops, each in its own process when asked
+    durations       each op's last validation time here: the longest started first
     estimate        how long the simulator will take, said before it starts
 """

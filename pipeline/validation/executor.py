@@ -123,7 +123,7 @@ def take_printed(v: Validation, stage: StageName) -> str:
 
 def nvcc_check(op: Op, arch: str) -> builder.CompileReport:
     """The GPU compile check of the op's CUDA C beside its CPU build, whichever layout it is written in:
-    nvcc's device side alone, since nothing links its object here (device_check)."""
+    nvcc short of the host object, which nothing links here (device_check)."""
     return device_check.kernel_check(op, arch)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from ..base.errors import BrrrError
 from ..base.files import shown
 from ..verdict.report import FAIL, Row
-from . import gpu_fault
+from . import durations, gpu_fault
 from .executor import Options, Validation, validate
 
 __all__ = ["Options", "Outcome", "validate", "validate_guarded", "validate_many", "validate_named"]
@@ -30,11 +30,13 @@ class Outcome:
     error: str | None = None
     exit_code: int = 0
     traceback: str = ""
+    seconds: float = 0.0  # the op's whole validation, loading included
 
 
 def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
     """Load and validate one op; a loading error becomes part of the outcome, not an exception.
     quiet: in a worker process (no tickers; estimates still show)."""
+    import time
     import traceback as tb
 
     from ..base import progress
@@ -42,11 +44,13 @@ def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
 
     if quiet:
         progress.set_worker()
+    start = time.monotonic()
     try:
         op = load_op(name)
         if (refused := gpu_fault.refused_row(op.name)) is not None:
             return Outcome(name=op.name, folder=shown(op.folder), rows=[refused])
-        return Outcome(name=op.name, folder=shown(op.folder), rows=validate_guarded(op, options))
+        rows = validate_guarded(op, options)
+        return Outcome(name=op.name, folder=shown(op.folder), rows=rows, seconds=time.monotonic() - start)
     except BrrrError as e:
         return Outcome(name=name, error=str(e), exit_code=e.exit_code, traceback=tb.format_exc())
 
@@ -73,10 +77,20 @@ def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Out
     if jobs <= 1 or len(names) <= 1:
         use_threads(free_cpus())  # torch's pool sized to the free cores, not to every core
         for name in names:
-            yield validate_named(name, options)
+            outcome = validate_named(name, options)
+            durations.record({name: outcome.seconds} if outcome.seconds else {}, options.stages)
+            yield outcome
         return
     print(f"  validating {len(names)} ops in {min(jobs, len(names))} processes ...", file=sys.stderr, flush=True)
-    yield from in_processes(validate_named, names, jobs, options, True, if_lost=_lost)
+    # The longest first (durations.py): the last op started decides when all are done.
+    seconds: dict[str, float] = {}
+    outcomes = in_processes(validate_named, names, jobs, options, True, if_lost=_lost,
+                            order=durations.longest_first(names, options.stages))
+    for name, outcome in zip(names, outcomes):  # in the order of `names`, whatever the order started
+        if outcome.seconds:
+            seconds[name] = outcome.seconds
+        yield outcome
+    durations.record(seconds, options.stages)
 
 
 # The row of an op whose worker process died: it covers the whole validation, no one stage or dtype.

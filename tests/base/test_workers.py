@@ -133,3 +133,21 @@ def test_a_worker_that_dies_costs_its_item_only_when_asked() -> None:
     assert got == [9, "lost 0", 4]
     with pytest.raises(RuntimeError, match="a worker process was lost"):
         list(workers.in_processes(crash_on_zero, [0], 1))
+
+
+def started(n: int) -> float:
+    import time
+
+    return time.monotonic()
+
+
+def test_order_says_which_item_starts_first_and_results_still_come_in_the_order_asked() -> None:
+    # One worker takes the items one after another, in `order`: their start times follow it.
+    starts = list(workers.in_processes(started, [0, 1, 2, 3], 1, order=[2, 0, 3, 1]))
+    assert sorted(range(4), key=lambda i: starts[i]) == [2, 0, 3, 1]
+    assert list(workers.in_processes(square, [3, 1, 2], 2, order=[2, 1, 0])) == [9, 1, 4]
+
+
+def test_an_order_that_is_not_a_permutation_is_refused() -> None:
+    with pytest.raises(ValueError, match="permutation"):
+        list(workers.in_processes(square, [3, 1, 2], 1, order=[0, 0, 1]))
