@@ -121,20 +121,27 @@ __device__ __forceinline__ void stage_tile(__nv_bfloat16* tile, const __nv_bfloa
     }
 }
 
-// The 16x16 fragment at (mn, kk) of a staged tile, in the registers mma.sync takes: r[0] holds rows
-// 0-7 / k 0-7, r[1] rows 8-15 / k 0-7, r[2] rows 0-7 / k 8-15, r[3] rows 8-15 / k 8-15 ("rows" along
-// MN). Lane l names the row of 8x8 matrix l / 8 that it points at; .trans transposes each matrix so
-// a [k][mn] tile lands in the lanes as a [mn][k] one would.
-template <bool KContig, int MN, int K>
+// The 16x16 fragment at (mn, kk) of a staged tile, in the registers mma.sync takes for A: r[0] holds
+// rows 0-7 / k 0-7, r[1] rows 8-15 / k 0-7, r[2] rows 0-7 / k 8-15, r[3] rows 8-15 / k 8-15 ("rows"
+// along MN). ForB swaps the middle two, r[1] rows 0-7 / k 8-15 and r[2] rows 8-15 / k 0-7, so each
+// n8 tile's two B registers come out consecutive, {r[0], r[1]} and {r[2], r[3]}, the aligned pairs
+// an HMMA reads: in v2's order the compiler moved every pair into place (two moves an mma, whose
+// fixed latency stalled the mma's behind them). Lane l names row l % 8 of 8x8 matrix l / 8, the one
+// that lands in r[l / 8]; .trans transposes each matrix so a [k][mn] tile lands in the lanes as a
+// [mn][k] one would.
+template <bool KContig, int MN, int K, bool ForB = false>
 __device__ __forceinline__ void load_fragment(const __nv_bfloat16* tile, int mn, int kk, uint32_t r[4]) {
     using S = Staged<KContig, MN, K>;
     const int lane = threadIdx.x % 32;
-    if constexpr (KContig) {
-        const uint32_t at = shared_address(tile + (mn + lane % 16) * S::ld + kk + 8 * (lane / 16));
+    const int matrix = lane / 8;
+    const int mn_at = mn + 8 * (ForB ? matrix / 2 : matrix % 2);  // the matrix's first row (along MN) and k
+    const int k_at = kk + 8 * (ForB ? matrix % 2 : matrix / 2);
+    if constexpr (KContig) {  // the lane's row of the matrix runs along k: it points at row lane % 8 along MN
+        const uint32_t at = shared_address(tile + (mn_at + lane % 8) * S::ld + k_at);
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
-    } else {
-        const uint32_t at = shared_address(tile + (kk + 8 * (lane / 16) + lane % 8) * S::ld + mn + 8 * (lane / 8 % 2));
+    } else {  // the lane's row runs along MN: it points at k_at + lane % 8
+        const uint32_t at = shared_address(tile + (k_at + lane % 8) * S::ld + mn_at);
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
     }
@@ -239,7 +246,7 @@ struct Tiling {
 };
 
 // The one v3 ships (binding.cpp): benchmarks/matmul_tc_variants timed it against the others on an H100.
-using TcTiling = Tiling<128, 256, 32, 2, 4, 4, 8, 1>;
+using TcTiling = Tiling<128, 128, 64, 2, 4, 3, 8, 2>;
 
 // Block `block`'s tile of c: groups of GroupM row tiles (fewer in the last), column after column
 // inside a group, so the blocks resident at once read a few row panels of A and column panels of B.
@@ -323,7 +330,9 @@ __device__ __forceinline__ void mma_step(const __nv_bfloat16* at, const __nv_bfl
 #pragma unroll
             for (int i = 0; i < T::mi; ++i) load_fragment<AKContig, T::bm, T::bk>(at, wm + 16 * i, 16 * q, af[q % 2][i]);
 #pragma unroll
-            for (int j = 0; j < T::nj; ++j) load_fragment<BKContig, T::bn, T::bk>(bt, wn + 16 * j, 16 * q, bf[q % 2][j]);
+            for (int j = 0; j < T::nj; ++j) {
+                load_fragment<BKContig, T::bn, T::bk, true>(bt, wn + 16 * j, 16 * q, bf[q % 2][j]);
+            }
         }
         if (q > 0) {  // slice q - 1's mma's
             const int p = (q - 1) % 2;
@@ -331,9 +340,9 @@ __device__ __forceinline__ void mma_step(const __nv_bfloat16* at, const __nv_bfl
             for (int i = 0; i < T::mi; ++i) {
 #pragma unroll
                 for (int j = 0; j < T::nj; ++j) {
-                    // bf[p][j] holds columns wn + 16 j + 0..7 in registers 0 and 2, + 8..15 in 1 and 3.
-                    mma_16816(acc[i][2 * j], af[p][i], bf[p][j][0], bf[p][j][2]);
-                    mma_16816(acc[i][2 * j + 1], af[p][i], bf[p][j][1], bf[p][j][3]);
+                    // bf[p][j] holds columns wn + 16 j + 0..7 in registers 0 and 1, + 8..15 in 2 and 3.
+                    mma_16816(acc[i][2 * j], af[p][i], bf[p][j][0], bf[p][j][1]);
+                    mma_16816(acc[i][2 * j + 1], af[p][i], bf[p][j][2], bf[p][j][3]);
                 }
             }
         }

@@ -6,8 +6,9 @@ lane the four accumulators of each 16x8 tile that the PTX ISA assigns it (rows g
 2t and 2t + 1, g = lane / 4, t = lane % 4), and the tiles are staged in shared memory by plain loads
 with zeros past the edges. bfloat16 inputs are widened to float32 on the way in (exactly), so the
 products are exact and the sums float32, added in k order as the CPU execution of kernel.cu adds
-them, then rounded once to bfloat16: a tensor core's arithmetic. The tiles are smaller than
-kernel.cu's (32x16 a block of two warps, not 128x128 of four) because the simulator pays per thread.
+them, then rounded once to bfloat16: a tensor core's arithmetic. The warps of a block form a 2-D grid,
+as in kernel.cu's v3 (2 x 4 warps of 64 x 32 on a 128 x 128 tile); the tiles are smaller (a 32 x 32
+tile of 2 x 2 warps, each 16 x 16: one m16 row of two n8 tiles) because the simulator pays per thread.
 
 One kernel computes c = A @ B for operands read through (row, column) strides, so backward reuses
 it on b^T and a^T without copying them.
@@ -22,10 +23,11 @@ from numba import float32, float64
 from brrr_kernels import cdiv, import_cuda, launch
 
 cuda = import_cuda()
-BM, BN, BK = 32, 16, 16  # a block's tile of c (rows, columns) and its step through k
-WARPS = BM // 16  # each warp owns 16 rows of the tile and all BN columns: BN // 8 tiles of 16x8
-THREADS = 32 * WARPS
-ACCUMULATORS = 4 * (BN // 8)  # a lane's: four for each 16x8 tile of its warp
+BM, BN, BK = 32, 32, 16  # a block's tile of c (rows, columns) and its step through k
+WARPS_M, WARPS_N = 2, 2  # the block's warps, a WARPS_M x WARPS_N grid over its tile
+WM, WN = BM // WARPS_M, BN // WARPS_N  # a warp's part: 16 rows (one m16 row of tiles), WN // 8 tiles of 16x8
+THREADS = 32 * WARPS_M * WARPS_N
+ACCUMULATORS = 4 * (WN // 8)  # a lane's: four for each 16x8 tile of its warp
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y, which counts column tiles
 SCALAR = {torch.float32: float32, torch.float64: float64}
 
@@ -40,6 +42,8 @@ def fragment_matmul_kernel(dtype: Any) -> Any:
         acc = cuda.local.array(ACCUMULATORS, dtype)
         tid = cuda.threadIdx.x
         warp = tid // 32
+        wm = warp // WARPS_N * WM  # the warp's part of the tile
+        wn = warp % WARPS_N * WN
         g = tid % 32 // 4
         t = tid % 4
         row0 = cuda.blockIdx.x * BM
@@ -64,16 +68,16 @@ def fragment_matmul_kernel(dtype: Any) -> Any:
                     b_s[j, e % BK] = 0
             cuda.syncthreads()  # tiles loaded: every lane reads elements others wrote
             for kk in range(BK):
-                for f in range(BN // 8):
+                for f in range(WN // 8):
                     for h in range(2):
                         for q in range(2):
-                            acc[4 * f + 2 * h + q] += a_s[16 * warp + g + 8 * h, kk] * b_s[8 * f + 2 * t + q, kk]
+                            acc[4 * f + 2 * h + q] += a_s[wm + g + 8 * h, kk] * b_s[wn + 8 * f + 2 * t + q, kk]
             cuda.syncthreads()  # tiles used: only now may the next k0 overwrite them
-        for f in range(BN // 8):
+        for f in range(WN // 8):
             for h in range(2):
                 for q in range(2):
-                    row = row0 + 16 * warp + g + 8 * h
-                    col = col0 + 8 * f + 2 * t + q
+                    row = row0 + wm + g + 8 * h
+                    col = col0 + wn + 8 * f + 2 * t + q
                     if row < m and col < n:
                         c[row * n + col] = acc[4 * f + 2 * h + q]
 

@@ -8,9 +8,9 @@ import torch
 from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 from brrr_kernels.op.tolerances import tensor_core_bound
 
-# kernel.cu's TcTiling (v3, the kernel binding.cpp launches): a block of 2 x 4 warps computes a 128 x 256
-# tile of c, each warp a 64 x 64 part; blocks go through the tiles in groups of 8 row tiles.
-CUDA_TILE = (128, 256)
+# kernel.cu's TcTiling (v3, the kernel binding.cpp launches): a block of 2 x 4 warps computes a 128 x 128
+# tile of c, each warp a 64 x 32 part; blocks go through the tiles in groups of 8 row tiles.
+CUDA_TILE = (128, 128)
 CUDA_WARPS = (2, 4)
 CUDA_GROUP_M = 8
 
@@ -25,8 +25,8 @@ def cuda_block(tile_m: int, tile_n: int, shape: tuple[int, ...]) -> int:
 
 
 def mma_locate(index: int, shape: tuple[int, ...]) -> Place:
-    """kernel.cu's mma_pipelined_kernel: element (r, c) is in tile (r / 128, c / 256), block cuda_block of
-    it; warp 4 (r % 128 / 64) + c % 256 / 64 of the tile holds it, in lane 4 (r % 8) + (c % 8) / 2 (mma.sync's
+    """kernel.cu's mma_pipelined_kernel: element (r, c) is in tile (r / 128, c / 128), block cuda_block of
+    it; warp 4 (r % 128 / 64) + c % 128 / 32 of the tile holds it, in lane 4 (r % 8) + (c % 8) / 2 (mma.sync's
     accumulator layout)."""
     row, col = divmod(index, shape[-1])
     warp_m, warp_n = CUDA_TILE[0] // CUDA_WARPS[0], CUDA_TILE[1] // CUDA_WARPS[1]
@@ -99,24 +99,25 @@ OUTPUTS = (("c", c_terms, lambda t: t["a"].shape[1]),  # each product's K: c sum
 
 SPEC = OpSpec(
     name="matmul_tc",
-    doc="bfloat16 on the tensor cores: mma.sync m16n8k16, ldmatrix, a 4-stage cp.async pipeline, 128x256 tiles of 8 warps",
+    doc="bfloat16 on the tensor cores: mma.sync m16n8k16, ldmatrix, a 3-stage cp.async pipeline, 128x128 tiles of 8 warps",
     inputs=("a", "b"),
     outputs=("c",),
     saved=("a", "b"),
     make_inputs=make_inputs,
-    # (M, K, N). numba_kernel.py's blocks are 32x16 (two warps) stepping 16 through k: (40, 35, 37) has
-    # two row blocks (the second in warp 0 alone), three column blocks and three k-steps, all ending
-    # partial; (17, 48, 24) three whole k-steps. Executed on the CPU, all three have rows that are not
+    # (M, K, N). numba_kernel.py's blocks are 32x32 (2 x 2 warps of 16x16) stepping 16 through k:
+    # (40, 35, 37) has two row blocks (the second in the first row of warps alone), two column blocks
+    # (the second in the first column of warps alone) and three k-steps, all ending partial;
+    # (17, 48, 24) three whole k-steps. Executed on the CPU, all three have rows that are not
     # whole 16-byte chunks except (17, 48, 24)'s, which kernel.cu stages with cp.async.
     sim_sizes=((1, 1, 1), (40, 35, 37), (17, 48, 24)),
-    # kernel.cu's v3 tiles (128x256, 2x4 warps of 64x64, k-steps of 32 through 4 buffers): (130, 72, 200)
+    # kernel.cu's v3 tiles (128x128, 2x4 warps of 64x32, k-steps of 64 through 3 buffers): (130, 72, 200)
     # reaches all eight warps of a block, partial row and column tiles, and a partial k-step, every
     # operand by cp.async (rows of 16-byte chunks); (129, 37, 131) every operand by plain loads, partial
     # chunks at each row's end; (200, 40, 131) and (70, 33, 136) mix the two in each of the three
     # products (forward, grad_a from grad_c and b, grad_b from a and grad_c); (257, 64, 136) three row
-    # tiles; (40, 296, 24) ten k-steps in forward, so the 4 buffers are reused (the wait and the barrier
+    # tiles; (40, 296, 24) five k-steps in forward, so the 3 buffers are reused (the wait and the barrier
     # that frees a buffer) and the last step is partial; (1100, 16, 300) nine row tiles, two groups of
-    # tile_of (8, then 1) and two column tiles. The CPU execution runs these (up to 2^18 input
+    # tile_of (8, then 1) and three column tiles. The CPU execution runs these (up to 2^18 input
     # elements); a GPU the larger ones too.
     gpu_sizes=((1, 1, 1), (130, 72, 200), (129, 37, 131), (200, 40, 131), (70, 33, 136), (257, 64, 136),
                (40, 296, 24), (1100, 16, 300), (1000, 1027, 999), (1024, 4096, 2048)),
