@@ -261,6 +261,13 @@ __device__ __forceinline__ void tile_of(int64_t block, int64_t tiles_m, int64_t 
     tile_n = at / rows;
 }
 
+// One 16-byte chunk global -> shared by cp.async: src-size makes the copy read `valid` elements and
+// zero-fill the rest of the 16 bytes.
+__device__ __forceinline__ void copy_chunk(__nv_bfloat16* dst, const __nv_bfloat16* src, int valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+                 "r"(valid * 2));
+}
+
 // One thread's share of copying an operand's tiles, step after step, set up once: the thread's chunk i
 // is row r + i * row_step, column cc of the staged tile (chunk t + i * Threads in stage_tile's order).
 // Each step only moves the address of chunk 0 and the count of x's rows or columns left, so a chunk
@@ -299,18 +306,22 @@ struct TileCopy {
 
     // This step's chunks into `tile` (zero past x's edges), then on to the next step.
     __device__ __forceinline__ void copy(__nv_bfloat16* tile) {
-        const int in_row = cols_left <= 0 ? 0 : cols_left < kChunk ? static_cast<int>(cols_left) : kChunk;
+        if (vec && rows_left > (count - 1) * row_step && cols_left >= kChunk) {
+            // Every chunk whole inside x, as in all but the edge tiles: no chunk needs its own test.
 #pragma unroll
-        for (int i = 0; i < count; ++i) {
-            const int valid = rows_left > i * row_step ? in_row : 0;  // elements of chunk i inside x
-            const __nv_bfloat16* src = valid > 0 ? at + i * row_stride : x;
-            __nv_bfloat16* dst = tile + offset + i * row_step * S::ld;
-            if (vec) {
-                // src-size: the copy reads `valid` elements and zero-fills the rest of the 16 bytes.
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-                             "r"(valid * 2));
-            } else {
-                for (int e = 0; e < kChunk; ++e) dst[e] = e < valid ? src[e] : __float2bfloat16_rn(0.0f);
+            for (int i = 0; i < count; ++i) copy_chunk(tile + offset + i * row_step * S::ld, at + i * row_stride, kChunk);
+        } else {
+            const int in_row = cols_left <= 0 ? 0 : cols_left < kChunk ? static_cast<int>(cols_left) : kChunk;
+#pragma unroll
+            for (int i = 0; i < count; ++i) {
+                const int valid = rows_left > i * row_step ? in_row : 0;  // elements of chunk i inside x
+                const __nv_bfloat16* src = valid > 0 ? at + i * row_stride : x;
+                __nv_bfloat16* dst = tile + offset + i * row_step * S::ld;
+                if (vec) {
+                    copy_chunk(dst, src, valid);
+                } else {
+                    for (int e = 0; e < kChunk; ++e) dst[e] = e < valid ? src[e] : __float2bfloat16_rn(0.0f);
+                }
             }
         }
         at += step_stride;  // K-contiguous: K columns on; MN-contiguous: K rows down
