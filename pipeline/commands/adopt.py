@@ -40,6 +40,28 @@ class Function:
     def others(self) -> tuple[str, ...]:
         return tuple(f"{t} {n}" for t, n in self.params if not re.search(r"\bTensor\b", t))
 
+    def scalars(self) -> dict[str, object] | None:
+        """The non-tensor parameters as spec params with a placeholder value each (None: one is not
+        a plain number or flag, so an adapter must supply it)."""
+        out: dict[str, object] = {}
+        for t, n in self.params:
+            if re.search(r"\bTensor\b", t):
+                continue
+            base = re.sub(r"\bconst\b|&", "", t).strip()
+            value = _SCALAR_PLACEHOLDERS.get(base)
+            if value is None:
+                return None
+            out[n] = value
+        return out
+
+
+# A scalar parameter's C++ type -> the value spec.py starts with (the author picks a real one).
+_SCALAR_PLACEHOLDERS: dict[str, object] = {
+    **dict.fromkeys(("double", "float", "at::Scalar", "c10::Scalar", "Scalar"), 0.5),
+    **dict.fromkeys(("int", "int64_t", "long", "int32_t", "size_t", "unsigned", "c10::SymInt"), 3),
+    "bool": True,
+}
+
 
 @dataclass(frozen=True)
 class Project:
@@ -88,6 +110,23 @@ def python_sources(py: Path) -> list[Path]:
     return found
 
 
+# Folders of a project that hold no sources of its extension: builds, environments, tests, VCS.
+_NOT_SOURCES = {"build", "dist", "tests", "test", "venv", ".venv", "env", "__pycache__", "node_modules",
+                "site-packages", "third_party", "3rdparty", "external", "examples", "benchmarks"}
+
+
+def tree_sources(root: Path) -> list[Path]:
+    """The C++/CUDA sources in and below `root`, outside build, test and environment folders: what a
+    setup.py collects with glob() (PyTorch's extension-cpp template does), which brrr does not evaluate."""
+    found = []
+    for p in sorted(root.rglob("*")):
+        parts = p.relative_to(root).parts[:-1]
+        if p.suffix in SOURCE_SUFFIXES and p.is_file() and not any(
+                d in _NOT_SOURCES or d.startswith(".") or d.endswith(".egg-info") for d in parts):
+            found.append(p)
+    return found
+
+
 def find_sources(path: Path) -> tuple[list[Path], str]:
     """The extension's source files, and how they were found (for the summary)."""
     if not path.exists():
@@ -95,7 +134,13 @@ def find_sources(path: Path) -> tuple[list[Path], str]:
     if path.is_file() and path.suffix in SOURCE_SUFFIXES:
         return [path], f"{shown(path)}"
     if path.is_file() and path.suffix == ".py":
-        return python_sources(path), f"the sources {shown(path)} names"
+        if listed := python_sources(path):
+            return listed, f"the sources {shown(path)} names"
+        if path.name == "setup.py" and (found := tree_sources(path.parent)):
+            return found, f"the sources under {shown(path.parent)} ({shown(path)} names none literally)"
+        raise UsageError(f"{shown(path)}: names no source file brrr can read (no CUDAExtension/CppExtension/load() "
+                         "with a list of file names)",
+                         hint="give the .cu itself, or the folder holding the extension's sources")
     if path.is_dir():
         scripts = [path / "setup.py", *sorted(p for p in path.glob("*.py") if p.name != "setup.py")]
         for py in scripts:
@@ -104,6 +149,8 @@ def find_sources(path: Path) -> tuple[list[Path], str]:
         files = sorted(p for p in path.iterdir() if p.suffix in SOURCE_SUFFIXES and p.is_file())
         if files:
             return files, f"the sources in {shown(path)}"
+        if found := tree_sources(path):
+            return found, f"the sources under {shown(path)}"
     raise UsageError(f"{path}: no extension found",
                      hint="give a .cu file, a setup.py, a Python file calling torch.utils.cpp_extension.load(), "
                           "or a folder holding one of those")
@@ -250,12 +297,13 @@ def spec_text(name: str, project: Project) -> str:
     if project.unread:
         lines.append(f"# TODO: brrr could not read what these bind, even through the preprocessor (a macro from a header "
                      f"outside the project?): {'; '.join(project.unread)}. Name those functions in TorchModule below.")
-    elif project.wrapper:
+    elif project.wrapper and not project.bound:
         lines.append("# TODO: no m.def(\"NAME\", &function) brrr can read (bound through a macro?): name the module's "
                      "functions below, or adapt them with a Python function (see brrr_kernels.op.extension)")
-    if fn and fn.others():
+    params = fn.scalars() if fn else None
+    if fn and fn.others() and params is None:
         lines.append(f"# TODO: {forward} also takes {', '.join(fn.others())}: adapt it with a Python function "
-                     "(see brrr_kernels.op.extension) or keep them as spec params.")
+                     "(see brrr_kernels.op.extension).")
     lines += ["SPEC = OpSpec(", f'    name="{name}",',
               f"    inputs={tuple(inputs) or ('x',)!r},  # TODO: check against the forward's tensors",
               '    outputs=("y",),  # TODO: name the outputs',
@@ -269,6 +317,8 @@ def spec_text(name: str, project: Project) -> str:
         call = f'forward="{forward or "TODO"}"' + (f', backward="{backward}"' if backward else "")
         call += f", sources={extra!r}" if extra else ""
         lines.append(f"    torch_module=TorchModule({call}),")
+    if params:
+        lines.append(f"    params={params!r},  # TODO: the values to check {forward} with (passed after the tensors)")
     if not backward:
         lines.append('    forward_only="TODO: no backward found; say why the op has none, or write one and name it",')
     else:
@@ -285,6 +335,8 @@ def reference_text(project: Project) -> str:
     forward, backward = _roles(project)
     fn = project.bound.get(forward) if forward else None
     args = ", ".join(fn.tensors()) if fn and fn.tensors() else "x"
+    if fn and fn.scalars():
+        args += ", " + ", ".join(fn.scalars() or {})
     out = ["import torch  # noqa: F401", "", "", f"def forward({args}):",
            f'    raise NotImplementedError("brrr adopt: write forward in PyTorch: what {forward or "the kernels"} computes")']
     if backward:

@@ -41,6 +41,8 @@ from ..op.spec import Op
 
 # The CPU torch wheel ships c10/cuda headers but not this generated one; see the shim's comment.
 CPU_WHEEL_SHIM = INCLUDE_DIR / "cpu_wheel_shim"
+# Searched last (-idirafter): the CUDA library headers torch's CUDAContext.h includes, for toolkits without them.
+LIBRARY_SHIM = INCLUDE_DIR / "cuda_library_shim"
 DEFAULT_ARCH = "sm_90"
 SYSTEM_CUDA = Path("/usr/local/cuda")
 NVCC_FLAGS = ("-std=c++20", "-O3", "--expt-relaxed-constexpr", "-lineinfo", "-Xcompiler", "-fPIC")

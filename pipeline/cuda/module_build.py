@@ -102,7 +102,9 @@ def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job],
     module = op.spec.torch_module
     assert module is not None
     cxx = builder.find_cxx()
-    includes = cpu_includes.prepare(op.folder, _sources(op), op.name, [Path(p[2:]) for p in builder.torch_include_flags()])
+    # Python's headers too: a TORCH_LIBRARY project's .cpp includes <Python.h> for its PyInit stub.
+    found_in = [*(Path(p[2:]) for p in builder.torch_include_flags()), Path(sysconfig.get_paths()["include"])]
+    includes = cpu_includes.prepare(op.folder, _sources(op), op.name, found_in)
     jobs = []
     sources = _sources(op)
     # brrr's module goes beside the author's: into the source declaring PYBIND11_MODULE (a setup.py
@@ -224,13 +226,15 @@ def _gpu_job(op: Op, source: Path, arch: str) -> Job:
         nvcc = builder.find_nvcc()
         if nvcc is None:
             raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH, in /usr/local/cuda/bin)")
-        command = [nvcc, "-c", *builder.NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v"]
+        command = [nvcc, "-c", *builder.NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v",
+                   "-Xcompiler", f"-idirafter,{builder.LIBRARY_SHIM}"]
         versions = (builder.nvcc_version(), torch.__version__)
         label = f"{op.name}-{source.stem}-gpu-{arch}"
     else:
         home = builder.cuda_home()
         cxx = builder.find_cxx()
-        command = [cxx, "-c", *builder.CXX_FLAGS, *([f"-I{home / 'include'}"] if home else [])]
+        command = [cxx, "-c", *builder.CXX_FLAGS, *([f"-I{home / 'include'}"] if home else []),
+                   "-idirafter", str(builder.LIBRARY_SHIM)]
         versions = (builder.compiler_version(cxx), torch.__version__, builder.nvcc_version())
         label = f"{op.name}-{source.stem}-gpu"
     command += [f"-I{op.folder}", *_torch_flags(), f"-DTORCH_EXTENSION_NAME={name}"]

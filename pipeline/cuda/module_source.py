@@ -111,6 +111,26 @@ def rename_host_twins(text: str) -> tuple[str, dict[str, str]]:
     return "".join(out) + text[at:], {n: f"{n}__host" for n in twins}
 
 
+_NAMESPACE_OPEN = re.compile(r"\bnamespace\s+([\w:]+)\s*\{|\bnamespace\s*\{")
+
+
+def defining_namespace(mask: str, name: str) -> str:
+    """The namespace prefix ("extension_cpp::", or "") of the first definition of function `name` in
+    `mask`, so a spec may name a function by its bare name wherever the author put it (TORCH_LIBRARY
+    projects keep their wrappers in a namespace). An anonymous namespace needs no prefix."""
+    head = re.search(rf"(?<![\w:.>]){re.escape(name)}\s*\([^;{{}}]*\)\s*(const\s*)?(noexcept\s*)?\{{", mask)
+    if head is None:
+        return ""
+    opens = {m.end() - 1: m.group(1) or "" for m in _NAMESPACE_OPEN.finditer(mask, 0, head.start())}
+    stack: list[str | None] = []  # one entry an open brace: its namespace's name, None for other braces
+    for k, c in enumerate(mask[:head.start()]):
+        if c == "{":
+            stack.append(opens.get(k))
+        elif c == "}" and stack:
+            stack.pop()
+    return "".join(f"{n}::" for n in stack if n)
+
+
 def module_text(text: str, path: Path, module_name: str, functions: tuple[str, ...]) -> str:
     """The .cu's text as brrr builds it: user modules as functions, host twins renamed, brrr's module appended.
     `functions` are the names the spec gives that brrr must bind (those no user module defines)."""
@@ -130,9 +150,12 @@ def module_text(text: str, path: Path, module_name: str, functions: tuple[str, .
         if not re.search(rf"\b{re.escape(renamed.get(bare, bare))}\s*\(", masked(body)):
             raise BuildError(f"{shown(path)}: the spec names {name}, which this file neither defines nor binds",
                              hint="name a function of the file, or one its PYBIND11_MODULE defines with m.def(\"NAME\", ...)")
-        qualified = name[: -len(bare)] + renamed.get(bare, bare)
+        qualified = name[: -len(bare)] or defining_namespace(masked(body), renamed.get(bare, bare))
+        qualified += renamed.get(bare, bare)
         calls.append(f'm.def("{bare}", &{qualified});')
-    glue = f'\n#line 1 "brrr: the module brrr binds"\nPYBIND11_MODULE({module_name}, m) {{ {" ".join(calls)} }}\n'
+    # torch/extension.h for pybind11: a TORCH_LIBRARY project's .cu includes torch/library.h alone.
+    glue = (f'\n#include <torch/extension.h>\n#line 1 "brrr: the module brrr binds"\n'
+            f'PYBIND11_MODULE({module_name}, m) {{ {" ".join(calls)} }}\n')
     return body + glue
 
 
@@ -140,4 +163,22 @@ def on_the_cpu(text: str, path: Path) -> str:
     """module_text for the CPU execution: torch first, then `x.is_cuda()` reads true for the CPU tensors
     that stand for device memory there, so a wrapper's TORCH_CHECK(x.is_cuda(), ...) passes as on a GPU."""
     quoted = str(path.resolve()).replace("\\", "\\\\").replace('"', '\\"')
-    return f'#include <torch/extension.h>\n#define is_cuda() is_cpu()\n#line 1 "{quoted}"\n{text}'
+    return f'#include <torch/extension.h>\n#define is_cuda() is_cpu()\n#line 1 "{quoted}"\n{cuda_device_as_cpu(text)}'
+
+
+# The device type a wrapper compares against or allocates on, in code (not in strings or comments).
+_CUDA_DEVICE = re.compile(r"\b(?:DeviceType::CUDA|kCUDA)\b")
+
+
+def cuda_device_as_cpu(text: str) -> str:
+    """`DeviceType::CUDA` and `kCUDA` as their CPU counterparts, for the same reason as `is_cuda()`: a
+    wrapper's `TORCH_CHECK(x.device().type() == at::DeviceType::CUDA)` or `x.device() == torch::kCUDA`
+    holds of the CPU tensors standing for device memory, and an output it allocates on `kCUDA` lands
+    where the kernels run. Same length per line, so every line keeps its number."""
+    mask = masked(text)
+    spans = [(m.start(), m.end()) for m in _CUDA_DEVICE.finditer(mask)]
+    out, at = [], 0
+    for start, end in spans:
+        out += [text[at:start], text[start:end].replace("CUDA", "CPU")]
+        at = end
+    return "".join(out) + text[at:]

@@ -85,12 +85,12 @@ def test_a_single_cu_becomes_an_op_folder_naming_its_module_functions(tmp_path: 
     assert 'TorchModule(forward="forward", backward="backward")' in spec
     assert "inputs=('x',)" in spec
     assert "old_forward" not in spec  # a commented-out binding is not one
-    assert "double s" in spec  # the non-tensor argument is named as left to adapt
+    assert "double s" in spec and "params={'s': 0.5}" in spec  # the non-tensor argument, a spec param
     op = load_op(str(folder))
     assert op.spec.name == "scale" and op.path("cuda").name == "scale.cu"
     reference = load_reference(op)
     with pytest.raises(NotImplementedError, match="brrr adopt: write forward"):
-        reference.forward(None)
+        reference.forward(None, 0.5)
     assert any("reference.py" in item for item in left)
 
 
@@ -206,3 +206,37 @@ def test_a_setup_py_module_of_two_cu_files_and_a_wrapper_becomes_one_op(tmp_path
     assert "TorchModule(forward=\"forward\", sources=('bind.cpp', 'shift.cu'))" in spec
     op = load_op(str(folder))  # the .cu the spec does not list is the op's cuda stage
     assert op.path("cuda").name == "scale.cu" and op.spec.torch_module.sources == ("bind.cpp", "shift.cu")
+
+
+# PyTorch's custom-op tutorial: setup.py collects its sources with glob(), under a package folder.
+GLOB_SETUP = """\
+import glob, os
+from setuptools import setup
+from torch.utils.cpp_extension import CUDAExtension
+sources = glob.glob(os.path.join("pkg", "csrc", "*.cpp")) + glob.glob(os.path.join("pkg", "csrc", "cuda", "*.cu"))
+setup(name="pkg", ext_modules=[CUDAExtension("pkg._C", sources)])
+"""
+
+
+@pytest.mark.parametrize("given", ["setup.py", "."])
+def test_a_project_whose_setup_py_globs_its_sources_is_found_under_its_folder(tmp_path: Path, given: str) -> None:
+    registered = Path(__file__).resolve().parent.parent / "cuda" / "byok_ops" / "registered"
+    project = tmp_path / "project"
+    (project / "pkg" / "csrc" / "cuda").mkdir(parents=True)
+    (project / "pkg" / "csrc" / "cuda" / "fma.cu").write_text((registered / "fma.cu").read_text())
+    (project / "pkg" / "csrc" / "fma.cpp").write_text((registered / "fma.cpp").read_text())
+    (project / "build" / "temp").mkdir(parents=True)
+    (project / "build" / "temp" / "stale.cu").write_text("__global__ void old() {}\n")  # a build's copy: not a source
+    (project / "setup.py").write_text(GLOB_SETUP)
+    folder, written, _ = adopt(project / given, tmp_path / "op", "fma")
+    assert sorted(Path(w).name for w in written) == ["fma.cpp", "fma.cu", "reference.py", "spec.py"]
+    spec = (folder / "spec.py").read_text()
+    assert 'forward="myfma_cuda"' in spec and "params={'c': 0.5}" in spec  # the double c, as a spec param
+    assert "no m.def" not in spec  # the TORCH_LIBRARY_IMPL functions were read
+    assert "def forward(a, b, c):" in (folder / "reference.py").read_text()
+
+
+def test_a_setup_py_naming_no_sources_and_none_under_it_is_refused_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text(GLOB_SETUP)
+    with pytest.raises(UsageError, match=r"setup.py: names no source file brrr can read"):
+        adopt(tmp_path / "setup.py", tmp_path / "op", "x")

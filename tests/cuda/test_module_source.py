@@ -9,7 +9,14 @@ import pytest
 
 from brrr_kernels.base.errors import BuildError
 from brrr_kernels.cuda import cpu_includes
-from brrr_kernels.cuda.module_source import duplicated_module, host_twins, module_text, rename_host_twins
+from brrr_kernels.cuda.module_source import (
+    cuda_device_as_cpu,
+    defining_namespace,
+    duplicated_module,
+    host_twins,
+    module_text,
+    rename_host_twins,
+)
 
 # llm.c's way: a kernel, and a host launcher of the same name taking a block size.
 TWINS = """\
@@ -112,3 +119,23 @@ def test_functions_named_for_an_adapter_are_bound_by_their_own_name_from_a_names
             "at::Tensor muladd(const at::Tensor& a, const at::Tensor& b, double c) { return a * b + c; }\n}\n")
     glue = module_text(text, Path("muladd.cu"), "brrr_module_x", ("ext::muladd",)).split("brrr binds")[1]
     assert 'm.def("muladd", &ext::muladd);' in glue
+
+
+@pytest.mark.parametrize(("name", "prefix"), [("wrap", "outer::inner::"), ("helper", ""), ("free", ""), ("absent", "")])
+def test_a_bare_name_is_qualified_by_the_namespace_that_defines_it(name: str, prefix: str) -> None:
+    text = ("namespace outer { namespace inner {\n__global__ void k(float* p) { if (p) { p[0] = 1; } }\n"
+            "at::Tensor wrap(const at::Tensor& x, double c) { return x; }\n} }\n"
+            "namespace { void helper(int x) { } }\nvoid free() {}\n")
+    assert defining_namespace(text, name) == prefix
+
+
+def test_module_text_binds_a_namespaced_function_named_bare() -> None:
+    text = "namespace ns {\nat::Tensor f(const at::Tensor& x) { return x; }\n}\n"
+    assert 'm.def("f", &ns::f);' in module_text(text, Path("x.cu"), "mod", ("f",))
+
+
+def test_cuda_device_types_read_as_the_cpu_in_code_only() -> None:
+    line = ('TORCH_CHECK(x.device().type() == at::DeviceType::CUDA, "on kCUDA"); '
+            "auto y = at::empty({2}, x.options().device(torch::kCUDA)); // kCUDA\n")
+    out = cuda_device_as_cpu(line)
+    assert out == line.replace("DeviceType::CUDA", "DeviceType::CPU").replace("torch::kCUDA", "torch::kCPU")

@@ -74,3 +74,16 @@ def test_no_grad_must_name_inputs(tmp_path: Path) -> None:
     spec.write_text(spec.read_text().replace('    saved=(', '    no_grad=("target",),\n    saved=('))
     with pytest.raises(OpLoadError, match=r"spec.py:\d+: SPEC.no_grad names \['target'\], which are not inputs"):
         load_op(str(folder))
+
+
+def test_a_torch_library_project_runs_on_the_cpu_as_written() -> None:
+    """PyTorch's custom-op tutorial layout: wrappers in a namespace registered with TORCH_LIBRARY_IMPL
+    for CUDA, device-type assertions, CUDAContext.h, and a schema .cpp with a Python.h module stub."""
+    from brrr_kernels.cuda.module_build import build_cpu_module
+
+    built = build_cpu_module(load_op(str(OPS / "registered")))
+    a, b = torch.randn(3, 70), torch.randn(3, 70)
+    torch.testing.assert_close(built.forward(a, b, 0.25), a * b + 0.25)
+    grads = built.backward(torch.ones(3, 70), a, b, 0.25)
+    torch.testing.assert_close(grads[0], b)
+    torch.testing.assert_close(grads[1], a)

@@ -1,0 +1,3 @@
+// brrr's stand-in for <cusolver_common.h> (see README.txt here): the status torch's headers name.
+#pragma once
+typedef enum { CUSOLVER_STATUS_SUCCESS = 0, CUSOLVER_STATUS_INVALID_VALUE = 3 } cusolverStatus_t;
