@@ -43,6 +43,14 @@
 //       torch.compile 0.0972), float32 0.1812 ms (98.3%); with the parallel bias_grad_kernel below,
 //       forward+backward 0.4765 ms float32 (93.5%), 0.3169 ms bfloat16 (70.3%; ncu in run2: the backward
 //       kernel at 57% of DRAM peak, 102 registers, 2 blocks of 256 threads an SM).
+//   backward v4 and v5 (below; the launcher runs v5): the same tiles, sums and order; v4 loads the next
+//       row while computing this one, keeps bias and the rows as loaded and sums a thread's rows in acc_t
+//       before adding them to double slots in shared memory; v5 stages the thread's 4 rows of grad_y and
+//       x in shared memory by cp.async before any math. Backward alone on an H100, 8192 x 8192
+//       (benchmarks/rowwise_variants, median of 30, L2 flushed, beside a 3007 GB/s copy; benchmarks/
+//       results/2026-11-25-h100-rowwise/run2/variants.txt): bfloat16 v3 233.0 us (57.5% of copy), v4
+//       195.4 us (68.5%), v5 160.7 us (83.3%); float32 v3 301.3 us (88.9%), v4 292.3 (91.6%), v5 288.4
+//       (92.9%). v4 capped at 3 or 4 blocks an SM spilled (80 or 64 registers) and ran 4-5x slower.
 #include "brrr_kernel.cuh"
 
 constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
@@ -355,6 +363,321 @@ __global__ void bias_gelu_backward_kernel(const T* __restrict__ grad_y, const T*
     }
 }
 
+// --- backward v4: the next row's loads in flight while this one is computed, no double registers --
+// What it changes from the backward above (Nsight Compute, bfloat16 8192 x 8192: 102 registers a
+// thread, 25% occupancy, 1890 GB/s, long_scoreboard first: a thread's one row of grad_y and x, 64
+// bytes, in flight only between its stores). The tile and the thread of each element are the same
+// (spec.py's cuda_layout holds), but
+//   - the vector path loads row r + 1 of grad_y and x, kept as loaded (a 16-bit vector is 4
+//     registers, 8 once widened), before it computes row r: loads stay in flight through the math;
+//   - bias stays as loaded too, widened where used;
+//   - a thread's column sums are taken in acc_t (float for the 16-bit types) over kBwdRows rows at
+//     most, then added into its own double slots of the block's shared sums (no race, no barrier),
+//     instead of 16 doubles (32 registers) held for the thread's whole life. Every longer sum is still
+//     double and in the same order (a thread's row groups, the block's row groups, then the parts):
+//     deterministic as before;
+//   - __launch_bounds__ asks for kMinBlocks blocks an SM, which caps the registers;
+//   - the scalar path (ragged rows, unaligned tensors) is the backward above's, whose registers are fewer:
+//     a kernel has one register count, and a scalar path that kept rows in acc_t set it and spilled.
+constexpr int kBwdRows = 4;
+constexpr int kBwdMinBlocks = 2;  // 3 or 4 spilled (benchmarks/rowwise_variants)
+
+template <typename T>
+using Raw = brrr::Pack<T, kAccess<T>>[kPacks][kVec<T> / kAccess<T>];
+
+template <typename T>
+__device__ __forceinline__ void load_raw(const T* __restrict__ row, const Tile& t, Raw<T>& out) {
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+        for (int a = 0; a < kVec<T> / kAccess<T>; ++a) {
+            out[j][a] = reinterpret_cast<const brrr::Pack<T, kAccess<T>>*>(row + t.col0 + j * kStride<T>)[a];
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void widen(const Raw<T>& in, A<T> (&out)[kPacks][kVec<T>]) {
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+        for (int a = 0; a < kVec<T> / kAccess<T>; ++a) {
+#pragma unroll
+            for (int e = 0; e < kAccess<T>; ++e) out[j][a * kAccess<T> + e] = brrr::to_acc(in[j][a].v[e]);
+        }
+    }
+}
+
+// gelu'(v), as the backward above computes it.
+template <typename T>
+__device__ __forceinline__ A<T> gelu_slope(A<T> v) {
+    A<T> s, s_neg;
+    sigmoids(v, s, s_neg);
+    return s + A<T>(2) * v * s * s_neg * A<T>(kBeta) * (A<T>(1) + A<T>(3 * kKappa) * v * v);
+}
+
+// The vector path's row: grad_x from grad_y, x and bias as loaded, a 16-byte vector at a time, each
+// element widened where it is used (never all of a row's 2 x 16 values widened at once).
+template <typename T>
+__device__ __forceinline__ void gelu_grad_raw(const Raw<T>& g, const Raw<T>& u, const Raw<T>& b, T* __restrict__ row,
+                                              const Tile& t, A<T> (&acc)[kPacks][kVec<T>]) {
+    using V = brrr::Pack<T, kAccess<T>>;
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+        for (int a = 0; a < kVec<T> / kAccess<T>; ++a) {
+            V out;
+#pragma unroll
+            for (int e = 0; e < kAccess<T>; ++e) {
+                const A<T> gx = brrr::to_acc(g[j][a].v[e]) *
+                                gelu_slope<T>(brrr::to_acc(u[j][a].v[e]) + brrr::to_acc(b[j][a].v[e]));
+                acc[j][a * kAccess<T> + e] += gx;
+                out.v[e] = brrr::from_acc<T>(gx);
+            }
+            reinterpret_cast<V*>(row + t.col0 + j * kStride<T>)[a] = out;
+        }
+    }
+}
+
+// The vector path of v4.
+template <typename T>
+__device__ __forceinline__ void backward_tile_v4(const T* __restrict__ grad_y, const T* __restrict__ x,
+                                                 const T* __restrict__ bias, T* __restrict__ grad_x, int64_t cols,
+                                                 const Tile& t, double (*sums)[kBlockX]) {
+    A<T> acc[kPacks][kVec<T>];
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+        for (int k = 0; k < kVec<T>; ++k) acc[j][k] = A<T>(0);
+    }
+    Raw<T> b, g, u, next_g, next_u;
+    load_raw(bias, t, b);
+    load_raw(grad_y + t.row0 * cols, t, next_g);
+    load_raw(x + t.row0 * cols, t, next_u);
+    // Not unrolled: unrolled, the compiler hoists later rows' loads and math and spills.
+#pragma unroll 1
+    for (int64_t r = t.row0; r < t.row1; ++r) {
+#pragma unroll
+        for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+            for (int a = 0; a < kVec<T> / kAccess<T>; ++a) {
+                g[j][a] = next_g[j][a];
+                u[j][a] = next_u[j][a];
+            }
+        }
+        if (r + 1 < t.row1) {
+            load_raw(grad_y + (r + 1) * cols, t, next_g);
+            load_raw(x + (r + 1) * cols, t, next_u);
+        }
+        gelu_grad_raw<T>(g, u, b, grad_x + r * cols, t, acc);
+        // Every kBwdRows rows of the thread, and after its last: the float sums into the double slots.
+        if ((r - t.row0) % kBwdRows == kBwdRows - 1 || r + 1 == t.row1) {
+#pragma unroll
+            for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+                for (int k = 0; k < kVec<T>; ++k) {
+                    sums[j * kVec<T> + k][threadIdx.x] += static_cast<double>(acc[j][k]);
+                    acc[j][k] = A<T>(0);
+                }
+            }
+        }
+    }
+}
+
+// The scalar path of v4 and v5 (ragged rows, unaligned tensors): the backward above's, its double
+// sums then added into the thread's slots. Its registers set the kernel's, so it stays the lean one.
+template <typename T>
+__device__ __forceinline__ void backward_tile_scalar(const T* __restrict__ grad_y, const T* __restrict__ x,
+                                                     const T* __restrict__ bias, T* __restrict__ grad_x, int64_t cols,
+                                                     const Tile& t, double (*sums)[kBlockX]) {
+    double acc[kPacks][kVec<T>];
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+        for (int k = 0; k < kVec<T>; ++k) acc[j][k] = 0.0;
+    }
+    backward_tile<false>(grad_y, x, bias, grad_x, cols, t, acc);
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+        for (int k = 0; k < kVec<T>; ++k) sums[j * kVec<T> + k][threadIdx.x] += acc[j][k];
+    }
+}
+
+// bias_gelu_backward_kernel's grid and partial sums, with backward_tile_v4's row loop; kMinBlocks:
+// kBwdMinBlocks (benchmarks/rowwise_variants tries others).
+template <typename T, int kMinBlocks = kBwdMinBlocks>
+__global__ void __launch_bounds__(kBlockX * kBlockY, kMinBlocks) bias_gelu_backward_v4_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
+                                             const T* __restrict__ bias, T* __restrict__ grad_x,
+                                             double* __restrict__ partial, int64_t rows, int64_t cols,
+                                             int64_t rows_per_thread, bool aligned) {
+    __shared__ double sums[kBlockY][kPack<T>][kBlockX];
+    const Tile t = tile_of<T>(rows, cols, rows_per_thread);
+#pragma unroll
+    for (int c = 0; c < kPack<T>; ++c) sums[threadIdx.y][c][threadIdx.x] = 0.0;
+    // No early return: every thread of the block must reach __syncthreads below.
+    if (t.width[0] > 0) {
+        if (vector_path<T>(t, aligned)) {
+            backward_tile_v4<T>(grad_y, x, bias, grad_x, cols, t, sums[threadIdx.y]);
+        } else {
+            backward_tile_scalar<T>(grad_y, x, bias, grad_x, cols, t, sums[threadIdx.y]);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.y != 0) return;
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+        for (int k = 0; k < kVec<T>; ++k) {
+            if (k < t.width[j]) {
+                double total = 0.0;
+                for (int r = 0; r < kBlockY; ++r) total += sums[r][j * kVec<T> + k][threadIdx.x];  // row groups in order
+                partial[static_cast<int64_t>(blockIdx.y) * cols + t.col0 + j * kStride<T> + k] = total;
+            }
+        }
+    }
+}
+
+// --- backward v5: each thread's rows staged through shared memory by cp.async --------------------
+// What it changes from v4 (H100, bfloat16 8192 x 8192: v4's backward 195 us, 68.6% of copy, with 128
+// registers and 2 blocks of 256 an SM: 64 bytes of loads in flight a thread while it computes): the
+// vector path copies grad_y and x of kBwdRows rows of its tile (its whole tile at the usual 4 rows a
+// thread) into its own slots of shared memory with cp.async before any math, 256 bytes a thread, and
+// then works through them as they land (cp.async.wait_group; a thread reads only what it copied, so
+// no barrier). The math, the tile, the sums and their order are v4's.
+template <typename T>
+constexpr int kStageVectors = kBwdRows * 2 * kPacks * (kVec<T> / kAccess<T>);  // 16-byte slots a thread
+
+__device__ __forceinline__ void cp_async16(void* to, const void* from) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(to))),
+                 "l"(from));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most `pending` of this thread's newest commit groups are still landing (0 to 3).
+__device__ __forceinline__ void cp_async_wait(int pending) {
+    static_assert(kBwdRows == 4, "the cases below cover 0 to 3 groups pending");
+    switch (pending) {
+        case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
+        case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
+        case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
+        default: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
+    }
+}
+
+// Slot (row i, tensor, vector j, access a) of thread `tid`: a warp's 32 threads take 32 consecutive
+// 16-byte slots.
+template <typename T>
+__device__ __forceinline__ int slot(int i, int tensor, int j, int a, int tid) {
+    constexpr int kV = kVec<T> / kAccess<T>;
+    return (((i * 2 + tensor) * kPacks + j) * kV + a) * (kBlockX * kBlockY) + tid;
+}
+
+template <typename T>
+__device__ __forceinline__ void backward_tile_v5(const T* __restrict__ grad_y, const T* __restrict__ x,
+                                                 const T* __restrict__ bias, T* __restrict__ grad_x, int64_t cols,
+                                                 const Tile& t, double (*sums)[kBlockX], brrr::Pack<T, kAccess<T>>* staged) {
+    using V = brrr::Pack<T, kAccess<T>>;
+    constexpr int kV = kVec<T> / kAccess<T>;
+    const int tid = threadIdx.y * kBlockX + threadIdx.x;
+    Raw<T> b;
+    load_raw(bias, t, b);
+    A<T> acc[kPacks][kVec<T>];
+#pragma unroll 1
+    for (int64_t r0 = t.row0; r0 < t.row1; r0 += kBwdRows) {
+        // One commit group a row, empty past the tile's last row, so the count waited on is the same.
+#pragma unroll
+        for (int i = 0; i < kBwdRows; ++i) {
+            if (r0 + i < t.row1) {
+#pragma unroll
+                for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+                    for (int a = 0; a < kV; ++a) {
+                        const int64_t at = (r0 + i) * cols + t.col0 + j * kStride<T> + a * kAccess<T>;
+                        cp_async16(staged + slot<T>(i, 0, j, a, tid), grad_y + at);
+                        cp_async16(staged + slot<T>(i, 1, j, a, tid), x + at);
+                    }
+                }
+            }
+            cp_async_commit();
+        }
+#pragma unroll
+        for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+            for (int k = 0; k < kVec<T>; ++k) acc[j][k] = A<T>(0);
+        }
+#pragma unroll
+        for (int i = 0; i < kBwdRows; ++i) {
+            cp_async_wait(kBwdRows - 1 - i);
+            if (r0 + i < t.row1) {
+                // A vector at a time from shared memory: the row is never all in registers at once.
+                T* out = grad_x + (r0 + i) * cols;
+#pragma unroll
+                for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+                    for (int a = 0; a < kV; ++a) {
+                        const V g = staged[slot<T>(i, 0, j, a, tid)];
+                        const V u = staged[slot<T>(i, 1, j, a, tid)];
+                        V y;
+#pragma unroll
+                        for (int e = 0; e < kAccess<T>; ++e) {
+                            const A<T> gx = brrr::to_acc(g.v[e]) * gelu_slope<T>(brrr::to_acc(u.v[e]) +
+                                                                                brrr::to_acc(b[j][a].v[e]));
+                            acc[j][a * kAccess<T> + e] += gx;
+                            y.v[e] = brrr::from_acc<T>(gx);
+                        }
+                        reinterpret_cast<V*>(out + t.col0 + j * kStride<T>)[a] = y;
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+            for (int k = 0; k < kVec<T>; ++k) sums[j * kVec<T> + k][threadIdx.x] += static_cast<double>(acc[j][k]);
+        }
+    }
+}
+
+// v4's kernel with backward_tile_v5 on the vector path; `staged`: kStageVectors<T> x 256 16-byte slots
+// of dynamic shared memory.
+template <typename T>
+__global__ void __launch_bounds__(kBlockX * kBlockY, 2) bias_gelu_backward_v5_kernel(
+    const T* __restrict__ grad_y, const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ grad_x,
+    double* __restrict__ partial, int64_t rows, int64_t cols, int64_t rows_per_thread, bool aligned) {
+    __shared__ double sums[kBlockY][kPack<T>][kBlockX];
+    extern __shared__ __align__(16) unsigned char staged[];
+    const Tile t = tile_of<T>(rows, cols, rows_per_thread);
+#pragma unroll
+    for (int c = 0; c < kPack<T>; ++c) sums[threadIdx.y][c][threadIdx.x] = 0.0;
+    // No early return: every thread of the block must reach __syncthreads below.
+    if (t.width[0] > 0) {
+        if (vector_path<T>(t, aligned)) {
+            backward_tile_v5<T>(grad_y, x, bias, grad_x, cols, t, sums[threadIdx.y],
+                                reinterpret_cast<brrr::Pack<T, kAccess<T>>*>(staged));
+        } else {
+            backward_tile_scalar<T>(grad_y, x, bias, grad_x, cols, t, sums[threadIdx.y]);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.y != 0) return;
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+        for (int k = 0; k < kVec<T>; ++k) {
+            if (k < t.width[j]) {
+                double total = 0.0;
+                for (int r = 0; r < kBlockY; ++r) total += sums[r][j * kVec<T> + k][threadIdx.x];  // row groups in order
+                partial[static_cast<int64_t>(blockIdx.y) * cols + t.col0 + j * kStride<T> + k] = total;
+            }
+        }
+    }
+}
+
+template <typename T>
+constexpr size_t kStageBytes = static_cast<size_t>(kStageVectors<T>) * kBlockX * kBlockY * 16;
+
 // grad_bias[c] = the sum of partial[j * cols + c] over the `parts` block rows: kFinalizeGroups
 // interleaved groups of them summed apart (threadIdx.y), then the groups in order, so the same bits
 // every run. v2 gave each column one thread walking all parts: 32 blocks at 8192 columns, 34 us of
@@ -485,15 +808,30 @@ void bias_gelu_backward(const T* grad_y, const T* x, const T* bias, T* grad_x, T
     const bool aligned = vectors_fit<T>(cols) && brrr::aligned16(grad_y) && brrr::aligned16(x) &&
                          brrr::aligned16(bias) && brrr::aligned16(grad_x);
     if (parts > 0) {
-        bias_gelu_backward_kernel<T><<<tl.grid, tl.block, 0, stream>>>(grad_y, x, bias, grad_x, partial, rows, cols,
-                                                                      tl.rows_per_thread, aligned);
+        // v5: its staging slots are dynamic shared memory, over the 48 KB a block gets unasked.
+        cudaFuncSetAttribute(bias_gelu_backward_v5_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kStageBytes<T>));
+        bias_gelu_backward_v5_kernel<T><<<tl.grid, tl.block, kStageBytes<T>, stream>>>(grad_y, x, bias, grad_x, partial,
+                                                                                      rows, cols, tl.rows_per_thread,
+                                                                                      aligned);
     }
     bias_grad_kernel<T><<<brrr::blocks_for(cols, kFinalizeColumns), dim3(kFinalizeColumns, kFinalizeGroups), 0, stream>>>(
         partial, grad_bias, parts, cols);
 }
 
 // The dtypes binding.cpp dispatches to.
+// The backward kernels before v5 are launched by nothing here: instantiated so they stay compiled
+// (the resource report and tests list them) and benchmarks/rowwise_variants can time them. v4 is left
+// out for double, where 128 registers spill 48 bytes.
+#define INSTANTIATE_V4(T)                                                                                   \
+    template __global__ void bias_gelu_backward_v4_kernel<T>(const T*, const T*, const T*, T*, double*, int64_t, \
+                                                             int64_t, int64_t, bool);
+INSTANTIATE_V4(float)
+INSTANTIATE_V4(__half)
+INSTANTIATE_V4(__nv_bfloat16)
 #define INSTANTIATE(T)                                                                                      \
+    template __global__ void bias_gelu_backward_kernel<T>(const T*, const T*, const T*, T*, double*, int64_t,   \
+                                                          int64_t, int64_t, bool);                          \
     template void bias_gelu_forward(const T*, const T*, T*, int64_t, int64_t, cudaStream_t);                    \
     template void bias_gelu_forward_v1(const T*, const T*, T*, int64_t, int64_t, cudaStream_t);                 \
     template void bias_gelu_backward(const T*, const T*, const T*, T*, T*, double*, int64_t, int64_t, cudaStream_t);
