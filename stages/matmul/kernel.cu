@@ -7,10 +7,12 @@
 //   v2 tiled_matmul_kernel:   16x16 tiles in shared memory, one element per thread; a line-for-line
 //                             translation of numba_kernel.py
 //   v3 blocked_matmul_kernel: 128x128 tiles, each thread an 8x8 block of c held in registers
+//   v4 prefetched_matmul_kernel: v3's tiles and threads, k-steps of 16 through two shared buffers,
+//                             the next step's loads in flight (in registers) during this step's FMAs
 //
-// forward and backward run v3 for float32 products whose output has rows and columns in multiples
-// of 128, v2 otherwise (float64 always); binding.cpp registers v1 and v2 as forward_v1/_v2 for
-// brrr bench to time beside forward.
+// forward and backward run v4 for float32 products whose output has rows and columns in multiples
+// of 128, v2 otherwise (float64 always); binding.cpp registers v1, v2 and v3 as forward_v1/_v2/_v3
+// for brrr bench to time beside forward.
 //
 // Napkin math at 4096^3 float32: 2 * 4096^3 = 1.37e11 flops, 2.05 ms at the H100 SXM's 67 TFLOP/s
 // of FP32 FMA (no tensor cores), while the three matrices are 192 MiB, 0.07 ms at 3 TB/s: a
@@ -183,6 +185,90 @@ blocked_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs, c
     }
 }
 
+// ---- v4: v3's tiles and threads, k-steps of 16 double-buffered through registers -----------------
+
+// Nsight Compute put v3 at 2 blocks of 8 warps an SM, its warps mostly ready but not selected: issue
+// slots, not memory, are short. v4 spends fewer of them on anything but FMAs, and waits less:
+// - k-steps of 16, not 8: half the barriers, loop and address work per FMA;
+// - two shared buffers, and the next step's global loads issued into registers before this step's
+//   FMAs (stored to the other buffer after them), so their latency hides behind 16 x 64 FMAs and
+//   one barrier a step is enough: it orders this step's stores before the next step's reads, and
+//   this step's reads of a buffer before the stores into it a step later.
+// The thread owning each element of c (micro) and the k order of its sum are v3's.
+constexpr int kStepK = 16;
+
+__global__ void __launch_bounds__(kThreads, 2)
+prefetched_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs, const float* __restrict__ b,
+                         int64_t b_rs, int64_t b_cs, float* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+    // As v3's: A's tiles transposed, [k][row]; the 4 floats of padding keep float4 rows aligned.
+    __shared__ __align__(16) float a_buf[2][kStepK][kBlock + kAPad];
+    __shared__ __align__(16) float b_buf[2][kStepK][kBlock];
+    const int t = threadIdx.x;
+    const int ty = t / 16;
+    const int tx = t % 16;
+    // Loading: thread t holds A's (a_row + 16 i, a_col) and B's (b_row + 2 i, b_col), i = 0..7, of a
+    // step's 128 x 16 and 16 x 128 tiles. 16 consecutive threads read 64 bytes of a row-major A's row.
+    const int a_col = t % kStepK;
+    const int a_row = t / kStepK;
+    const int b_row = t / kBlock;
+    const int b_col = t % kBlock;
+    const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kBlock;
+    for (int64_t tile_row = blockIdx.y; tile_row < m / kBlock; tile_row += gridDim.y) {
+        const int64_t row0 = tile_row * kBlock;
+        float acc[8][8] = {};
+        float a_next[8], b_next[8];
+        // Step k0's elements into registers: zeros past k (in both tiles: a stale NaN times 0 is NaN).
+        // Each walks from the thread's first element by a fixed stride, rather than recomputing
+        // 64-bit indices: the registers are needed for the prefetched elements.
+        const float* a_at = a + (row0 + a_row) * a_rs + a_col * a_cs;  // (a_row, a_col) of step 0
+        const float* b_at = b + b_row * b_rs + (col0 + b_col) * b_cs;  // (b_row, b_col) of step 0
+        auto fetch = [&](int64_t k0) {
+            const bool a_in = k0 + a_col < k;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) a_next[i] = a_in ? a_at[16 * i * a_rs + k0 * a_cs] : 0.0f;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) b_next[i] = k0 + b_row + 2 * i < k ? b_at[(k0 + 2 * i) * b_rs] : 0.0f;
+        };
+        auto stash = [&](int buf) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) a_buf[buf][a_col][a_row + 16 * i] = a_next[i];
+#pragma unroll
+            for (int i = 0; i < 8; ++i) b_buf[buf][b_row + 2 * i][b_col] = b_next[i];
+        };
+        fetch(0);
+        stash(0);
+        __syncthreads();  // step 0's tiles stored: every thread reads elements others wrote
+        int buf = 0;
+        for (int64_t k0 = 0; k0 < k; k0 += kStepK) {
+            const bool more = k0 + kStepK < k;
+            if (more) fetch(k0 + kStepK);  // in flight during the FMAs below
+#pragma unroll
+            for (int kk = 0; kk < kStepK; ++kk) {
+                const float4 a_lo = *reinterpret_cast<const float4*>(&a_buf[buf][kk][ty * 4]);
+                const float4 a_hi = *reinterpret_cast<const float4*>(&a_buf[buf][kk][kHalf + ty * 4]);
+                const float4 b_lo = *reinterpret_cast<const float4*>(&b_buf[buf][kk][tx * 4]);
+                const float4 b_hi = *reinterpret_cast<const float4*>(&b_buf[buf][kk][kHalf + tx * 4]);
+                const float av[8] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w};
+                const float bv[8] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) acc[i][j] += av[i] * bv[j];
+                }
+            }
+            if (more) stash(buf ^ 1);  // the buffer every thread finished reading before the last barrier
+            buf ^= 1;
+            __syncthreads();  // stores seen before the next step's reads; this step's reads done before its stores
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int64_t row = row0 + micro(i, ty);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) c[row * n + col0 + micro(j, tx)] = acc[i][j];
+        }
+    }
+}
+
 // ---- launchers ---------------------------------------------------------------------------------
 
 // All take A [m, k] and B [k, n] as flat storage with (row, column) strides, and write c [m, n]
@@ -207,15 +293,30 @@ void matmul_tiled(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_
                                                                                     c, m, k, n);
 }
 
-// What forward and backward use: v3 where it applies, v2 otherwise. The choice depends only on
-// the dtype and c's shape, which is what spec.py's cuda layout needs to name the right thread.
+// v3 where it applies (as matmul_product picks v4), v2 otherwise: forward_v3 for brrr bench.
 template <typename T>
-void matmul_product(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
+void matmul_blocked(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
                     int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     if constexpr (std::is_same_v<T, float>) {
         if (m % kBlock == 0 && n % kBlock == 0) {
             blocked_matmul_kernel<<<grid_for(m, n, kBlock), kThreads, 0, stream>>>(a, a_rs, a_cs, b, b_rs, b_cs, c,
                                                                                    m, k, n);
+            return;
+        }
+    }
+    matmul_tiled(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
+}
+
+// What forward and backward use: v4 where it applies (float32, c's rows and columns multiples of
+// 128), v2 otherwise. The choice depends only on the dtype and c's shape, which is what spec.py's
+// cuda layout needs to name the right thread (v4's threads own v3's elements).
+template <typename T>
+void matmul_product(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
+                    int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (m % kBlock == 0 && n % kBlock == 0) {
+            prefetched_matmul_kernel<<<grid_for(m, n, kBlock), kThreads, 0, stream>>>(a, a_rs, a_cs, b, b_rs, b_cs,
+                                                                                      c, m, k, n);
             return;
         }
     }
@@ -230,5 +331,7 @@ MATMUL_INSTANTIATE(matmul_naive, float)
 MATMUL_INSTANTIATE(matmul_naive, double)
 MATMUL_INSTANTIATE(matmul_tiled, float)
 MATMUL_INSTANTIATE(matmul_tiled, double)
+MATMUL_INSTANTIATE(matmul_blocked, float)
+MATMUL_INSTANTIATE(matmul_blocked, double)
 MATMUL_INSTANTIATE(matmul_product, float)
 MATMUL_INSTANTIATE(matmul_product, double)

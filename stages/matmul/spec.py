@@ -9,7 +9,7 @@ from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 
 NUMBA_TILE = 4  # numba_kernel.py's TILE: sim_sizes leave a partial tile in every dimension
 CUDA_TILE = 16  # kernel.cu's kTile (v2, the 16x16 kernel)
-CUDA_BLOCK = 128  # kernel.cu's kBlock (v3, the 128x128 kernel with an 8x8 block of c per thread)
+CUDA_BLOCK = 128  # kernel.cu's kBlock (v3 and v4, the 128x128 kernels with an 8x8 block of c per thread)
 MAX_GRID_Y = 65535  # all kernels cap gridDim.y here and loop over the remaining row tiles
 
 
@@ -24,7 +24,7 @@ def tiled(tile: int) -> Layout:
 
 
 def blocked_locate(index: int, shape: tuple[int, ...]) -> Place:
-    """kernel.cu's v3: 256 threads a 128x128 tile; thread ty * 16 + tx owns rows ty*4 + 0..3 and
+    """kernel.cu's v3 and v4: 256 threads a 128x128 tile; thread ty * 16 + tx owns rows ty*4 + 0..3 and
     64 + ty*4 + 0..3 of the tile, and the columns tx gives the same way."""
     row, col = divmod(index, shape[-1])
     ty, tx = (row % CUDA_BLOCK % (CUDA_BLOCK // 2)) // 4, (col % CUDA_BLOCK % (CUDA_BLOCK // 2)) // 4
@@ -33,7 +33,7 @@ def blocked_locate(index: int, shape: tuple[int, ...]) -> Place:
 
 @dataclass(frozen=True)
 class CudaLayout(Layout):
-    """kernel.cu's matmul_product runs v3 on float32 outputs whose rows and columns are multiples of
+    """kernel.cu's matmul_product runs v4 on float32 outputs whose rows and columns are multiples of
     128 and v2 otherwise: a choice made on the dtype and output shape alone, so it can be followed here."""
 
     def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
@@ -108,11 +108,12 @@ SPEC = OpSpec(
     make_inputs=make_inputs,
     # (M, K, N): every dimension ends in a partial 4-wide tile; (6, 5, 7) spans two in all three.
     sim_sizes=((1, 1, 1), (5, 7, 3), (6, 5, 7)),
-    # float32 c, grad_a and grad_b run kernel.cu's v3 where their rows and columns are multiples of
-    # 128, v2 (16x16) otherwise. (128, 5, 128): c in v3 with one, partial k-tile; (128, 131, 256): c
-    # in v3, two column blocks, the last k-tile 3 deep, both gradients in v2; (256, 384, 128): c and
-    # both gradients in v3 on operands read through transposed strides. The rest, and float64, run v2.
-    # The last two are also the non-contiguous cases.
+    # float32 c, grad_a and grad_b run kernel.cu's v4 where their rows and columns are multiples of
+    # 128, v2 (16x16) otherwise. (128, 5, 128): c in v4 with one, partial k-step of 16; (128, 131, 256):
+    # c in v4, two column blocks, nine k-steps through the two buffers, the last 3 deep, both gradients
+    # in v2; (256, 384, 128): c and both gradients in v4 on operands read through transposed strides.
+    # The rest, and float64, run v2. forward_v3 (v3, k-steps of 8) runs on the same sizes. The last
+    # two are also the non-contiguous cases.
     gpu_sizes=((1, 1, 1), (33, 65, 17), (128, 5, 128), (128, 131, 256), (256, 384, 128), (257, 511, 129),
                (1000, 1027, 999)),
     gradcheck_size=(2, 3, 2),

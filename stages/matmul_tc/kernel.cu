@@ -12,21 +12,26 @@
 //                    Rows of the shared tiles are padded by 16 bytes, so the 8 rows an ldmatrix
 //                    phase reads fall in 8 different 4-bank groups.
 //   v3 mma_pipelined_kernel: v2's instructions, arranged as sm_80+ GEMMs are. Nsight Compute put v2 at
-//                    12.5% occupancy (204-226 registers a thread, 2 blocks of 4 warps an SM), its warps
-//                    stalled on fixed latency (ldmatrix -> mma) and the DRAM at 9%: latency, not bytes.
-//                    v3 changes, each a template parameter of its Tiling so one benchmark times several:
-//                    - 8 warps a block (2 x 4) on a 128 x 256 tile, each warp 64 x 64, so a block of 256
-//                      threads does twice v2's math per byte of A and B it stages;
-//                    - a deeper pipeline: Stages buffers in dynamic shared memory (> 48 KiB, opted in
-//                      with cudaFuncSetAttribute), Stages - 1 k-steps in flight and one barrier a step
-//                      (it also frees the buffer the next copies overwrite);
-//                    - fragments double-buffered in registers: the ldmatrix of k-slice kk + 16 is issued
-//                      before the mma's of slice kk, so the tensor cores do not wait on shared memory;
-//                    - blocks ordered in groups of GroupM row tiles (column by column inside a group),
-//                      so the blocks resident at once share row panels of A and column panels of B in L2;
-//                    - pairs of c stored as one 4-byte store.
-//                    The staging (cp.async, zero fill, the plain-load fallback), the fragments and the
-//                    k order of every sum are v2's: the products and their order are unchanged.
+//                    12.5% occupancy (204-226 registers a thread, 2 blocks of 4 warps an SM) with its
+//                    warps stalled on fixed latency ("wait") and the DRAM at 9%: issue and latency,
+//                    not bytes. Its SASS says why: two register moves an mma (B's fragment registers
+//                    in the wrong order for HMMA's pairs, each move a fixed-latency wait before its
+//                    mma) and 64-bit index arithmetic for every 16-byte copy. v3 changes:
+//                    - B's fragments loaded by ldmatrix in the order HMMA reads them (load_fragment's
+//                      ForB): the main loop is ldmatrix and mma alone, no moves;
+//                    - each thread's copies set up once (TileCopy), a step moves one address, and a
+//                      step whose tile lies whole inside the operand skips the edge tests;
+//                    - a 128 x 128 tile of 8 warps (2 x 4, each 64 x 32: 64 accumulators a thread,
+//                      121 registers), k-steps of 64, 3 buffers in dynamic shared memory (105 KiB,
+//                      opted in with cudaFuncSetAttribute), 2 blocks an SM: 16 warps to hide latency;
+//                    - a 3-deep cp.async pipeline with one barrier a step (which also frees the buffer
+//                      the next copies overwrite), fragments of k-slice kk + 16 loaded before the
+//                      mma's of slice kk;
+//                    - blocks ordered in groups of 8 row tiles (tile_of), pairs of c stored as one
+//                      4-byte store.
+//                    Tile shapes are a Tiling's template parameters: benchmarks/matmul_tc_variants
+//                    times several beside cuBLAS. The staging rules (cp.async, zero fill, the plain-load
+//                    fallback), the fragments' contents and the k order of every sum are v2's.
 //
 // Both operands of mma.sync's row.col form are "MN x K" matrices (A is M x K, B enters as B^T, N x K).
 // Each is in global memory either K-contiguous (A row-major, B^T stored as B's rows) or MN-contiguous;
@@ -245,7 +250,8 @@ struct Tiling {
     }
 };
 
-// The one v3 ships (binding.cpp): benchmarks/matmul_tc_variants timed it against the others on an H100.
+// The one v3 ships (binding.cpp): the best of the tilings benchmarks/matmul_tc_variants timed on an
+// H100 at 4096^3, 1024^3 and 4095 x 4093 x 4097 (benchmarks/results/2026-11-25-h100-matmul).
 using TcTiling = Tiling<128, 128, 64, 2, 4, 3, 8, 2>;
 
 // Block `block`'s tile of c: groups of GroupM row tiles (fewer in the last), column after column
