@@ -537,14 +537,15 @@ constexpr int kV3MaxThreads = 1024;
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
     static_assert(N >= 0 && N <= 3, "wait_group takes an immediate: the cases below");
-    if constexpr (N == 0) asm volatile("cp.async.wait_group 0;\n" ::);
-    else if constexpr (N == 1) asm volatile("cp.async.wait_group 1;\n" ::);
-    else if constexpr (N == 2) asm volatile("cp.async.wait_group 2;\n" ::);
-    else asm volatile("cp.async.wait_group 3;\n" ::);
+    if constexpr (N == 0) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    else if constexpr (N == 1) asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    else if constexpr (N == 2) asm volatile("cp.async.wait_group 2;\n" ::: "memory");
+    else asm volatile("cp.async.wait_group 3;\n" ::: "memory");
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
+// (The waits above clobber "memory": the shared loads after them must not be moved before them.)
 __device__ __forceinline__ void cp_async16(void* to, const void* from) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(to))),
                  "l"(from));
@@ -592,12 +593,16 @@ layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__
         if (r < rows) stage_row<T, kPacks>(stages + i * 2 * packs, grad_y, x, r, cols, packs, t, stride);
         cp_async_commit();
     }
+    // Up to 2 packs a thread, weight stays in registers and the next row's mean and rstd are loaded a
+    // row ahead; at 4, weight is read each row (from L1) and mean and rstd where used: holding them
+    // spilled at the 128 registers a 512-thread block allows.
+    constexpr bool kHoldWeight = kPacks <= 2;
     P w[kPacks];
     Q sum_w[kPacks][W], sum_b[kPacks][W];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
-        if (p < packs) w[k] = reinterpret_cast<const P*>(weight)[p];
+        if (kHoldWeight && p < packs) w[k] = reinterpret_cast<const P*>(weight)[p];
 #pragma unroll
         for (int j = 0; j < W; ++j) {
             sum_w[k][j] = Q(0);
@@ -620,9 +625,13 @@ layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__
         cp_async_commit();
         const int64_t next = row + step;
         S mu_next = 0, rs_next = 0;
-        if (next < rows) {
+        if (kHoldWeight && next < rows) {
             mu_next = mean[next];
             rs_next = rstd[next];
+        }
+        if constexpr (!kHoldWeight) {
+            mu = mean[row];
+            rs = rstd[row];
         }
         // All but the kStages - 1 newest groups have landed: this row's among them.
         cp_async_wait<kStages - 1>();
@@ -631,17 +640,26 @@ layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__
 #pragma unroll
         for (int k = 0; k < kPacks; ++k) {
             const int p = k * stride + t;
-            if (p < packs) {
+            if (kHoldWeight && p < packs) {
                 g[k] = here[p];
                 v[k] = here[packs + p];
             }
         }
         const Affine<T> affine(mu, rs);
+        // Pack k of grad_y, x and weight: held from the row sums to grad_x, or (4 packs) read again.
+        const auto load = [&](int k, int p) {
+            if constexpr (!kHoldWeight) {
+                g[k] = here[p];
+                v[k] = here[packs + p];
+                w[k] = reinterpret_cast<const P*>(weight)[p];
+            }
+        };
         A sum_wg = 0;
         A sum_wgx = 0;
 #pragma unroll
         for (int k = 0; k < kPacks; ++k) {
             if (k * stride + t < packs) {
+                load(k, k * stride + t);
 #pragma unroll
                 for (int j = 0; j < W; ++j) {
                     const A wg = brrr::to_acc(g[k].v[j]) * brrr::to_acc(w[k].v[j]);
@@ -671,6 +689,7 @@ layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__
         for (int k = 0; k < kPacks; ++k) {
             const int p = k * stride + t;
             if (p < packs) {
+                load(k, p);
                 A out[W];
 #pragma unroll
                 for (int j = 0; j < W; ++j) {
