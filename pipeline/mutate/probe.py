@@ -29,7 +29,7 @@ _LAST: dict[str, tuple[str, torch.dtype]] = {}
 
 def probe(op: Op, stage: StageName, seed: int) -> str:
     """The first failing case's row, as one line ("" when every probe case passes)."""
-    v = Validation(op, Options(stages=(stage,), seed=seed, fail_fast=True))
+    v = Validation(op, Options(stages=(stage,), seed=seed, fail_fast=True, nvcc_beside_cpu=False))
     v.stages["reference"] = load_reference(op)
     if stage == "cuda":
         built = build_stage(v, next(c for c in PLANS["cuda"] if isinstance(c, Check) and c.against is Against.COMPILER))
