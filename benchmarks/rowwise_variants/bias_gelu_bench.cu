@@ -102,7 +102,7 @@ void run(double copy, std::vector<Row>& rows) {
     Problem<T> p(8192, 8192, copy, 99);
     const std::string n = bench::name<T>();
     rows.push_back(p.forward("fwd (ships) " + n, [&] { bias_gelu_forward<T>(p.x, p.b, p.y, p.rows, p.cols, 0); }));
-    rows.push_back(p.backward("bwd (ships) " + n, [&] {
+    rows.push_back(p.backward("bwd (ships: v5) " + n, [&] {
         bias_gelu_backward<T>(p.gy, p.x, p.b, p.gx, p.gb, p.partial, p.rows, p.cols, 0);
     }));
     rows.push_back(p.backward("bwd v3 kernel " + n, with_kernel(p, bias_gelu_backward_kernel<T>)));
@@ -112,6 +112,17 @@ void run(double copy, std::vector<Row>& rows) {
     V4(2);
     V4(3);
     V4(4);
+    // v5 (cp.async staging), its dynamic shared memory set as the launcher sets it.
+    CHECK(cudaFuncSetAttribute(bias_gelu_backward_v5_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(kStageBytes<T>)));
+    rows.push_back(p.backward("bwd v5 kernel (cp.async) " + n, [&p] {
+        const Tiling tl = tiling(p.rows, p.cols, kPack<T>);
+        const int64_t parts = bias_gelu_backward_parts(p.rows, p.cols);
+        bias_gelu_backward_v5_kernel<T><<<tl.grid, tl.block, (kStageBytes<T>)>>>(p.gy, p.x, p.b, p.gx, p.partial, p.rows,
+                                                                               p.cols, tl.rows_per_thread, true);
+        bias_grad_kernel<T><<<brrr::blocks_for(p.cols, kFinalizeColumns), dim3(kFinalizeColumns, kFinalizeGroups)>>>(
+            p.partial, p.gb, parts, p.cols);
+    }));
 #undef V4
     for (void* q : {(void*)p.x, (void*)p.b, (void*)p.y, (void*)p.gy, (void*)p.gx, (void*)p.gb, (void*)p.partial}) {
         CHECK(cudaFree(q));
