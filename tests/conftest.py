@@ -23,6 +23,7 @@ import torch  # noqa: E402
 
 from brrr_kernels.cuda import builder  # noqa: E402
 from brrr_kernels.mutate import bug_files as mutants  # noqa: E402
+from brrr_kernels.op import loaders  # noqa: E402
 from brrr_kernels.op.loaders import load_op  # noqa: E402
 from brrr_kernels.validation import runner  # noqa: E402
 from brrr_kernels.verdict.report import FAIL, Row  # noqa: E402
@@ -125,6 +126,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         f.write(json.dumps(line) + "\n")
 
 
+@pytest.fixture
+def small_cpu_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cuda stage executed on the CPU (in this process) at the simulator sizes and the GPU sizes
+    up to 2^12 input elements, not 2^18: still several blocks ending in a partial one. For a test whose
+    fault shows wherever a block or tile boundary is crossed (a translation, a planted bug whose sizes
+    the test names, all under 2^12, or its edge cases): the larger sizes would repeat the same finding
+    at many times the cost. The 16-bit accumulator sizes stay: a running sum in the wrong type fails there."""
+    monkeypatch.setattr(loaders, "CPU_SIZE_BUDGET", 1 << 12)
+
+
 def copy_op(name: str, dest: Path) -> Path:
     folder = dest / name
     shutil.copytree(STAGES / name, folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -150,9 +161,13 @@ def mutant(tmp_path: Path):
     return make
 
 
-def validate(op: str | Path, *stages: str) -> list[Row]:
-    """The runner on one op, in this process: reference and numba unless stages are named."""
-    return runner.validate(load_op(str(op)), runner.Options(stages=stages or ("reference", "numba")))
+def validate(op: str | Path, *stages: str, fail_fast: bool = False) -> list[Row]:
+    """The runner on one op, in this process: reference and numba unless stages are named. fail_fast
+    (`brrr validate --fail-fast`): the rows end at the first failing comparison, for a planted-bug test
+    whose assertions are all on that comparison (the checks after it, other dtypes and larger inputs,
+    cost the most and assert nothing of its own there)."""
+    options = runner.Options(stages=stages or ("reference", "numba"), fail_fast=fail_fast)
+    return runner.validate(load_op(str(op)), options)
 
 
 def compile_only(op: str | Path) -> list[Row]:

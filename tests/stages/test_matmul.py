@@ -153,7 +153,7 @@ def test_cuda_stage_compiles_for_both_dtypes_without_spills() -> None:
     assert kernels["naive_matmul_kernel<float>"]["shared_bytes"] == 0
 
 
-def test_cuda_boundary_tile_that_is_not_zero_filled_fails(mutant) -> None:
+def test_cuda_boundary_tile_that_is_not_zero_filled_fails(mutant, small_cpu_sizes: None) -> None:
     """The stale-tile bug of the numba test, in kernel.cu's 16x16 kernel (v2), which runs every float64
     size and float32's others: deterministic on a GPU and on the CPU, since each thread's slot keeps its own
     previous tile's value (K = 65 leaves 15 stale slots in the last tile)."""

@@ -18,7 +18,7 @@ def test_reading_tiles_before_the_wait_group_names_both_lines(mutant) -> None:
     """No cp.async.wait_group before the math: the ldmatrix reads a tile whose copies have not landed,
     named with the read's line and the copy's, on the sizes staged by cp.async."""
     op = mutant("matmul_tc", "cuda_no_wait_group")
-    detail = failed(validate(op, "cuda"))[FORWARD].detail
+    detail = failed(validate(op, "cuda", fail_fast=True))[FORWARD].detail
     assert "read before an asynchronous copy landed" in detail, detail
     assert "cp.async" in detail or "asynchronous copy" in detail
 
@@ -27,7 +27,7 @@ def test_reading_tiles_before_the_wait_group_names_both_lines(mutant) -> None:
     pytest.mark.skipif(HAS_GPU, reason="a GPU's timing need not show this race: an H100 passed it "
                                        "(benchmarks/results/2026-11-25-h100-blindspots); the CPU execution names it")))])
 def test_missing_barrier_around_the_shared_tiles_fails(mutant, bug: str) -> None:
-    bad = failed(validate(mutant("matmul_tc", bug), "cuda"))
+    bad = failed(validate(mutant("matmul_tc", bug), "cuda", fail_fast=True))
     assert FORWARD in bad
     if not HAS_GPU:  # the checked build names the race on a tile
         assert "race on shared memory" in bad[FORWARD].detail or "asynchronous copy" in bad[FORWARD].detail
@@ -38,7 +38,7 @@ def test_missing_barrier_around_the_shared_tiles_fails(mutant, bug: str) -> None
 def test_fragment_layout_and_edge_bugs_fail_forward(mutant, bug: str) -> None:
     """A fragment in the wrong layout (ldmatrix without .trans on a [k][mn] tile, B's registers paired
     wrong), a tile edge not zero-filled, a copy that ignores src-size, a wait for the wrong group."""
-    bad = failed(validate(mutant("matmul_tc", bug), "cuda"))
+    bad = failed(validate(mutant("matmul_tc", bug), "cuda", fail_fast=True))
     assert FORWARD in bad, sorted(bad)
 
 

@@ -103,7 +103,7 @@ def test_cuda_build_registers_forward_v1_beside_forward() -> None:
     assert list(ext.variants()) == ["forward_v1"]
 
 
-def test_cuda_without_the_max_subtraction_gives_nan_on_large_values(mutant) -> None:
+def test_cuda_without_the_max_subtraction_gives_nan_on_large_values(mutant, small_cpu_sizes: None) -> None:
     """The planted bug is in the register path, which the edge cases' 6-column rows take."""
     op = mutant("softmax", "cuda_no_max")
     bad = failed(validate(op, "cuda"))
@@ -163,7 +163,7 @@ def test_cuda_missing_barrier_before_the_sum_fails_rows_of_several_warps(mutant)
     """Warps fold the other warps' slots before they are written: shared memory still holds its
     poison (NaN) on the CPU, or stale sums on a GPU. Rows of one warp need no barrier and pass."""
     op = mutant("softmax", "cuda_no_barrier_before_sum")
-    bad = failed(validate(op, "cuda"))
+    bad = failed(validate(op, "cuda", fail_fast=True))
     detail = bad[("cuda", "forward", "float32")].detail
     assert "y:" in detail and "[size (33, 4099)]" in detail and "[size (5, 70)]" not in detail, detail
 
@@ -185,7 +185,7 @@ def test_cuda_barrier_in_a_branch_of_lane_0_is_named(mutant) -> None:
     warp slots lane 0 has yet to write, then reach the next reduction's shuffle, which names lane 0,
     still at the barrier they went past: barrier divergence, named at that barrier."""
     op = mutant("softmax", "cuda_barrier_in_branch")
-    bad = failed(validate(op, "cuda"))
+    bad = failed(validate(op, "cuda", fail_fast=True))
     detail = bad[("cuda", "forward", "float32")].detail
     assert re.search(r"kernel\.cu:\d+ in softmax_forward_kernel<float, \d>, block \(0, 0, 0\) thread \(0, 0, 0\): "
                      r"barrier divergence: thread \(0, 0, 0\) waits at __syncthreads at \S*kernel\.cu:\d+, which thread "
