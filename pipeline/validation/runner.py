@@ -36,6 +36,7 @@ class Outcome:
 def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
     """Load and validate one op; a loading error becomes part of the outcome, not an exception.
     quiet: in a worker process (no tickers; estimates still show)."""
+    import gc
     import time
     import traceback as tb
 
@@ -47,6 +48,12 @@ def validate_named(name: str, options: Options, quiet: bool = False) -> Outcome:
     start = time.monotonic()
     try:
         op = load_op(name)
+        # What is alive now (torch, numba, the op's modules) is no garbage: frozen, Python's collector no
+        # longer walks it at each full collection, 6% of a validation's CPU time (sigmoid and softmax:
+        # 2.6 s of 41 s in the collector, 1.0 s frozen). Collected first (0.1 s), so a previous op's
+        # garbage is freed, not kept frozen. A forked child for the CPU execution inherits it frozen.
+        gc.collect()
+        gc.freeze()
         if (refused := gpu_fault.refused_row(op.name)) is not None:
             return Outcome(name=op.name, folder=shown(op.folder), rows=[refused])
         rows = validate_guarded(op, options)
