@@ -5,9 +5,13 @@
 Each measurement is a `brrr` command in a new process, the build cache as the machine has it
 (run once first for a warm cache). For each it records the wall time, the load average before and
 after (the machine may be shared: compare ratios taken in the same run, not absolute times across
-runs), the time the report's rows give to the build, to each check, to the spread under rounding
-and to saving a failing case's inputs (`--json` rows: `seconds`, extras `spread_s`, `save_s`), and
-the most threads the command's processes held at once (sampled from /proc every 0.2 s).
+runs), the CPU time of the command and every process below it that was waited for (user + sys,
+from wait4: a measure load does not stretch as it stretches wall time), the time the report's rows
+give to the build, to each check, to the spread under rounding and to saving a failing case's inputs
+(`--json` rows: `seconds`, extras `spread_s`, `save_s`), and the threads of the command's processes
+(sampled from /proc every 0.2 s): the most held at once, and the most and the average of those
+runnable at once (state R). Held threads overstate what competes for the cores: the numba
+simulator holds a Python thread per GPU thread of a block, and they take turns, one runnable at a time.
 
 Measurements (--only picks some):
   ops          `brrr validate` of the seven ops, all stages, then of every built-in op
@@ -56,6 +60,9 @@ class Measured:
     threads_max: int  # threads of all the command's processes at once, at most
     threads_per_process: dict[str, int] = field(default_factory=dict)  # the most each process (pid: name) held
     processes_max: int = 0
+    runnable_max: int = 0  # threads in state R (running or waiting for a core) at once, at most
+    runnable_mean: float = 0.0  # and on average over the samples
+    cpu_s: float = 0.0  # user + sys of the command and the processes below it it waited for
     build_s: float = 0.0
     spread_s: float = 0.0
     save_s: float = 0.0
@@ -92,6 +99,21 @@ def _threads(pid: int) -> tuple[int, str]:
     return int(fields.get("Threads", "0")), fields.get("Name", "").strip()
 
 
+def _runnable(pid: int) -> int:
+    """Threads of `pid` in state R: running, or ready and waiting for a core."""
+    count = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for task in tasks:
+        try:
+            count += Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            continue
+    return count
+
+
 def run(name: str, command: list[str], cwd: Path = ROOT, json_out: Path | None = None) -> Measured:
     """Run `command`, sampling its processes' threads; the rows of `json_out` (brrr --json) give the breakdown."""
     load_before = os.getloadavg()
@@ -100,13 +122,20 @@ def run(name: str, command: list[str], cwd: Path = ROOT, json_out: Path | None =
                             start_new_session=True)
     threads_max, processes_max = 0, 0
     per: dict[str, int] = {}
+    runnable: list[int] = []
     stderr: list[str] = []
     import threading
 
     reader = threading.Thread(target=lambda: stderr.extend(proc.stderr or []), daemon=True)
     reader.start()
-    while proc.poll() is None:
+    while True:
+        # wait4 rather than poll(): the exit's resource usage covers the whole tree brrr waited for.
+        pid_done, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid_done == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            break
         total, pids = 0, _children(proc.pid)
+        runnable.append(sum(_runnable(pid) for pid in pids))
         for pid in pids:
             n, pname = _threads(pid)
             total += n
@@ -117,7 +146,8 @@ def run(name: str, command: list[str], cwd: Path = ROOT, json_out: Path | None =
     wall = time.monotonic() - start
     reader.join(timeout=5)
     m = Measured(name, [str(c) for c in command], round(wall, 2), proc.returncode, load_before, os.getloadavg(),
-                 threads_max, per, processes_max)
+                 threads_max, per, processes_max, max(runnable, default=0),
+                 round(sum(runnable) / max(1, len(runnable)), 2), round(usage.ru_utime + usage.ru_stime, 2))
     if proc.returncode not in (0, 1):
         m.extra["stderr_tail"] = "".join(stderr[-20:])
     if json_out is not None and json_out.is_file():
@@ -196,6 +226,7 @@ def mutate(tmp: Path) -> list[Measured]:
         report = json.loads(out.read_text())
         m.extra |= {"mutants": report["mutants"], "score": report["score"], "killed": report["killed"],
                     "s_per_mutant": round(m.wall_s / max(1, report["mutants"]), 2),
+                    "cpu_s_per_mutant": round(m.cpu_s / max(1, report["mutants"]), 2),
                     "hangs": sum(r["reason"].startswith("ran past") for r in report["results"])}
     return [m]
 
@@ -274,9 +305,10 @@ def uptime() -> str:
 def show(m: Measured, idle: Measured | None = None) -> str:
     ratio = f"  x{m.wall_s / idle.wall_s:.2f} of idle" if idle else ""
     extra = "  ".join(f"{k}={v}" for k, v in m.extra.items() if k not in ("durations", "stderr_tail"))
-    return (f"{m.name:34s} {m.wall_s:8.1f}s  exit {m.exit_code}  load {m.load_before[0]:.1f}->{m.load_after[0]:.1f}  "
+    return (f"{m.name:34s} {m.wall_s:8.1f}s  cpu {m.cpu_s:6.1f}s  exit {m.exit_code}  "
+            f"load {m.load_before[0]:.1f}->{m.load_after[0]:.1f}  "
             f"build {m.build_s:.1f}s spread {m.spread_s:.1f}s save {m.save_s:.1f}s  threads<= {m.threads_max} "
-            f"in {m.processes_max} processes{ratio}  {extra}")
+            f"in {m.processes_max} processes, runnable<= {m.runnable_max} (mean {m.runnable_mean:.1f}){ratio}  {extra}")
 
 
 def main() -> int:
