@@ -135,7 +135,7 @@ def test_builtin_op_passes_the_cuda_stage(name: str) -> None:
 
 def test_unwritten_last_element(mutant) -> None:
     op = mutant("sigmoid", "cuda_last_element")
-    bad = failed(validate(op, "cuda"))
+    bad = failed(validate(op, "cuda", fail_fast=True))
     row = bad[("cuda", "forward", "float32")]
     assert "NaN where a number was expected" in row.detail
     assert row.worst.block is not None
@@ -185,7 +185,7 @@ def test_first_versions_are_validated_forward_only(tmp_path: Path) -> None:
 
 def test_skipped_vector_tail_leaves_the_last_elements_unwritten(mutant) -> None:
     op = mutant("sigmoid", "cuda_vector_tail_skipped")
-    bad = failed(validate(op, "cuda"))
+    bad = failed(validate(op, "cuda", fail_fast=True))
     detail = bad[("cuda", "forward", "float32")].detail
     assert "NaN where a number was expected" in detail
     assert "[size 1]" in detail and "[size 127]" in detail  # 127 = 31 packs of 4 and 3 more

@@ -48,7 +48,7 @@ def test_a_worst_elements_thread_is_said_to_be_intended_where_no_run_observed_it
     thread are the layout's, and it says they are the spec's intended mapping."""
     op = plant(mutant("sigmoid", "cuda_last_element"), "spec.py", '"cuda": one_per_thread(256, pack_bytes=16)',
                '"cuda": one_per_thread(64)')
-    bad = failed(validate(op, "cuda"))
+    bad = failed(validate(op, "cuda", fail_fast=True))
     row = next((r for (stage, check, _), r in bad.items() if stage == "cuda" and check == "forward"), None)
     assert row is not None and row.worst is not None, sorted(bad)
     assert row.worst.placed == "intended" and row.worst.kernel is None
