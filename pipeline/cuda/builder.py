@@ -234,9 +234,23 @@ def compiler_errors(output: str, source: Path) -> str:
                     k -= 1
                 picked.extend(lines[k:i])
             picked.extend(lines[i : i + 3])
+            if not line.startswith(shown):
+                picked.extend(_own_line_behind(lines, i, shown))
         if len(picked) >= 24:
             break
     return "\n".join(dict.fromkeys(picked)) if picked else "\n".join(lines[-20:])
+
+
+def _own_line_behind(lines: list[str], i: int, shown: str) -> list[str]:
+    """For an error reported inside a header (torch's AT_DISPATCH macros, a template), the line of the
+    user's own file that led there: the first "in expansion of macro" or "required from" note naming
+    it before the next error, with its source line."""
+    for k in range(i + 1, len(lines)):
+        if " error:" in lines[k]:
+            break
+        if lines[k].startswith(f"{shown}:"):
+            return lines[k : k + 2]
+    return []
 
 
 # --- objects: kernel.cu and binding.cpp ----------------------------------------------------

@@ -161,24 +161,32 @@ def module_text(text: str, path: Path, module_name: str, functions: tuple[str, .
 
 def on_the_cpu(text: str, path: Path) -> str:
     """module_text for the CPU execution: torch first, then `x.is_cuda()` reads true for the CPU tensors
-    that stand for device memory there, so a wrapper's TORCH_CHECK(x.is_cuda(), ...) passes as on a GPU."""
+    that stand for device memory there, so a wrapper's TORCH_CHECK(x.is_cuda(), ...) passes as on a GPU,
+    and `torch::RestrictPtrTraits` names an accessor's pointer traits as nvcc's torch does."""
     quoted = str(path.resolve()).replace("\\", "\\\\").replace('"', '\\"')
-    return f'#include <torch/extension.h>\n#define is_cuda() is_cpu()\n#line 1 "{quoted}"\n{cuda_device_as_cpu(text)}'
+    # torch declares RestrictPtrTraits (packed_accessor's __restrict__ pointers) for nvcc only; on the
+    # CPU the default traits are the same accessor without the aliasing promise.
+    prelude = "#include <torch/extension.h>\n#define is_cuda() is_cpu()\n#define RestrictPtrTraits DefaultPtrTraits\n"
+    return f'{prelude}#line 1 "{quoted}"\n{cuda_device_as_cpu(text)}'
 
 
 # The device type a wrapper compares against or allocates on, in code (not in strings or comments).
 _CUDA_DEVICE = re.compile(r"\b(?:DeviceType::CUDA|kCUDA)\b")
+# `x.type().is_cuda()`, older extensions' check (the deprecated type properties have no is_cpu()).
+_TYPE_IS_CUDA = re.compile(r"\.\s*type\s*\(\s*\)\s*\.\s*is_cuda\s*\(\s*\)")
 
 
 def cuda_device_as_cpu(text: str) -> str:
     """`DeviceType::CUDA` and `kCUDA` as their CPU counterparts, for the same reason as `is_cuda()`: a
     wrapper's `TORCH_CHECK(x.device().type() == at::DeviceType::CUDA)` or `x.device() == torch::kCUDA`
     holds of the CPU tensors standing for device memory, and an output it allocates on `kCUDA` lands
-    where the kernels run. Same length per line, so every line keeps its number."""
+    where the kernels run; `x.type().is_cuda()` becomes `x.is_cuda()`, which reads true there too.
+    No line break is added or removed, so every line keeps its number."""
     mask = masked(text)
-    spans = [(m.start(), m.end()) for m in _CUDA_DEVICE.finditer(mask)]
+    spans = [(m.start(), m.end(), text[m.start():m.end()].replace("CUDA", "CPU")) for m in _CUDA_DEVICE.finditer(mask)]
+    spans += [(m.start(), m.end(), ".is_cuda()") for m in _TYPE_IS_CUDA.finditer(mask) if "\n" not in m.group(0)]
     out, at = [], 0
-    for start, end in spans:
-        out += [text[at:start], text[start:end].replace("CUDA", "CPU")]
+    for start, end, new in sorted(spans):
+        out += [text[at:start], new]
         at = end
     return "".join(out) + text[at:]

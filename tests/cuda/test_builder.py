@@ -206,3 +206,15 @@ def test_a_ptxas_error_is_shown_not_only_its_info_lines(tmp_path: Path) -> None:
               + "ptxas info    : Function properties for _Z1kPf\n" * 30)
     shown = compiler_errors(output, tmp_path / "kernel.cu")
     assert shown.splitlines()[0].startswith("ptxas error") and "too much shared data" in shown
+
+
+def test_an_error_inside_a_header_names_the_users_line_that_led_there(tmp_path: Path) -> None:
+    source = tmp_path / "op.cu"
+    output = (f"/torch/include/Dispatch.h:36:63: error: cannot convert 'DeprecatedTypeProperties' to 'ScalarType'\n"
+              "   36 |     ScalarType _st = scalar_type(the_type);\n      |  ^~~\n"
+              "/torch/include/ATen/Dispatch.h:197:3: note: in expansion of macro 'AT_DISPATCH_SWITCH'\n"
+              f"{source}:119:3: note: in expansion of macro 'AT_DISPATCH_FLOATING_TYPES'\n"
+              "  119 |   AT_DISPATCH_FLOATING_TYPES(gates.type(), \"fwd\", ([&] {\n")
+    said = builder.compiler_errors(output, source)
+    assert "op.cu:119:3: note: in expansion of macro 'AT_DISPATCH_FLOATING_TYPES'" in said
+    assert "AT_DISPATCH_FLOATING_TYPES(gates.type()" in said

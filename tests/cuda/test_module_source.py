@@ -139,3 +139,8 @@ def test_cuda_device_types_read_as_the_cpu_in_code_only() -> None:
             "auto y = at::empty({2}, x.options().device(torch::kCUDA)); // kCUDA\n")
     out = cuda_device_as_cpu(line)
     assert out == line.replace("DeviceType::CUDA", "DeviceType::CPU").replace("torch::kCUDA", "torch::kCPU")
+
+
+def test_the_deprecated_type_check_reads_as_the_tensors_own() -> None:
+    line = '#define CHECK_CUDA(x) AT_ASSERTM(x.type().is_cuda(), #x " must be a CUDA tensor")\n'
+    assert cuda_device_as_cpu(line) == '#define CHECK_CUDA(x) AT_ASSERTM(x.is_cuda(), #x " must be a CUDA tensor")\n'
