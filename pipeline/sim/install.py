@@ -34,9 +34,14 @@ def _module_class() -> type:
             self._shared = shared_memory.TrackedShared(dynshared_size)
             self._atomic = shared_memory.TrackedAtomic()
             self._started = time.monotonic()
+            self._cpu_started = time.process_time()
 
         def deadline(self, limit: float) -> float:
             return self._started + limit
+
+        def spent(self) -> tuple[float, float]:
+            """(this process's CPU seconds, wall seconds) since the launch began."""
+            return time.process_time() - self._cpu_started, time.monotonic() - self._started
 
         def begin_block(self, block: Block) -> None:
             self._shared.begin_block(block)

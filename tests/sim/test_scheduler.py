@@ -113,6 +113,14 @@ def spins(x, out):
     out[i] = x[i] + k
 
 
+@cuda.jit
+def naps(x, out):
+    i = cuda.threadIdx.x
+    if i == 0:
+        time.sleep(0.6)  # no CPU time: as a launch waits for a core on a loaded machine
+    out[i] = x[i]
+
+
 def _fault(kernel, threads: int = 32):
     x = torch.randn(threads, dtype=torch.float64)
     out = torch.empty(threads, dtype=torch.float64)
@@ -189,6 +197,16 @@ def test_a_kernel_that_ran_out_of_time_is_not_waited_out_again() -> None:
     assert isinstance(first, KernelTimeLimit) and isinstance(again, KernelTimeLimit)
     assert "not run again: this kernel ran out of time in an earlier launch" in str(again)
     assert fault.thread == (3, 0, 0) and fault.line in (line_of("planted: thread 3"), line_of("planted: thread 3") + 1)
+
+
+def test_the_time_limit_counts_cpu_time_so_a_launch_slowed_by_the_machine_is_no_hang() -> None:
+    x = torch.arange(4, dtype=torch.float64)
+    out = torch.empty(4, dtype=torch.float64)
+    with time_limit(0.5):  # 0.6 s of wall time, almost no CPU time: within the limit
+        launch(naps, 1, 4, x, out)
+    assert torch.equal(out, x)
+    with time_limit(0.1), pytest.raises(KernelTimeLimit, match="0.4 s"):  # past 4 times the limit in wall time
+        launch(naps, 1, 4, x, out)
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "inf"])
