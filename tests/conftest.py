@@ -133,7 +133,12 @@ def small_cpu_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
     fault shows wherever a block or tile boundary is crossed (a translation, a planted bug whose sizes
     the test names, all under 2^12, or its edge cases): the larger sizes would repeat the same finding
     at many times the cost. The 16-bit accumulator sizes stay: a running sum in the wrong type fails there."""
-    monkeypatch.setattr(loaders, "CPU_SIZE_BUDGET", 1 << 12)
+    cpu_sizes_up_to(monkeypatch, 1 << 12)
+
+
+def cpu_sizes_up_to(monkeypatch: pytest.MonkeyPatch, elements: int) -> None:
+    """small_cpu_sizes with another bound, for a test that names a size between 2^12 and 2^18 elements."""
+    monkeypatch.setattr(loaders, "CPU_SIZE_BUDGET", elements)
 
 
 def copy_op(name: str, dest: Path) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import HAS_GPU, compile_only, copy_op, failed, gpu, needs_nvcc, plant, validate
+from conftest import HAS_GPU, compile_only, copy_op, cpu_sizes_up_to, failed, gpu, needs_nvcc, plant, validate
 
 from brrr_kernels.cuda import builder
 from brrr_kernels.op.loaders import load_op
@@ -92,9 +92,10 @@ def test_cuda_weight_gradient_from_one_row_group_fails_backward(mutant) -> None:
     assert ("cuda", "forward", "float32") not in bad
 
 
-def test_cuda_block_sum_of_one_warp_fails_the_block_path_only(mutant) -> None:
+def test_cuda_block_sum_of_one_warp_fails_the_block_path_only(mutant, monkeypatch: pytest.MonkeyPatch) -> None:
     """A row held by a whole block, its mean summed from warp 0 alone: the rows a warp holds (short
     ones, the edge inputs) and the loop kernel's odd widths stay right."""
+    cpu_sizes_up_to(monkeypatch, 1 << 16)  # every size named below, not the four largest
     op = mutant("layernorm", "cuda_block_sum_one_warp")
     bad = failed(validate(op, "cuda"))
     # The first size each dtype takes to a block path; the sizes before it are on other paths.
