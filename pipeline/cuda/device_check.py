@@ -18,16 +18,22 @@ import time
 
 from ..op.spec import Op
 from . import builder, module_build
-from .builder import CompileReport, Job
+from .builder import INCLUDE_DIR, CompileReport, Job
 
 
-def device_only(job: Job) -> Job:
-    """The nvcc job with `--cuda` in place of `-c`, cached under a key of its own (the content key of
-    `-c`'s, which covers the source and headers, with the changed command)."""
+def device_only(job: Job, op: Op | None = None) -> Job:
+    """The nvcc job with `--cuda` in place of `-c`, cached under a key of its own: with `op`, over the
+    source, the op folder's headers and brrr's, and the command with the op folder's path taken out
+    (what is read back, ptxas' report, does not depend on where the folder is, and a refusal is never
+    cached), so a copy of an op reuses it; without, the content key of `-c`'s with the changed command."""
     if "-c" not in job.command:
         raise ValueError(f"not a compile job: {job.command}")
     command = ["--cuda" if part == "-c" else part for part in job.command]
-    key = hashlib.sha256(f"{job.key}\0{' '.join(command)}".encode()).hexdigest()[:16]
+    if op is None:
+        key = hashlib.sha256(f"{job.key}\0{' '.join(command)}".encode()).hexdigest()[:16]
+    else:
+        keyed = [part.replace(str(op.folder), "<op>") for part in command]
+        key = builder.object_key(op, job.source, sorted(INCLUDE_DIR.glob("*.cuh")), keyed, (builder.nvcc_version(),))
     label = job.object.stem.rsplit("-", 1)[0]  # the object's name less its key
     return job._replace(command=command, key=key, object=job.object.with_name(f"{label}-front-{key}.ii"))
 
@@ -37,10 +43,10 @@ def kernel_check(op: Op, arch: str = builder.DEFAULT_ARCH) -> CompileReport:
     with ptxas' report: no GPU needed."""
     start = time.monotonic()
     if op.spec.torch_module:
-        jobs = [job for job in module_build.gpu_jobs(op, arch) if job.named.suffix == ".cu"]
+        jobs = [device_only(job) for job in module_build.gpu_jobs(op, arch) if job.named.suffix == ".cu"]
     else:
-        jobs = [builder.kernel_job(op, arch)]
-    objects = builder.compile_all([device_only(job) for job in jobs], f"compiling {op.name}", arch)
+        jobs = [device_only(builder.kernel_job(op, arch), op)]
+    objects = builder.compile_all(jobs, f"compiling {op.name}", arch)
     cached = all(o.cached for o in objects)
     seconds = sum(o.seconds for o in objects) if cached else time.monotonic() - start
     return CompileReport(arch=arch, kernels=tuple(k for o in objects for k in o.kernels), seconds=seconds,

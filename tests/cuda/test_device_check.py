@@ -28,6 +28,11 @@ def test_reports_each_kernel_and_is_cached(tmp_path: Path) -> None:
     report = device_check.kernel_check(op)
     assert any(k.kernel.startswith("sigmoid_forward_kernel") and k.registers > 0 for k in report.kernels)
     assert device_check.kernel_check(op).cached
+    # A copy elsewhere, the same files: the report is reused; an edit is compiled again.
+    copy = load_op(str(copy_op("sigmoid", tmp_path / "elsewhere")))
+    assert device_check.kernel_check(copy).cached
+    edited = plant(copy.folder, "kernel.cu", "constexpr int kThreads = 256;", "constexpr int kThreads = 128;")
+    assert not device_check.kernel_check(load_op(str(edited))).cached
 
 
 @needs_nvcc
