@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import importlib.util
+import re
 import subprocess
 import sys
 import sysconfig
@@ -156,10 +157,30 @@ def import_module(name: str, library: Path) -> Any:
     spec = importlib.util.spec_from_file_location(name, library, loader=loader)
     if spec is None:
         raise BuildError(f"cannot import {library}")
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    try:
+        module = importlib.util.module_from_spec(spec)  # dlopen: where a missing symbol is found
+        loader.exec_module(module)
+    except ImportError as e:
+        raise _unresolved(e) from e
     sys.modules[name] = module
     return module
+
+
+def _unresolved(error: ImportError) -> BuildError:
+    """An import that failed on a symbol no loaded library defines, said in C++ terms: on the CPU,
+    most often a function of torch's CUDA libraries (libc10_cuda, libtorch_cuda) the CPU wheel lacks."""
+    found = re.search(r"undefined symbol: (\S+)", str(error))
+    if found is None:
+        return BuildError(f"the built module could not be imported: {error}")
+    symbol = found.group(1)
+    try:
+        symbol = subprocess.run(["c++filt", symbol], capture_output=True, text=True, timeout=10).stdout.strip() or symbol
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return BuildError(f"the built module uses {symbol}, which no library loaded here defines",
+                      hint="on the CPU, torch's CUDA libraries are absent: a call into them (c10::cuda::..., "
+                           "at::cuda::...) beyond the stand-ins brrr provides cannot run there; on a GPU machine, "
+                           "check the library that defines it is linked")
 
 
 def _bind(op: Op, module: Any, library: Path, start: float, cached: bool) -> ModuleBuild:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, needs_nvcc
 
+from brrr_kernels.base.errors import BuildError
 from brrr_kernels.cuda import builder, module_build
 from brrr_kernels.op.loaders import load_op
 
@@ -49,3 +50,12 @@ def test_a_module_of_several_sources_compiles_and_links_for_the_gpu(tmp_path: Pa
     assert f"PyInit_{name}" in defined  # one module, brrr's: the author's PYBIND11_MODULE became its function
     own = {"scale", "shift", "affine_forward"}  # the launchers of both .cu files, and bind.cpp's wrapper
     assert own <= defined and not own & undefined  # every source of the module is in it
+
+
+def test_a_module_needing_a_symbol_no_library_defines_is_a_build_error_naming_it(tmp_path: Path) -> None:
+    source = tmp_path / "needs.cpp"
+    source.write_text("namespace c10::cuda { void missing_call(int); }\nvoid use() { c10::cuda::missing_call(1); }\n")
+    library = tmp_path / "needs.so"
+    subprocess.run([builder.find_cxx(), "-shared", "-fPIC", str(source), "-o", str(library)], check=True)
+    with pytest.raises(BuildError, match=r"uses c10::cuda::missing_call\(int\), which no library loaded here defines"):
+        module_build.import_module("brrr_test_needs_missing", library)

@@ -1,6 +1,7 @@
 // A TORCH_LIBRARY project's CUDA file, written the way PyTorch's custom-op tutorial writes one: the
 // wrappers in a namespace, registered for the CUDA dispatch key, asserting the device type, on
-// the current stream from ATen/cuda/CUDAContext.h (which includes cuSPARSE's and cuBLAS's headers);
+// the current stream from ATen/cuda/CUDAContext.h (which includes cuSPARSE's and cuBLAS's headers),
+// launches checked with c10/cuda/CUDAException.h's macro;
 // and, in the older idiom of the LLTM tutorial, `x.type().is_cuda()` and a packed accessor with
 // torch::RestrictPtrTraits (which torch declares for nvcc only).
 #include <ATen/Operators.h>
@@ -10,6 +11,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
 
 namespace brrr_registered {
 
@@ -42,6 +44,7 @@ at::Tensor myfma_cuda(const at::Tensor& a, const at::Tensor& b, double c) {
   cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   fma_kernel<<<(numel + 255) / 256, 256, 0, stream>>>(numel, a_contig.data_ptr<float>(), b_contig.data_ptr<float>(),
                                                      static_cast<float>(c), result.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return result;
 }
 
