@@ -160,7 +160,7 @@ def test_an_op_outside_the_subset_is_refused_at_its_line(op: str) -> None:
 
 @needs_nvcc
 @pytest.mark.parametrize("op", BUILTIN)
-def test_builtin_op_translation_validates(op: str, tmp_path: Path) -> None:
+def test_builtin_op_translation_validates(op: str, tmp_path: Path, small_cpu_sizes: None) -> None:
     folder = translated_copy(op, tmp_path)
     rows = validate(folder, "cuda")
     assert not failed(rows), [r.detail for r in rows if r.verdict == FAIL]
