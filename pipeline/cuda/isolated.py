@@ -40,6 +40,37 @@ _PR_SET_NAME = 15
 HOST_GRACE_S = 30.0
 
 
+# A call's limit is the child's CPU time, as the runtime's launch limit is: on a loaded machine a call
+# gets a fraction of a core, and a slow call there is no endless loop. A child blocked (a lock, a
+# read) spends none: WALL_FACTOR times the limit in wall time stops it.
+WALL_FACTOR = 4.0
+
+
+def _answered(calls: Any, pid: int, limit: float) -> bool:
+    """Whether the child answers on `calls` before it has spent `limit` seconds of CPU time in this
+    call, or WALL_FACTOR times that in wall time."""
+    import time
+
+    cpu_before, start = _cpu_seconds(pid), time.monotonic()
+    while True:
+        wall = time.monotonic() - start
+        now = _cpu_seconds(pid)
+        cpu = now - cpu_before if now is not None and cpu_before is not None else wall
+        if cpu > limit or wall > WALL_FACTOR * limit:
+            return bool(calls.poll(0))
+        if calls.poll(min(1.0, max(0.0, limit - cpu), WALL_FACTOR * limit - wall)):
+            return True
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds of process `pid`, all its threads (Linux's /proc); None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class Crashed(RuntimeError):
     """The child process running the op's code died (a signal) or was killed past its time limit."""
 
@@ -276,10 +307,11 @@ class Isolated:
             self.start()
         try:
             self.calls.send((name, _pack(args), guards.active(), _poisoning()))
-            if not self.calls.poll(self.hard_limit_s):
+            if not _answered(self.calls, self.process.pid, self.hard_limit_s):
                 self.kill()
-                raise Crashed(f"{name} ran for more than {self.hard_limit_s:.0f} s and was stopped: a loop that does "
-                              "not end, in host code (binding.cpp) or where the kernel time limit cannot reach it")
+                raise Crashed(f"{name} ran for more than {self.hard_limit_s:.0f} s of CPU time (or "
+                              f"{WALL_FACTOR * self.hard_limit_s:.0f} s) and was stopped: a loop that does not end, "
+                              "in host code (binding.cpp) or where the kernel time limit cannot reach it")
             answer = self.calls.recv()
         except (EOFError, ConnectionError, BrokenPipeError, OSError):
             raise self.crash(name) from None

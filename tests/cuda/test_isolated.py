@@ -143,3 +143,31 @@ def test_two_jobs_one_op_crashing_report_both_and_write_json(tmp_path: Path) -> 
     assert folders == {"sigmoid"} and len(report["rows"]) >= 2 * 30, len(report["rows"])
     verdicts = [r["verdict"] for r in report["rows"]]
     assert verdicts.count("pass") > len(verdicts) // 2
+
+
+def _answer_after(end: object, nap: float, spin: bool) -> None:
+    import time
+
+    until = time.monotonic() + nap
+    while spin and time.monotonic() < until:  # CPU time, as a loop in host code spends it
+        pass
+    time.sleep(0 if spin else nap)  # no CPU time, as a call waiting for a core on a loaded machine
+    end.send("done")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("nap, spin, answered", [(0.6, False, True), (30.0, True, False), (30.0, False, False)])
+def test_a_calls_limit_is_the_childs_cpu_time_or_four_times_it_in_wall_time(nap: float, spin: bool,
+                                                                            answered: bool) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    mine, end = context.Pipe()
+    child = context.Process(target=_answer_after, args=(end, nap, spin), daemon=True)
+    child.start()
+    try:
+        # 0.6 s asleep is past a 0.3 s limit in wall time but spends no CPU time: answered. A spin is
+        # stopped at its CPU limit; a child blocked for good, at 4 times the limit in wall time.
+        assert isolated._answered(mine, child.pid, 0.3) is answered
+    finally:
+        child.kill()
+        child.join()
