@@ -164,16 +164,17 @@ def test_cuda_boundary_tile_that_is_not_zero_filled_fails(mutant, small_cpu_size
     assert "size (33, 65, 17)" in bad[("cuda", "forward", "float32")].detail
 
 
-def test_cuda_v3_k_tail_that_is_not_zero_filled_fails(mutant) -> None:
-    """The same bug in the 128x128 kernel (v3), which only float32 outputs of 128-multiple rows and
-    columns run: at (128, 131, 256) the last k-tile holds 3 of 8 k, and each thread's other slots keep
-    its own values from the tile before, so c picks up those products twice. float64 never runs v3."""
-    op = mutant("matmul", "cuda_no_zero_fill_v3")
-    bad = failed(validate(op, "cuda"))
-    assert "size (128, 131, 256)" in bad[("cuda", "forward", "float32")].detail
-    assert ("cuda", "forward", "float64") not in bad
-    # The worst element is named with v3's thread (1-D blocks of 256), not a 16x16 kernel's.
-    w = bad[("cuda", "forward", "float32")].worst
+@pytest.mark.parametrize("bug, check", [("cuda_no_zero_fill_v4", "forward"), ("cuda_no_zero_fill_v3", "forward_v3")])
+def test_cuda_128_kernels_k_tail_that_is_not_zero_filled_fails(mutant, bug: str, check: str) -> None:
+    """The same bug in the 128x128 kernels, which only float32 outputs of 128-multiple rows and
+    columns run: v4 (forward's, k-steps of 16) and v3 (forward_v3's, k-steps of 8). At (128, 131, 256)
+    the last k-step holds 3 k, and each thread's other slots keep its own values from the step before,
+    so c picks up those products twice. float64 never runs either."""
+    bad = failed(validate(mutant("matmul", bug), "cuda"))
+    assert "size (128, 131, 256)" in bad[("cuda", check, "float32")].detail
+    assert ("cuda", check, "float64") not in bad
+    # The worst element is named with the 128x128 kernels' thread (1-D blocks of 256), not a 16x16 kernel's.
+    w = bad[("cuda", check, "float32")].worst
     r, c = w.index
     assert w.shape[0] % 128 == 0 and w.shape[1] % 128 == 0
     assert w.block == (c // 128, r // 128, 0) and w.thread == ((r % 64 // 4) * 16 + c % 64 // 4, 0, 0)
@@ -181,7 +182,7 @@ def test_cuda_v3_k_tail_that_is_not_zero_filled_fails(mutant) -> None:
 
 @gpu
 def test_cuda_earlier_versions_match_torch() -> None:
-    """forward_v1 (naive) and forward_v2 (16x16 tiles) are what `brrr bench` times beside forward;
+    """forward_v1 (naive), forward_v2 (16x16 tiles) and forward_v3 (v3) are what `brrr bench` times beside forward;
     validate never calls them, so they are checked here, on the validated sizes and K = 0."""
     from brrr_kernels.cuda import builder
 
@@ -194,18 +195,22 @@ def test_cuda_earlier_versions_match_torch() -> None:
         cases.append(op.spec.edge_cases["K=0, empty sum"](dtype, cuda))
         for a, b in cases:
             want = a.double() @ b.double()
-            for version in (ext.forward_v1, ext.forward_v2):
+            for version in (ext.forward_v1, ext.forward_v2, ext.forward_v3):
                 torch.testing.assert_close(version(a, b).double(), want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("bug, dtypes", [("cuda_no_barrier_after_loads", ("float32", "float64")),
-                                         ("cuda_v3_no_barrier_after_loads", ("float32",))])
-def test_cuda_missing_barrier_after_the_tile_loads_fails_forward(mutant, bug: str, dtypes: tuple[str, ...]) -> None:
-    """Threads read tile elements other threads have not loaded yet: the poison on the CPU."""
+@pytest.mark.parametrize("bug, check, dtypes, array", [
+    ("cuda_no_barrier_after_loads", "forward", ("float32", "float64"), "_tile["),  # v2
+    ("cuda_v3_no_barrier_after_loads", "forward_v3", ("float32",), "_tile["),
+    ("cuda_v4_one_buffer", "forward", ("float32",), "_buf[")])  # v4 stores into the buffer it reads
+def test_cuda_missing_barrier_after_the_tile_loads_fails_forward(mutant, bug: str, check: str, dtypes: tuple[str, ...],
+                                                                  array: str) -> None:
+    """Threads read tile elements other threads have not stored yet (or overwrite ones they still
+    read): the poison on the CPU."""
     bad = failed(validate(mutant("matmul", bug), "cuda"))
     for dtype in dtypes:
-        detail = bad[("cuda", "forward", dtype)].detail
+        detail = bad[("cuda", check, dtype)].detail
         if HAS_GPU:
             assert "c:" in detail, detail
         else:  # the CPU execution's checks name the race on a tile element
-            assert "race on shared memory:" in detail and "_tile[" in detail, detail
+            assert "race on shared memory:" in detail and array in detail, detail
