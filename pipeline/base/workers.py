@@ -11,10 +11,11 @@ the order asked, `Pool.run` as each is done.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -61,8 +62,10 @@ class Lost:
 
 
 class Pool:
-    """`jobs` worker processes running fn(item, *extra), fed from one queue, each answering on a pipe
-    of its own (written as it goes, so a worker that dies has said which item it took). `limit`:
+    """Up to `jobs` worker processes running fn(item, *extra), fed from one queue, each answering on a
+    pipe of its own (written as it goes, so a worker that dies has said which item it took). As many
+    items run at once as there are free CPUs when each is handed out (at_once): the pool starts with
+    the workers the free CPUs call for and starts more, up to `jobs`, as CPUs come free. `limit`:
     seconds after which an item's worker is killed (its process group) and replaced, the item
     giving Lost; None, no limit (it may be set later, as brrr mutate does from the op's own time)."""
 
@@ -73,6 +76,7 @@ class Pool:
         end_resource_tracker_at_exit()  # the queue's semaphores start multiprocessing's resource tracker
         self.tasks = self.context.Queue()
         self.fn, self.extra, self.limit = fn, extra, limit
+        self.jobs = jobs
         self.threads = share_of_cpus(jobs)
         self._processes: dict[int, Any] = {}  # pid -> process (the name _kill_workers reads)
         self.answers: dict[int, Any] = {}  # pid -> the reading end of its pipe
@@ -80,7 +84,7 @@ class Pool:
         self.lost_workers = 0
         self.items = 0  # given to run() so far
         try:
-            for _ in range(jobs):
+            for _ in range(max(1, min(jobs, free_cpus()))):
                 self._spawn()
         except BaseException:  # Ctrl-C while workers start: none of them outlives brrr
             _kill_workers(self, self.spawned)
@@ -101,17 +105,26 @@ class Pool:
     def run(self, items: Sequence[Any], order: Sequence[int] | None = None) -> Iterator[tuple[int, Any]]:
         """(index, result) for each item as it is done; Lost for one whose worker was killed past the
         limit or died. `order`: the indices in the order the workers take them (default: as given)."""
+        from collections import deque
         from multiprocessing.connection import wait
 
         order = range(len(items)) if order is None else order
         if sorted(order) != list(range(len(items))):
             raise ValueError(f"order {list(order)} is not a permutation of the {len(items)} items' indices")
         self.items += len(items)
-        for index in order:
-            self.tasks.put((index, items[index]))
+        pending = deque(order)
+        handed: dict[int, float] = {}  # item index -> when it was handed out, until it is done
         running: dict[int, tuple[int, float]] = {}  # worker pid -> (item index, start)
         left = len(items)
         while left:
+            # Items are handed out one at a time, as many at once as there are free cores (at_once):
+            # a machine that got busy since the workers started gets fewer of brrr's, not more.
+            while pending and len(handed) < at_once(self.jobs, in_load_average(handed.values())):
+                if len(handed) >= len(self._processes):  # every worker has an item: one more
+                    self._spawn()
+                index = pending.popleft()
+                handed[index] = time.monotonic()
+                self.tasks.put((index, items[index]))
             by_reader = {r: pid for pid, r in self.answers.items()}
             for reader in wait(list(by_reader), timeout=1.0):
                 pid = by_reader[reader]
@@ -120,6 +133,7 @@ class Pool:
                 except (EOFError, OSError):  # the worker is gone
                     if pid in running:
                         index, began = running.pop(pid)
+                        handed.pop(index, None)
                         left -= 1
                         code = self._retire(pid)
                         yield index, Lost(f"its worker process {ended(code)}", time.monotonic() - began)
@@ -130,6 +144,7 @@ class Pool:
                     running[pid] = (index, time.monotonic())
                     continue
                 running.pop(pid, None)
+                handed.pop(index, None)
                 left -= 1
                 if event == "raised":
                     raise value
@@ -138,6 +153,7 @@ class Pool:
                 if self.limit is not None and time.monotonic() - began > self.limit:
                     _kill_group(pid)
                     del running[pid]
+                    handed.pop(index, None)
                     left -= 1
                     self._retire(pid)
                     yield index, Lost(f"ran past {self.limit:.0f}s", self.limit, overdue=True)
@@ -220,6 +236,32 @@ def free_cpus() -> int:
     except OSError:  # no load average here
         return mine
     return max(1, min(mine, round(mine - load)))
+
+
+LOAD_AVERAGE_S = 60.0  # the time constant of the 1-minute load average
+
+
+def in_load_average(handed: Iterable[float]) -> float:
+    """What brrr's own items, handed out at these times, add to the 1-minute load average now: each
+    busy a core since then (an exponential average: 1 - e^(-age / 60 s) of one each)."""
+    now = time.monotonic()
+    return sum(1.0 - math.exp(-(now - t) / LOAD_AVERAGE_S) for t in handed)
+
+
+def at_once(workers: int, mine: float) -> int:
+    """How many of `workers` should run items now, `mine` the load brrr's own running items add to the
+    load average (in_load_average): the CPUs the others leave free, at least 1.
+
+    Sized at each item rather than once at the start, so a brrr that started on an idle machine gives
+    cores back as others start, and one that started beside a finishing run takes them up as the load
+    falls."""
+    mine_cpus, machine = cpus(), os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0] * mine_cpus / max(mine_cpus, machine)
+    except OSError:  # no load average here
+        return workers
+    others = max(0.0, load - mine)
+    return max(1, min(workers, round(mine_cpus - others)))
 
 
 def share_of_cpus(workers: int) -> int:

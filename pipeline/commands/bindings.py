@@ -21,7 +21,10 @@ from ..cuda.tokens import masked
 # m.def("name", &function) in a PYBIND11_MODULE, m.impl("name", &function) or TORCH_FN(function) in
 # a TORCH_LIBRARY(_IMPL).
 DEFINED = re.compile(r'\.\s*def\s*\(\s*"(\w+)"')
-BOUND = re.compile(r'\.\s*(def|impl)\s*\(\s*"(\w+)"\s*,\s*(?:TORCH_FN\s*\(\s*)?&?\s*([\w:]+)')
+# The function may be wrapped: TORCH_FN(f), torch::wrap_pybind_function(f) (a GIL release, as
+# flash-attention-minimal binds its forward).
+BOUND = re.compile(r'\.\s*(def|impl)\s*\(\s*"(\w+)"\s*,\s*(?:(?:TORCH_FN|(?:torch::)?wrap_pybind_function)\s*\(\s*)?'
+                   r'&?\s*([\w:]+)')
 _MODULE = re.compile(r"\b(PYBIND11_MODULE|TORCH_LIBRARY|TORCH_LIBRARY_IMPL|TORCH_LIBRARY_FRAGMENT)\s*\(")
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(?:define|undef)\b(?:[^\n]*\\\n)*[^\n]*", re.M)
 # A macro's call: an upper-case name and its parenthesis (a function of the author's is lower or mixed case).

@@ -45,7 +45,8 @@ def main(args: argparse.Namespace) -> int:
     if args.watch:
         return _watch(names, options, args)
     # --huge needs most of the GPU's memory for one op at a time.
-    jobs = 1 if args.huge else (args.jobs or workers.free_cpus())
+    # At most one op a CPU; as many at once as are free as each starts (workers.at_once).
+    jobs = 1 if args.huge else (args.jobs or workers.cpus())
     return _validate_once(names, options, jobs, args)
 
 

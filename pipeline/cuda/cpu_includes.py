@@ -100,7 +100,7 @@ def prepare(op_folder: Path, sources: list[Path], name: str, extra_dirs: list[Pa
 def provided() -> str:
     """The CUDA headers brrr's CPU build provides, for messages."""
     names = sorted(str(p.relative_to(CPU_INCLUDE)) for p in CPU_INCLUDE.rglob("*")
-                   if p.is_file() and not p.name.startswith("brrr_") and p.suffix in ("", ".h"))
+                   if p.is_file() and not p.name.startswith("brrr_") and p.suffix in ("", ".h", ".cuh"))
     return ", ".join(names)
 
 

@@ -171,6 +171,12 @@ class _Rewriter:
         if self.mask[start:line_start].lstrip().startswith("#"):
             start = line_start
         end = self.mask.find(";", pos)
+        # A struct or union defined in the declaration (`__shared__ union { typename A::TempStorage a;
+        # typename B::TempStorage b; } temp;`): its members' ';' are not the declaration's.
+        body = self.mask.find("{", pos)
+        if 0 <= body < end:
+            close = _matching(self.mask, body, "{}")
+            end = self.mask.find(";", close) if close >= 0 else -1
         if end < 0:
             raise self.error(pos, "a __shared__ declaration without its ';'")
         while start < pos and self.mask[start].isspace():

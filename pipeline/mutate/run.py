@@ -506,7 +506,7 @@ def main(args: argparse.Namespace) -> int:
     from ..base.files import write_atomic
 
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
-    report = mutate(args.op, seed, jobs=args.jobs or workers.free_cpus(), limit=args.timeout, stage=args.stage,
+    report = mutate(args.op, seed, jobs=args.jobs or workers.cpus(), limit=args.timeout, stage=args.stage,
                            kinds=tuple(Kind(k) for k in args.kind or ()))
     print(format_report(report))
     if args.json:

@@ -151,3 +151,45 @@ def test_order_says_which_item_starts_first_and_results_still_come_in_the_order_
 def test_an_order_that_is_not_a_permutation_is_refused() -> None:
     with pytest.raises(ValueError, match="permutation"):
         list(workers.in_processes(square, [3, 1, 2], 1, order=[0, 0, 1]))
+
+
+def spans(n: int) -> tuple[float, float]:
+    import time
+
+    start = time.monotonic()
+    time.sleep(0.4)
+    return start, time.monotonic()
+
+
+def most_at_once(intervals: list[tuple[float, float]]) -> int:
+    return max(sum(s <= t < e for s, e in intervals) for t, _ in intervals)
+
+
+def test_as_many_items_run_at_once_as_cpus_are_free_whatever_the_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    idle(monkeypatch, load=4.0 * (os.cpu_count() or 1))  # others keep every CPU busy: one item at a time
+    assert most_at_once(list(workers.in_processes(spans, list(range(4)), 4))) == 1
+    if workers.cpus() >= 2:
+        idle(monkeypatch)
+        assert most_at_once(list(workers.in_processes(spans, list(range(4)), 2))) == 2
+
+
+def test_brrrs_own_items_count_in_the_load_average_as_they_age() -> None:
+    import time
+
+    now = time.monotonic()
+    assert workers.in_load_average([now]) == pytest.approx(0.0, abs=0.01)
+    assert workers.in_load_average([now - 60.0, now - 600.0]) == pytest.approx(0.632 + 1.0, abs=0.01)
+
+
+
+def test_only_the_others_load_takes_cpus_from_brrr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workers, "cpus", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    idle(monkeypatch, load=2.0)
+    assert workers.at_once(2, 2.0) == 2  # the load is brrr's own two items
+    assert workers.at_once(2, 0.0) == 1  # the load is others': no CPU free, and still at least one item
+    idle(monkeypatch, load=3.0)
+    assert workers.at_once(2, 2.0) == 1  # one more runnable beside brrr's two: it gives one back
+    assert workers.at_once(8, 0.0) == 1
+    idle(monkeypatch, load=0.0)
+    assert workers.at_once(8, 0.0) == 2  # never more items at once than CPUs, whatever the jobs

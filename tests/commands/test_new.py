@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import HAS_GPU, HAS_NVCC, brrr
 
+from brrr_kernels.op.loaders import load_op
+
 SWISH_REFERENCE = '''
 import torch
 
@@ -264,6 +266,8 @@ def test_rowwise_template_is_unfinished_then_validates_as_rmsnorm(tmp_path: Path
     assert unfinished.returncode == 1, unfinished.stdout + unfinished.stderr
     assert [ln.split()[1] for ln in unfinished.stdout.splitlines() if " FAIL " in ln] == ["unfinished"] * 3
     assert "write forward(x, weight, eps) in reference.py" in unfinished.stdout
+    spec = load_op(str(folder)).spec  # the default rowwise shape: a weight, and rstd saved for backward
+    assert spec.stats == ("rstd",) and spec.inputs == ("x", "weight")
 
     (folder / "reference.py").write_text(RMSNORM_REFERENCE)
     fill_in(folder / "numba_kernel.py", dict(RMSNORM_NUMBA))

@@ -92,6 +92,9 @@ struct SharedRegion {
     size_t element_size = 0;
     int rank = 0;
     size_t dims[4] = {};
+    // The element is a struct or union of more than 16 bytes (a CUB TempStorage, a union of them),
+    // whose fields different threads may write: the race checks watch each byte of it.
+    bool fields = false;
 };
 
 // Extension points for checks layered on the scheduler (memory checks, a debugger): each is
@@ -203,6 +206,8 @@ T& shared_at(const void* key, size_t align, const char* name, const char* file, 
     const size_t a = align > alignof(T) ? align : alignof(T);
     SharedRegion shape{};
     shape.element_size = sizeof(std::remove_all_extents_t<T>);
+    using E = std::remove_all_extents_t<T>;
+    shape.fields = (std::is_class_v<E> || std::is_union_v<E>) && sizeof(E) > 16;  // not float4, __half2
     shape.rank = static_cast<int>(std::rank_v<T>);
     [&]<size_t... I>(std::index_sequence<I...>) { ((shape.dims[I] = std::extent_v<T, I>), ...); }(
         std::make_index_sequence<(std::rank_v<T> < 4 ? std::rank_v<T> : 4)>{});

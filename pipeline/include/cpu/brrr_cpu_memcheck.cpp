@@ -82,6 +82,9 @@ struct Shared {
     // touches, so a 16-byte pack of floats is 4 cells, and two threads writing different bytes
     // of one element count as touching the same element.
     std::vector<Cell> cells;
+    // The bytes a cell covers: an element, or 1 for a struct or union element (a CUB TempStorage, a
+    // union of them), whose fields are separate memory that different threads may write.
+    std::size_t cell = 1;
     // Elements an asynchronous copy (cp.async, brrr_cpu_async_impl.h) will write when its wait lands
     // it: the issuing thread and line, kept across barriers (a barrier does not complete a copy).
     std::vector<Access> flights;
@@ -385,13 +388,16 @@ struct Extent {
 
 std::string element_name(const Shared& s, uintptr_t addr) {
     std::size_t flat = (addr - s.lo) / s.element;
-    if (s.rank <= 1) return std::string(s.name) + "[" + std::to_string(flat) + "]";
+    // A byte of a struct element: which one, then the element as usual.
+    const std::string field = s.cell == s.element ? "" : "byte " + std::to_string((addr - s.lo) % s.element) + " of ";
+    if (s.rank == 0 && !field.empty()) return field + s.name;
+    if (s.rank <= 1) return field + s.name + "[" + std::to_string(flat) + "]";
     std::string index;
     for (int k = s.rank; k-- > 0;) {
         index = "[" + std::to_string(flat % s.dims[k]) + "]" + index;
         flat /= s.dims[k];
     }
-    return s.name + index;
+    return field + s.name + index;
 }
 
 bool conflicts(const Access& a, int32_t thread, uint32_t wsync) {
@@ -417,12 +423,12 @@ void race(const Shared& s, uintptr_t addr, const Access& first, bool first_write
 
 // An access to an element an asynchronous copy has yet to land: the copy's line and this one.
 void in_flight_check(const Shared& s, uintptr_t addr, std::size_t size, bool write, const void* pc) {
-    const std::size_t first = (addr - s.lo) / s.element, last = (addr + size - 1 - s.lo) / s.element;
+    const std::size_t first = (addr - s.lo) / s.cell, last = (addr + size - 1 - s.lo) / s.cell;
     for (std::size_t i = first; i <= last; ++i) {
         const Access& f = s.flights[i];
         if (f.thread < 0) continue;
         const Place now = symbolize(pc), copy = symbolize(f.pc);
-        const std::string detail = std::string(write ? "writes " : "reads ") + element_name(s, s.lo + i * s.element) +
+        const std::string detail = std::string(write ? "writes " : "reads ") + element_name(s, s.lo + i * s.cell) +
                                    ", which the asynchronous copy thread " + triple(thread_of(f.thread)) +
                                    " issued at " + copy.file + ":" + std::to_string(copy.line) +
                                    " has not landed: no cp.async.wait_group, __pipeline_wait_prior or pipeline/barrier "
@@ -435,17 +441,17 @@ void shared_access(Shared& s, uintptr_t addr, std::size_t size, bool write, cons
     if (s.in_flight) in_flight_check(s, addr, size, write, pc);
     const uint32_t ws = B->wsync[B->thread];
     const Access me{B->thread, ws, pc};
-    const std::size_t first = (addr - s.lo) / s.element, last = (addr + size - 1 - s.lo) / s.element;
+    const std::size_t first = (addr - s.lo) / s.cell, last = (addr + size - 1 - s.lo) / s.cell;
     for (std::size_t i = first; i <= last; ++i) {
         Cell& c = s.cells[i];
         if (c.epoch != B->epoch) c = Cell{B->epoch, {}, {}, {}};
         if (write) {
-            if (conflicts(c.writer, B->thread, ws)) race(s, s.lo + i * s.element, c.writer, true, true, pc);
-            if (conflicts(c.reader1, B->thread, ws)) race(s, s.lo + i * s.element, c.reader1, false, true, pc);
-            if (conflicts(c.reader2, B->thread, ws)) race(s, s.lo + i * s.element, c.reader2, false, true, pc);
+            if (conflicts(c.writer, B->thread, ws)) race(s, s.lo + i * s.cell, c.writer, true, true, pc);
+            if (conflicts(c.reader1, B->thread, ws)) race(s, s.lo + i * s.cell, c.reader1, false, true, pc);
+            if (conflicts(c.reader2, B->thread, ws)) race(s, s.lo + i * s.cell, c.reader2, false, true, pc);
             c.writer = me;
         } else {
-            if (conflicts(c.writer, B->thread, ws)) race(s, s.lo + i * s.element, c.writer, true, false, pc);
+            if (conflicts(c.writer, B->thread, ws)) race(s, s.lo + i * s.cell, c.writer, true, false, pc);
             // Two distinct readers suffice: a writer is not both of them. A reader of this warp from
             // before a warp sync is replaced first, since it no longer conflicts with its lanes.
             if (c.reader1.thread < 0 || c.reader1.thread == B->thread) c.reader1 = me;
@@ -572,7 +578,8 @@ void on_shared_allocated(const brrr_cpu::SharedRegion& r) {
     const auto lo = reinterpret_cast<uintptr_t>(r.data);
     Shared s{r.name, lo, lo + r.size, r.element_size ? r.element_size : 1, r.rank, {}, {}};
     for (int k = 0; k < r.rank && k < 4; ++k) s.dims[k] = r.dims[k];
-    s.cells.resize((r.size + s.element - 1) / s.element);
+    s.cell = r.fields ? 1 : s.element;
+    s.cells.resize((r.size + s.cell - 1) / s.cell);
     state().shared.push_back(std::move(s));
 }
 
@@ -760,7 +767,7 @@ extern "C" void brrr_cpu_async_issued(const void* dst, std::size_t size, const v
     for (Shared& s : B->shared) {
         if (addr < s.lo || addr + size > s.hi) continue;
         if (s.flights.empty()) s.flights.resize(s.cells.size());
-        for (std::size_t i = (addr - s.lo) / s.element; i <= (addr + size - 1 - s.lo) / s.element; ++i) {
+        for (std::size_t i = (addr - s.lo) / s.cell; i <= (addr + size - 1 - s.lo) / s.cell; ++i) {
             if (s.flights[i].thread < 0) ++s.in_flight;
             s.flights[i] = Access{B->thread, 0, pc};
         }
@@ -772,7 +779,7 @@ extern "C" void brrr_cpu_async_landed(const void* dst, std::size_t size, const v
     const auto addr = reinterpret_cast<uintptr_t>(dst);
     for (Shared& s : B->shared) {
         if (addr < s.lo || addr + size > s.hi || s.flights.empty()) continue;
-        for (std::size_t i = (addr - s.lo) / s.element; i <= (addr + size - 1 - s.lo) / s.element; ++i) {
+        for (std::size_t i = (addr - s.lo) / s.cell; i <= (addr + size - 1 - s.lo) / s.cell; ++i) {
             if (s.flights[i].thread >= 0) --s.in_flight;
             s.flights[i] = Access{};
         }

@@ -844,6 +844,7 @@ static SharedRegion& add_region(Block& b, const void* key, size_t size, size_t a
         b.regions.back().element_size = shape->element_size;
         b.regions.back().rank = shape->rank;
         std::memcpy(b.regions.back().dims, shape->dims, sizeof shape->dims);
+        b.regions.back().fields = shape->fields;
     }
     if (hooks().shared_allocated) hooks().shared_allocated(b.regions.back());
     return b.regions.back();
