@@ -2,7 +2,9 @@
 independent timing (indep.json, gpu_indep.py: triton do_bench, L2 flushed) beside it, each row
 checked against the targets of the GPU performance issue. Rows under target are marked.
 
-usage: python3 benchmarks/perf_table.py benchmarks/results/DATE-h100-perf
+usage: python3 benchmarks/perf_table.py benchmarks/results/DATE-h100-perf [LATER ...]
+A later folder's rows (a rerun of some ops after a change) replace the same op, dtype and pass of the
+earlier ones; the row says which folder it came from.
 """
 
 from __future__ import annotations
@@ -48,14 +50,27 @@ def indep_text(ind: dict) -> str:
     return ", ".join(f"{ind['ms'][k] * 1e3:.0f} us" for k in ("brrr", "compile") if k in ind["ms"])
 
 
-def table(folder: Path) -> str:
-    bench = json.loads((folder / "bench.json").read_text())
-    indep_path = folder / "indep.json"
-    indep = indep_by_key(json.loads(indep_path.read_text())) if indep_path.exists() else {}
+def merged(folders: list[Path]) -> tuple[dict, dict, dict[tuple[str, str, str], str]]:
+    """bench rows and indep rows by key over the folders, later ones winning, and each key's folder."""
+    bench: dict = {}
+    indep: dict = {}
+    source: dict[tuple[str, str, str], str] = {}
+    for folder in folders:
+        rows = rows_by_key(json.loads((folder / "bench.json").read_text()))
+        bench.update(rows)
+        source.update(dict.fromkeys(rows, folder.name))
+        indep_path = folder / "indep.json"
+        if indep_path.exists():
+            indep.update(indep_by_key(json.loads(indep_path.read_text())))
+    return bench, indep, source
+
+
+def table(folders: list[Path]) -> str:
+    bench, indep, source = merged(folders)
     lines = ["| op, size | dtype | pass | eager | torch.compile | brrr cuda stage | host ms a call | "
              "do_bench, L2 flushed: brrr, compile | target | |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for (op, dtype, pass_), impls in rows_by_key(bench).items():
+    for (op, dtype, pass_), impls in sorted(bench.items()):
         cuda, eager, comp = impls.get("cuda"), impls.get("eager"), impls.get("compile")
         if cuda is None:
             continue
@@ -78,10 +93,12 @@ def table(folder: Path) -> str:
             want = f">= {100 * goal:.0f}%, >= compile"
             ind_text = indep_text(ind) if ind else "-"
         mark = "" if ok else "**under target**"
+        if len(folders) > 1 and source[(op, dtype, pass_)] != folders[0].name:
+            mark = f"{mark} ({source[(op, dtype, pass_)]})".strip()
         lines.append(f"| {op}, {size} | {SHORT.get(dtype, dtype)} | {PASS[pass_]} | {pct(eager)} | {pct(comp)} | {got} | "
                      f"{host} | {ind_text} | {want} | {mark} |")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    print(table(Path(sys.argv[1])))
+    print(table([Path(a) for a in sys.argv[1:]]))

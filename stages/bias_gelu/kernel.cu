@@ -51,6 +51,11 @@
 //       results/2026-11-25-h100-rowwise/run2/variants.txt): bfloat16 v3 233.0 us (57.5% of copy), v4
 //       195.4 us (68.5%), v5 160.7 us (83.3%); float32 v3 301.3 us (88.9%), v4 292.3 (91.6%), v5 288.4
 //       (92.9%). v4 capped at 3 or 4 blocks an SM spilled (80 or 64 registers) and ran 4-5x slower.
+//   v6, this file now: the 16-bit types' exp by brrr::exp_for (ex2.approx, 2 instructions instead of
+//       expf's 8), forward and backward; float and double unchanged. On an H200 (4.27 TB/s, the same
+//       132 SMs as the H100) v5's bfloat16 forward fell to 83.8% of copy (75.1 us; torch.compile 89.6
+//       us) and forward+backward to 73.8% (benchmarks/results/2026-11-28-h200-perf): 16 elements a
+//       thread's 32 bytes, so 1.45x the H100's bandwidth asks 1.45x its instructions a second.
 #include "brrr_kernel.cuh"
 
 constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
@@ -97,13 +102,14 @@ __device__ __forceinline__ double recip(double d) { return 1.0 / d; }
 // relative, plus what the rounding of w costs every form of this formula: w is off by ~2 ulp,
 // which exp turns into |w| x 2.4e-7 relative. That is at most 4e-6 where |y| is above
 // float32's atol (there |w| < ~17), inside the 1e-5 rtol; further out y is below atol.
-// exp is the accurate expf, not __expf: __expf's own error is 2 + 1.17|w| ulp, another
+// In float32, exp is the accurate expf, not __expf: __expf's own error is 2 + 1.17|w| ulp, another
 // ~2.5e-6 at |w| = 17, which would leave little of the 1e-5; and expf's 6 extra instructions
-// an element are free here (napkin math above).
+// an element are free there (napkin math above). T is the stored type: the 16-bit types, which keep
+// 8 or 11 bits of the result, take brrr::exp_for's 2-instruction exp (v6 below).
 template <typename T>
-__device__ __forceinline__ T gelu(T u) {
-    const T w = u * (T(-2 * kBeta) + T(-2 * kBeta * kKappa) * u * u);
-    return u * recip(T(1) + exp(w));
+__device__ __forceinline__ A<T> gelu(A<T> u) {
+    const A<T> w = u * (A<T>(-2 * kBeta) + A<T>(-2 * kBeta * kKappa) * u * u);
+    return u * recip(A<T>(1) + brrr::exp_for<T>(w));
 }
 
 // sigmoid(2z) and sigmoid(-2z), z = kBeta (u + kKappa u^3): (1 + tanh z)/2 and its complement,
@@ -112,13 +118,13 @@ __device__ __forceinline__ T gelu(T u) {
 // backward's 1 - tanh^2 = 4 sigmoid(2z) sigmoid(-2z) come out directly, never as a
 // difference of two numbers near 1.
 template <typename T>
-__device__ __forceinline__ void sigmoids(T u, T& s, T& s_neg) {
-    const T z = T(kBeta) * (u + T(kKappa) * u * u * u);
-    const T e = exp(T(-2) * fabs(z));
-    const T big = recip(T(1) + e);
-    const T small = e * big;
-    s = z >= T(0) ? big : small;
-    s_neg = z >= T(0) ? small : big;
+__device__ __forceinline__ void sigmoids(A<T> u, A<T>& s, A<T>& s_neg) {
+    const A<T> z = A<T>(kBeta) * (u + A<T>(kKappa) * u * u * u);
+    const A<T> e = brrr::exp_for<T>(A<T>(-2) * fabs(z));
+    const A<T> big = recip(A<T>(1) + e);
+    const A<T> small = e * big;
+    s = z >= A<T>(0) ? big : small;
+    s_neg = z >= A<T>(0) ? small : big;
 }
 
 // kVec elements at p, in accesses of 16 bytes at most (two for double, one of 8 bytes for the
@@ -247,7 +253,7 @@ __device__ __forceinline__ void forward_tile(const T* __restrict__ x, const T* _
 #pragma unroll
                             for (int e = 0; e < kAccess<T>; ++e) {
                                 const int k = a * kAccess<T> + e;
-                                u[j][k] = gelu(brrr::to_acc(raw[i][j][a].v[e]) + b[j][k]);
+                                u[j][k] = gelu<T>(brrr::to_acc(raw[i][j][a].v[e]) + b[j][k]);
                             }
                         }
                     }
@@ -270,7 +276,7 @@ __device__ __forceinline__ void forward_tile(const T* __restrict__ x, const T* _
 #pragma unroll
                     for (int j = 0; j < kPacks; ++j) {
 #pragma unroll
-                        for (int k = 0; k < kVec<T>; ++k) u[i][j][k] = gelu(u[i][j][k] + b[j][k]);
+                        for (int k = 0; k < kVec<T>; ++k) u[i][j][k] = gelu<T>(u[i][j][k] + b[j][k]);
                     }
                     store_row(y + (r0 + i) * cols, t, false, u[i]);
                 }
@@ -308,7 +314,7 @@ __device__ __forceinline__ void backward_tile(const T* __restrict__ grad_y, cons
             for (int k = 0; k < kVec<T>; ++k) {
                 const A<T> v = u[j][k] + b[j][k];
                 A<T> s, s_neg;
-                sigmoids(v, s, s_neg);
+                sigmoids<T>(v, s, s_neg);
                 const A<T> slope =
                     s + A<T>(2) * v * s * s_neg * A<T>(kBeta) * (A<T>(1) + A<T>(3 * kKappa) * v * v);
                 g[j][k] *= slope;
@@ -412,7 +418,7 @@ __device__ __forceinline__ void widen(const Raw<T>& in, A<T> (&out)[kPacks][kVec
 template <typename T>
 __device__ __forceinline__ A<T> gelu_slope(A<T> v) {
     A<T> s, s_neg;
-    sigmoids(v, s, s_neg);
+    sigmoids<T>(v, s, s_neg);
     return s + A<T>(2) * v * s * s_neg * A<T>(kBeta) * (A<T>(1) + A<T>(3 * kKappa) * v * v);
 }
 

@@ -6,20 +6,35 @@
 // Napkin math: forward reads and writes 4 bytes per float32 element, so 2^28 elements move
 // 2 GiB, 0.73 ms at the 2.96 TB/s an H100 copies. Measured on an H100 (benchmarks/results/):
 //   v1, one element per thread, as in numba_kernel.py:  1.072 ms forward (68% of copy)
-//   v2, one 16-byte pack per thread (this file):        0.731 ms forward (99%), fwd+bwd 98.5%
+//   v2, one 16-byte pack per thread:                    0.731 ms forward (99%), fwd+bwd 98.5%
+//   v3, this file: the 16-bit types' exp and reciprocal by the approximate instructions
+//       (brrr::exp_for, __fdividef), float and double unchanged. On an H200 v2's bfloat16 forward
+//       was 86.0% of copy (292.6 us, torch.compile 251.1 us; benchmarks/results/2026-11-28-h200-perf):
+//       a 16-byte pack is 8 elements there, each ~25 instructions of accurate exp and IEEE division,
+//       so issue, not memory, set the pace; v3 is ~10 an element.
 #include "brrr_kernel.cuh"
 
 // exp(-|v|) lies in (0, 1]: it can neither overflow nor make inf/inf (the reference's form).
-template <typename A>
-__device__ __forceinline__ A stable_sigmoid_acc(A v) {
-    const A e = exp(-fabs(v));
-    const A r = A(1) / (A(1) + e);
+// T is the stored type: the 16-bit types take brrr::exp_for's 2-instruction exp and a reciprocal of
+// 1 + e in [1, 2] by __fdividef (rcp.approx and a multiply: within 2 ulp of float for a divisor in
+// [1, 2], with no subnormal or zero divisor to fix up, which IEEE division checks for on every call),
+// float and double the accurate exp and an IEEE division.
+template <typename T>
+__device__ __forceinline__ brrr::acc_t<T> stable_sigmoid_acc(brrr::acc_t<T> v) {
+    using A = brrr::acc_t<T>;
+    const A e = brrr::exp_for<T>(-fabs(v));
+    A r;
+    if constexpr (sizeof(T) == 2) {
+        r = __fdividef(A(1), A(1) + e);
+    } else {
+        r = A(1) / (A(1) + e);
+    }
     return v >= A(0) ? r : e * r;
 }
 
 template <typename T>
 __device__ __forceinline__ T stable_sigmoid(T v) {
-    return brrr::from_acc<T>(stable_sigmoid_acc(brrr::to_acc(v)));
+    return brrr::from_acc<T>(stable_sigmoid_acc<T>(brrr::to_acc(v)));
 }
 
 // g * y * (1 - y) in acc_t, one rounding.
