@@ -348,7 +348,11 @@ def _v3_packs(cols: int, width: int) -> int:
     if not cols or cols % width:
         return 0
     packs = cols // width
-    return next((k for k in (1, 2, V3_MAX_PACKS) if packs <= k * V3_THREADS), 0)
+    if packs <= V3_THREADS:
+        return 1
+    if packs <= 2 * V3_THREADS:
+        return 2
+    return V3_MAX_PACKS if packs <= V3_MAX_PACKS * V3_THREADS else 0
 
 
 # ---- launchers --------------------------------------------------------------------------------

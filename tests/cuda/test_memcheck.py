@@ -188,6 +188,7 @@ class MissingBarrier:
     reads: str    # and the one that reads it
     element: str  # the shared variable
     call: Callable[[cpu_build.Extension], object]
+    kernel: str = ""  # where several kernels hold those lines: the one the launcher runs
 
 
 def _backward(ext: cpu_build.Extension, op: str, *inputs: torch.Tensor) -> object:
@@ -197,10 +198,15 @@ def _backward(ext: cpu_build.Extension, op: str, *inputs: torch.Tensor) -> objec
 
 
 MISSING_BARRIERS = [
-    MissingBarrier("bias_gelu", "    __syncthreads();\n    if (threadIdx.y != 0) return;", "    if (threadIdx.y != 0) return;",
-                   "sums[threadIdx.y][j * kVec<T> + k][threadIdx.x] = acc[j][k];",
-                   "total += sums[r][j * kVec<T> + k]",
-                   "sums", lambda ext: _backward(ext, "bias_gelu", torch.randn(9, 17), torch.randn(17))),
+    # The backward the launcher runs (v5, staged by cp.async) only: its row group 0 adds up the other
+    # groups' sums, which thread (0, 1, 0) has not even zeroed yet when the fibers run in order.
+    MissingBarrier("bias_gelu", "(staged));\n        } else {\n            backward_tile_scalar<T>(grad_y, x, bias, grad_x, "
+                   "cols, t, sums[threadIdx.y]);\n        }\n    }\n    __syncthreads();\n",
+                   "(staged));\n        } else {\n            backward_tile_scalar<T>(grad_y, x, bias, grad_x, "
+                   "cols, t, sums[threadIdx.y]);\n        }\n    }\n",
+                   "sums[threadIdx.y][c][threadIdx.x] = 0.0;", "total += sums[r][j * kVec<T> + k]",
+                   "sums", lambda ext: _backward(ext, "bias_gelu", torch.randn(9, 17), torch.randn(17)),
+                   kernel="bias_gelu_backward_v5_kernel("),
     MissingBarrier("layernorm", "    __syncthreads();\n    if (threadIdx.y == 0 && c < cols) {",
                    "    if (threadIdx.y == 0 && c < cols) {",
                    "partial_w[threadIdx.y][threadIdx.x] = gw;", "gw += partial_w[k][threadIdx.x];", "partial_w",
@@ -222,7 +228,7 @@ def test_missing_barrier_is_a_race_with_both_lines(tmp_path: Path, case: Missing
     folder = plant(copy_op(case.op, tmp_path), "kernel.cu", case.barrier, case.without)
     ext = checked(folder)
     kernel = folder / "kernel.cu"
-    writes, reads = line_of(kernel, case.writes), line_of(kernel, case.reads)
+    writes, reads = line_of(kernel, case.writes, case.kernel), line_of(kernel, case.reads, case.kernel)
     message = fault_of(lambda: case.call(ext))
     # reported at the second access, naming the first: one writes, the other reads, both lines
     head, _, rest = message.partition(": race on shared memory in ")
