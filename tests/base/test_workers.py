@@ -25,8 +25,8 @@ def torch_threads(_: int) -> int:
 
 
 def idle(monkeypatch: pytest.MonkeyPatch, load: float = 0.0) -> None:
-    """The machine's load average as brrr reads it."""
-    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    """The machine's runnable threads (other than brrr's reader) as brrr reads them."""
+    monkeypatch.setattr(workers, "runnable", lambda: load)
 
 
 @pytest.mark.parametrize("jobs", [1, 2, 64])
@@ -173,23 +173,42 @@ def test_as_many_items_run_at_once_as_cpus_are_free_whatever_the_jobs(monkeypatc
         assert most_at_once(list(workers.in_processes(spans, list(range(4)), 2))) == 2
 
 
-def test_brrrs_own_items_count_in_the_load_average_as_they_age() -> None:
-    import time
+def test_runnable_reads_the_kernels_count_now_less_the_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """procs_running of /proc/stat, averaged, the reading thread itself not counted; the load average
+    where there is no /proc/stat."""
+    if not os.path.exists("/proc/stat"):
+        pytest.skip("no /proc/stat here")
+    assert 0.0 <= workers.runnable() < 64 * (os.cpu_count() or 1)
+    import builtins
 
-    now = time.monotonic()
-    assert workers.in_load_average([now]) == pytest.approx(0.0, abs=0.01)
-    assert workers.in_load_average([now - 60.0, now - 600.0]) == pytest.approx(0.632 + 1.0, abs=0.01)
+    real_open = builtins.open
+    reads = iter([b"cpu 1 2 3\nprocs_running 3\n", b"procs_running 5\n"] * 5)
 
+    def fake_open(path: object, *args: object, **kwargs: object) -> object:
+        import io
+
+        return io.BytesIO(next(reads)) if path == "/proc/stat" else real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr(workers, "RUNNABLE_GAP_S", 0.0)
+    assert workers.runnable() == pytest.approx((3 + 5 + 3 + 5 + 3) / 5 - 1)
+
+    def no_proc(path: object, *args: object, **kwargs: object) -> object:
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.5, 1.0, 1.0))
+    assert workers.runnable() == 2.5
 
 
 def test_only_the_others_load_takes_cpus_from_brrr(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(workers, "cpus", lambda: 2)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     idle(monkeypatch, load=2.0)
-    assert workers.at_once(2, 2.0) == 2  # the load is brrr's own two items
-    assert workers.at_once(2, 0.0) == 1  # the load is others': no CPU free, and still at least one item
+    assert workers.at_once(2, 2) == 2  # the runnable threads are brrr's own two items
+    assert workers.at_once(2, 0) == 1  # they are others': no CPU free, and still at least one item
     idle(monkeypatch, load=3.0)
-    assert workers.at_once(2, 2.0) == 1  # one more runnable beside brrr's two: it gives one back
-    assert workers.at_once(8, 0.0) == 1
+    assert workers.at_once(2, 2) == 1  # one more runnable beside brrr's two: it gives one back
+    assert workers.at_once(8, 0) == 1
     idle(monkeypatch, load=0.0)
-    assert workers.at_once(8, 0.0) == 2  # never more items at once than CPUs, whatever the jobs
+    assert workers.at_once(8, 0) == 2  # never more items at once than CPUs, whatever the jobs
