@@ -253,9 +253,18 @@ def runner_of(command: Command) -> Callable[[argparse.Namespace], int]:
     return getattr(importlib.import_module(f".{module}", __package__), function)
 
 
+def _interrupted(e: KeyboardInterrupt) -> int:
+    code = e.exit_code if isinstance(e, Interrupted) else 130
+    interrupts.announce(code)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    try:  # a signal can come while the parser is still being built: the same one line and exit code
+        parser = _parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt as e:
+        return _interrupted(e)
     debug = getattr(args, "debug", False)
     command = BY_NAME.get(args.command)
     if command is None:
@@ -270,9 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"brrr: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:
-        code = e.exit_code if isinstance(e, Interrupted) else 130
-        interrupts.announce(code)
-        return code
+        return _interrupted(e)
     except OSError as e:  # the machine's doing (a full disk, a file removed meanwhile), not brrr's: say which file
         if debug:
             traceback.print_exc()

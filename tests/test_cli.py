@@ -173,3 +173,22 @@ def test_jobs_below_one_is_a_usage_error(capsys: pytest.CaptureFixture[str], job
 
     assert cli.main(["validate", "sigmoid", "--jobs", jobs]) == 2
     assert capsys.readouterr().err.strip() == f"brrr: error: --jobs must be at least 1, got {jobs}"
+
+
+@pytest.mark.parametrize("signum, code", [(2, 130), (15, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_parser_is_built_ends_with_the_one_line_and_its_code(
+        signum: int, code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The moment right after start-up: brrr's handlers are in, the parser not yet built (it was a
+    traceback and exit 1 there)."""
+    from brrr_kernels import cli
+    from brrr_kernels.base import interrupts
+
+    def interrupted() -> None:
+        raise interrupts.Interrupted(signum)
+
+    monkeypatch.setattr(cli, "_parser", interrupted)
+    monkeypatch.setattr(interrupts, "_announced", False)
+    assert cli.main(["validate", "sigmoid"]) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip() == ("brrr: terminated (SIGTERM)" if code == 143 else "brrr: interrupted")
