@@ -16,6 +16,7 @@ from, a lock, an atomic rename), so editing kernel.cu recompiles kernel.cu alone
 from __future__ import annotations
 
 import hashlib
+import platform
 import shutil
 import time
 from dataclasses import dataclass
@@ -25,16 +26,26 @@ from ..base.assets import CPU_INCLUDE
 from ..base.errors import BuildError
 from ..base.files import write_atomic
 from ..op.spec import Op
-from . import builder, cpu_includes, memcheck
+from . import builder, cpu_includes, cpu_source, memcheck
 from .builder import INCLUDE_DIR, Extension, Job
 from .cpu_source import rewrite
 from .module_source import rename_host_twins
 
 RUNTIME_SOURCE = CPU_INCLUDE / "brrr_cpu_runtime.cpp"
+PRELUDE = CPU_INCLUDE / cpu_source.PRELUDE  # what each rewritten kernel.cu includes first
 # The crash reporter (a signal handler on an alternate stack), installed only where isolated.py runs the library.
 CRASH_SOURCE = CPU_INCLUDE / "brrr_cpu_crash.cpp"
 # -Bsymbolic: each op's library uses its own copy of the runtime, whatever else is loaded.
 CPU_LINK_LIBS = ("-lc10", "-ltorch_cpu", "-ltorch", "-lpthread", "-Wl,-Bsymbolic")
+
+
+def tls_flags() -> tuple[str, ...]:
+    """TLS descriptors on x86-64 gcc: threadIdx, blockIdx and the runtime's per-thread state are
+    thread_local in a dlopen'ed library, which by default costs a __tls_get_addr call on every read
+    (16% of a checked matmul's time); a resolved descriptor is a load. aarch64 uses descriptors
+    already, and a compiler that is not gcc keeps its default."""
+    gcc = "clang" not in builder.compiler_version(builder.find_cxx()).lower()
+    return ("-mtls-dialect=gnu2",) if gcc and platform.machine() in ("x86_64", "AMD64") else ()
 
 
 def link_libs() -> tuple[str, ...]:
@@ -83,7 +94,7 @@ def cpu_headers() -> list[Path]:
 def runtime_job(flavour: Flavour = DEFAULT, source: Path = RUNTIME_SOURCE) -> Job:
     """The runtime (or, with `source`, another of brrr's own sources linked into each op's library)."""
     cxx = builder.find_cxx()
-    command = [cxx, "-c", "-std=c++20", "-O2", "-g", "-fPIC", f"-I{CPU_INCLUDE}", *flavour.extra]
+    command = [cxx, "-c", "-std=c++20", "-O2", "-g", "-fPIC", *tls_flags(), f"-I{CPU_INCLUDE}", *flavour.extra]
     key = builder.object_key(None, source, cpu_headers(), command, (builder.compiler_version(cxx),))
     return Job(source, command, key, builder.object_path(f"{source.stem.replace('_', '-')}-{flavour.name}", key), source)
 
@@ -94,6 +105,36 @@ def kernel_text(op: Op) -> tuple[str, dict[str, str]]:
     original = op.path("cuda")
     text, renamed = rename_host_twins(original.read_text())
     return rewrite(text, original), renamed
+
+
+def _kernel_flags(flavour: Flavour) -> tuple[list[str], list[str]]:
+    """kernel.cu's compile flags around the op's own include folders: (before them, after them)."""
+    before = ["-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *tls_flags()]
+    after = [f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}", *flavour.extra, *(memcheck.CHECK_FLAGS if flavour.checked else ())]
+    return before, after
+
+
+def prelude_job(flavour: Flavour = DEFAULT) -> Job:
+    """include/cpu/brrr_cpu_prelude.h precompiled with kernel.cu's flags, into a folder of its own that
+    kernel_job puts first on the include path: gcc takes brrr_cpu_prelude.h.gch from there when its
+    flags match, and reads the header itself otherwise, so a missing or stale one only costs time.
+    Parsing the runtime's headers (64,000 lines) was half of a small kernel's compile (1.1 s)."""
+    cxx = builder.find_cxx()
+    before, after = _kernel_flags(flavour)
+    command = [cxx, *before, *after, "-x", "c++-header"]
+    key = builder.object_key(None, PRELUDE, [INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()], command,
+                             (builder.compiler_version(cxx),))
+    return Job(PRELUDE, command, key, builder.cache_root() / "pch" / f"{flavour.name}-{key}" / f"{PRELUDE.name}.gch",
+               PRELUDE)
+
+
+def _prelude_flags(op: Op, flavour: Flavour, includes: cpu_includes.Includes) -> list[str]:
+    """-I of the precompiled prelude's folder, unless a header of the op's folder has the name of one of
+    brrr's (found before brrr's, it could change what the prelude means: the text is read then)."""
+    ours = {p.name for p in CPU_INCLUDE.rglob("*")} | {p.name for p in INCLUDE_DIR.glob("*")}
+    if any(h.name in ours for h in cpu_includes.local_headers(op.folder)):
+        return []
+    return [f"-I{prelude_job(flavour).object.parent}"]
 
 
 def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
@@ -108,12 +149,28 @@ def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
     if not source.is_file() or source.read_text() != text:
         write_atomic(source, text)
     includes = cpu_includes.prepare(op.folder, [original], op.name, [INCLUDE_DIR])  # brrr_kernel.cuh is found, not stood in for
-    command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *includes.flags,
-               f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}", f"-I{op.folder}", *flavour.extra,
-               *(memcheck.CHECK_FLAGS if flavour.checked else ())]
+    before, after = _kernel_flags(flavour)
+    command = [cxx, *before, *_prelude_flags(op, flavour, includes), *includes.flags, *after, f"-I{op.folder}"]
     key = builder.object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()], command,
                              (builder.compiler_version(cxx),))
     return Job(source, command, key, builder.object_path(f"{op.name}-kernel-{flavour.name}", key), original)
+
+
+def precompile_prelude(kernel: Job, flavour: Flavour, verbose: bool = False) -> None:
+    """The prelude's .gch, before a kernel.cu that uses it compiles (once per flavour and cache), and
+    the header's text beside it: gcc looks for a header it took from a .gch there when it is included
+    again (the op's own headers open with it too). A failure leaves the text header to gcc, whose own
+    errors then name the cause."""
+    pch = prelude_job(flavour)
+    if f"-I{pch.object.parent}" not in kernel.command or builder.read_object(kernel) is not None:
+        return
+    try:
+        builder.compile_job(pch, verbose)
+    except BuildError:
+        return
+    beside = pch.object.parent / PRELUDE.name
+    if not beside.is_file() or beside.read_text() != PRELUDE.read_text():
+        write_atomic(beside, PRELUDE.read_text())
 
 
 def binding_job(op: Op) -> Job:
@@ -141,6 +198,7 @@ def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = Fals
     and .backward then run the op's kernels on the CPU, on CPU tensors."""
     start = time.monotonic()
     jobs = [kernel_job(op, flavour), binding_job(op), runtime_job(flavour), runtime_job(flavour, CRASH_SOURCE)]
+    precompile_prelude(jobs[0], flavour, verbose)
     if flavour.checked:
         memcheck.install_allocation_registry()  # before the tensors a checked launch receives are made
         jobs.append(memcheck.memcheck_job(flavour.extra))

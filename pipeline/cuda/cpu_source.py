@@ -299,6 +299,11 @@ def _operands(section: str) -> list[str]:
     return found
 
 
+# The runtime's headers in one (include/cpu/brrr_cpu_prelude.h), first in every rewritten file: the CPU
+# build precompiles it (cpu_build.prelude_job).
+PRELUDE = "brrr_cpu_prelude.h"
+
+
 def rewrite(text: str, path: Path) -> str:
     """kernel.cu's text as C++ for the CPU execution; raises CpuSourceError naming what is unsupported."""
     r = _Rewriter(text, path)
@@ -308,4 +313,4 @@ def rewrite(text: str, path: Path) -> str:
     body = r.result()
     # The runtime first, then kernel.cu as it is, numbered as it is.
     quoted = str(path.resolve()).replace("\\", "\\\\").replace('"', '\\"')
-    return f'#include "brrr_cpu.h"\n#include "brrr_cpu_mma.h"\n#include "brrr_cpu_printf.h"\n#line 1 "{quoted}"\n{body}'
+    return f'#include "{PRELUDE}"\n#line 1 "{quoted}"\n{body}'

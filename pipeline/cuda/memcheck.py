@@ -52,9 +52,10 @@ def memcheck_job(extra: tuple[str, ...] = ()) -> Job:
     """brrr_cpu_memcheck.cpp, compiled as the runtime is (never instrumented) but without -g, so
     gdb's `step` passes over the callbacks."""
     from .builder import compiler_version, find_cxx, object_key, object_path
+    from .cpu_build import tls_flags
 
     cxx = find_cxx()
-    command = [cxx, "-c", "-std=c++20", "-O2", "-fPIC", f"-I{CPU_INCLUDE}", *extra]
+    command = [cxx, "-c", "-std=c++20", "-O2", "-fPIC", *tls_flags(), f"-I{CPU_INCLUDE}", *extra]
     key = object_key(None, MEMCHECK_SOURCE, sorted(CPU_INCLUDE.glob("*.h")), command, (compiler_version(cxx),))
     return Job(MEMCHECK_SOURCE, command, key, object_path("cpu-memcheck", key), MEMCHECK_SOURCE)
 

@@ -20,8 +20,7 @@ def body(text: str) -> list[str]:
     out = rewrite(text, KERNEL)
     prelude, rest = out.split(f'#line 1 "{KERNEL}"\n', 1)
     includes = prelude.splitlines()
-    assert includes[0] == '#include "brrr_cpu.h"' and '#include "brrr_cpu_printf.h"' in includes
-    assert all(line.startswith("#include ") for line in includes)
+    assert includes == ['#include "brrr_cpu_prelude.h"']
     return rest.split("\n")
 
 
