@@ -20,6 +20,7 @@
 #include <link.h>
 #include <pthread.h>
 
+#include <bit>
 #include <cinttypes>
 #include <cstdio>
 #include <atomic>
@@ -85,6 +86,7 @@ struct Shared {
     // The bytes a cell covers: an element, or 1 for a struct or union element (a CUB TempStorage, a
     // union of them), whose fields are separate memory that different threads may write.
     std::size_t cell = 1;
+    int cell_shift = 0;  // log2(cell) where cell is a power of two, else -1 (cell_of)
     // Elements an asynchronous copy (cp.async, brrr_cpu_async_impl.h) will write when its wait lands
     // it: the issuing thread and line, kept across barriers (a barrier does not complete a copy).
     std::vector<Access> flights;
@@ -421,9 +423,16 @@ void race(const Shared& s, uintptr_t addr, const Access& first, bool first_write
     B->running = true;
 }
 
+// The cell holding byte `addr`: a shift for a power-of-two cell (every scalar and vector type), a
+// division otherwise. The two 64-bit divisions an access took were half of a checked matmul's time.
+inline std::size_t cell_of(const Shared& s, uintptr_t addr) {
+    const uintptr_t offset = addr - s.lo;
+    return s.cell_shift >= 0 ? offset >> s.cell_shift : offset / s.cell;
+}
+
 // An access to an element an asynchronous copy has yet to land: the copy's line and this one.
 void in_flight_check(const Shared& s, uintptr_t addr, std::size_t size, bool write, const void* pc) {
-    const std::size_t first = (addr - s.lo) / s.cell, last = (addr + size - 1 - s.lo) / s.cell;
+    const std::size_t first = cell_of(s, addr), last = cell_of(s, addr + size - 1);
     for (std::size_t i = first; i <= last; ++i) {
         const Access& f = s.flights[i];
         if (f.thread < 0) continue;
@@ -441,7 +450,7 @@ void shared_access(Shared& s, uintptr_t addr, std::size_t size, bool write, cons
     if (s.in_flight) in_flight_check(s, addr, size, write, pc);
     const uint32_t ws = B->wsync[B->thread];
     const Access me{B->thread, ws, pc};
-    const std::size_t first = (addr - s.lo) / s.cell, last = (addr + size - 1 - s.lo) / s.cell;
+    const std::size_t first = cell_of(s, addr), last = cell_of(s, addr + size - 1);
     for (std::size_t i = first; i <= last; ++i) {
         Cell& c = s.cells[i];
         if (c.epoch != B->epoch) c = Cell{B->epoch, {}, {}, {}};
@@ -579,6 +588,7 @@ void on_shared_allocated(const brrr_cpu::SharedRegion& r) {
     Shared s{r.name, lo, lo + r.size, r.element_size ? r.element_size : 1, r.rank, {}, {}};
     for (int k = 0; k < r.rank && k < 4; ++k) s.dims[k] = r.dims[k];
     s.cell = r.fields ? 1 : s.element;
+    s.cell_shift = std::has_single_bit(s.cell) ? std::countr_zero(s.cell) : -1;
     s.cells.resize((r.size + s.cell - 1) / s.cell);
     state().shared.push_back(std::move(s));
 }
@@ -767,7 +777,7 @@ extern "C" void brrr_cpu_async_issued(const void* dst, std::size_t size, const v
     for (Shared& s : B->shared) {
         if (addr < s.lo || addr + size > s.hi) continue;
         if (s.flights.empty()) s.flights.resize(s.cells.size());
-        for (std::size_t i = (addr - s.lo) / s.cell; i <= (addr + size - 1 - s.lo) / s.cell; ++i) {
+        for (std::size_t i = cell_of(s, addr), last = cell_of(s, addr + size - 1); i <= last; ++i) {
             if (s.flights[i].thread < 0) ++s.in_flight;
             s.flights[i] = Access{B->thread, 0, pc};
         }
@@ -779,7 +789,7 @@ extern "C" void brrr_cpu_async_landed(const void* dst, std::size_t size, const v
     const auto addr = reinterpret_cast<uintptr_t>(dst);
     for (Shared& s : B->shared) {
         if (addr < s.lo || addr + size > s.hi || s.flights.empty()) continue;
-        for (std::size_t i = (addr - s.lo) / s.cell; i <= (addr + size - 1 - s.lo) / s.cell; ++i) {
+        for (std::size_t i = cell_of(s, addr), last = cell_of(s, addr + size - 1); i <= last; ++i) {
             if (s.flights[i].thread >= 0) --s.in_flight;
             s.flights[i] = Access{};
         }
