@@ -446,27 +446,28 @@ void in_flight_check(const Shared& s, uintptr_t addr, std::size_t size, bool wri
     }
 }
 
-void shared_access(Shared& s, uintptr_t addr, std::size_t size, bool write, const void* pc) {
+// b: the OS thread's BlockState, read once an access (a thread-local read is a call in a library).
+void shared_access(BlockState& b, Shared& s, uintptr_t addr, std::size_t size, bool write, const void* pc) {
     if (s.in_flight) in_flight_check(s, addr, size, write, pc);
-    const uint32_t ws = B->wsync[B->thread];
-    const Access me{B->thread, ws, pc};
+    const uint32_t ws = b.wsync[b.thread];
+    const Access me{b.thread, ws, pc};
     const std::size_t first = cell_of(s, addr), last = cell_of(s, addr + size - 1);
     for (std::size_t i = first; i <= last; ++i) {
         Cell& c = s.cells[i];
-        if (c.epoch != B->epoch) c = Cell{B->epoch, {}, {}, {}};
+        if (c.epoch != b.epoch) c = Cell{b.epoch, {}, {}, {}};
         if (write) {
-            if (conflicts(c.writer, B->thread, ws)) race(s, s.lo + i * s.cell, c.writer, true, true, pc);
-            if (conflicts(c.reader1, B->thread, ws)) race(s, s.lo + i * s.cell, c.reader1, false, true, pc);
-            if (conflicts(c.reader2, B->thread, ws)) race(s, s.lo + i * s.cell, c.reader2, false, true, pc);
+            if (conflicts(c.writer, b.thread, ws)) race(s, s.lo + i * s.cell, c.writer, true, true, pc);
+            if (conflicts(c.reader1, b.thread, ws)) race(s, s.lo + i * s.cell, c.reader1, false, true, pc);
+            if (conflicts(c.reader2, b.thread, ws)) race(s, s.lo + i * s.cell, c.reader2, false, true, pc);
             c.writer = me;
         } else {
-            if (conflicts(c.writer, B->thread, ws)) race(s, s.lo + i * s.cell, c.writer, true, false, pc);
+            if (conflicts(c.writer, b.thread, ws)) race(s, s.lo + i * s.cell, c.writer, true, false, pc);
             // Two distinct readers suffice: a writer is not both of them. A reader of this warp from
             // before a warp sync is replaced first, since it no longer conflicts with its lanes.
-            if (c.reader1.thread < 0 || c.reader1.thread == B->thread) c.reader1 = me;
-            else if (c.reader2.thread < 0 || c.reader2.thread == B->thread) c.reader2 = me;
-            else if (c.reader1.thread / 32 == B->thread / 32 && c.reader1.wsync != ws) c.reader1 = me;
-            else if (c.reader2.thread / 32 == B->thread / 32 && c.reader2.wsync != ws) c.reader2 = me;
+            if (c.reader1.thread < 0 || c.reader1.thread == b.thread) c.reader1 = me;
+            else if (c.reader2.thread < 0 || c.reader2.thread == b.thread) c.reader2 = me;
+            else if (c.reader1.thread / 32 == b.thread / 32 && c.reader1.wsync != ws) c.reader1 = me;
+            else if (c.reader2.thread / 32 == b.thread / 32 && c.reader2.wsync != ws) c.reader2 = me;
         }
     }
 }
@@ -489,13 +490,13 @@ bool near_shared(uintptr_t addr) {
 }
 
 // atomic: bounds only; atomics on a shared element are no race with each other.
-inline void check(uintptr_t addr, std::size_t size, bool write, const void* pc, bool atomic = false) {
-    if (B == nullptr || !B->running) return;  // host code of kernel.cu, or a launch that is not checked
-    if (addr - B->stack_lo < B->stack_hi - B->stack_lo) {  // the thread's locals: a write there is progress
+inline void check(BlockState* b, uintptr_t addr, std::size_t size, bool write, const void* pc, bool atomic = false) {
+    if (b == nullptr || !b->running) return;  // host code of kernel.cu, or a launch that is not checked
+    if (addr - b->stack_lo < b->stack_hi - b->stack_lo) {  // the thread's locals: a write there is progress
         if (write && !atomic) brrr_cpu::watch(reinterpret_cast<const void*>(addr), true, pc);
         return;
     }
-    if (addr - B->host_lo < B->host_hi - B->host_lo) return;    // the launch's glue reads its arguments there
+    if (addr - b->host_lo < b->host_hi - b->host_lo) return;    // the launch's glue reads its arguments there
     // A poll the scheduler watches for a thread spinning on memory (an atomic watches itself).
     if (!atomic) brrr_cpu::watch(reinterpret_cast<const void*>(addr), write, pc);
     for (const Argument& a : L.args) {
@@ -504,10 +505,10 @@ inline void check(uintptr_t addr, std::size_t size, bool write, const void* pc, 
             return;
         }
     }
-    for (Shared& s : B->shared) {
+    for (Shared& s : b->shared) {
         if (addr >= s.lo && addr < s.hi) {
             if (addr + size > s.hi) out_of_bounds(addr, size, write, pc);
-            if (!atomic) shared_access(s, addr, size, write, pc);
+            if (!atomic) shared_access(*b, s, addr, size, write, pc);
             return;
         }
     }
@@ -732,14 +733,15 @@ extern "C" void __ubsan_handle_type_mismatch_v1_abort(UbsanMismatch* d, uintptr_
 // __shared__ array is named by check() at the access itself, with the variable and the element).
 namespace {
 void access(uintptr_t addr, std::size_t size, bool write, const void* pc) {
-    const UbsanOutOfBounds* past = B != nullptr ? B->past : nullptr;
-    if (past == nullptr) return check(addr, size, write, pc);
-    B->past = nullptr;  // a report's own accesses (its strings) come through here too
-    check(addr, size, write, pc);
-    if (B->running && B->past_thread == B->thread && addr >= B->stack_lo && addr < B->stack_hi) {
-        index_out_of_bounds(past, B->past_index, B->past_pc);
+    BlockState* const b = B;  // once: each thread-local read is a call in a library
+    const UbsanOutOfBounds* past = b != nullptr ? b->past : nullptr;
+    if (past == nullptr) return check(b, addr, size, write, pc);
+    b->past = nullptr;  // a report's own accesses (its strings) come through here too
+    check(b, addr, size, write, pc);
+    if (b->running && b->past_thread == b->thread && addr >= b->stack_lo && addr < b->stack_hi) {
+        index_out_of_bounds(past, b->past_index, b->past_pc);
     }
-    B->past = past;
+    b->past = past;
 }
 }  // namespace
 
@@ -759,13 +761,13 @@ extern "C" void __asan_handle_no_return() {}
 
 // The atomics of brrr_cpu.h, which the instrumentation leaves out, report here.
 extern "C" void brrr_cpu_atomic_checked(const void* address, std::size_t size, const void* pc) {
-    check(reinterpret_cast<uintptr_t>(address), size, true, pc, true);
+    check(B, reinterpret_cast<uintptr_t>(address), size, true, pc, true);
 }
 
 // Accesses brrr's headers make for the kernel, outside the instrumentation (wmma loads and stores,
 // ldmatrix rows, an asynchronous copy's source and destination): checked as the kernel's, at pc.
 extern "C" void brrr_cpu_access_checked(const void* address, std::size_t size, int write, const void* pc) {
-    check(reinterpret_cast<uintptr_t>(address), size, write != 0, pc);
+    check(B, reinterpret_cast<uintptr_t>(address), size, write != 0, pc);
 }
 
 // An asynchronous copy into shared memory issued (its bytes in flight) and landed: `record` makes
@@ -793,7 +795,7 @@ extern "C" void brrr_cpu_async_landed(const void* dst, std::size_t size, const v
             if (s.flights[i].thread >= 0) --s.in_flight;
             s.flights[i] = Access{};
         }
-        if (record) shared_access(s, addr, size, true, pc);
+        if (record) shared_access(*B, s, addr, size, true, pc);
     }
 }
 
