@@ -1,4 +1,4 @@
-// bias_gelu's backward versions side by side on one GPU at brrr bench's size (8192 x 8192), in
+// bias_gelu's forward and backward versions side by side on one GPU at brrr bench's size (8192 x 8192), in
 // bfloat16 and float32: each checked against a float64 reference on the host (outputs poisoned
 // first), grad_bias compared bit for bit over two runs, then timed (median of 30, L2 flushed)
 // against a 1 GiB copy timed in the same process.
@@ -84,6 +84,94 @@ struct Problem {
     }
 };
 
+// ---- forward variants (not shipped; for an H200, where v6's bfloat16 forward is 87% of copy) ----------
+// The shipped kernel holds both paths, and its scalar one (ragged rows, unaligned tensors) sets its
+// registers: 128 in bfloat16, 2 blocks of 256 an SM. These run the vector path alone (8192 columns:
+// every thread's vectors are full and aligned), with __launch_bounds__ asking kMinBlocks blocks an SM.
+template <typename T, int kMinBlocks>
+__global__ void __launch_bounds__(kBlockX * kBlockY, kMinBlocks)
+    fwd_vector_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ y, int64_t rows,
+                      int64_t cols, int64_t rows_per_thread) {
+    const Tile t = tile_of<T>(rows, cols, rows_per_thread);
+    if (t.width[0] == 0) return;
+    forward_tile<true>(x, bias, y, cols, t);
+}
+
+// The vector path software-pipelined: kRows rows of loads in flight while the previous kRows are
+// computed and stored, so a thread never waits on memory with nothing of its own in flight
+// (the shipped forward loads 4 rows, then computes them with no load outstanding).
+template <typename T, int kRows>
+using RawRows = brrr::Pack<T, kAccess<T>>[kRows][kPacks][kVec<T> / kAccess<T>];
+
+template <typename T, int kRows>
+__device__ __forceinline__ void load_rows(const T* __restrict__ x, int64_t cols, const Tile& t, int64_t r0,
+                                          RawRows<T, kRows>& out) {
+    using V = brrr::Pack<T, kAccess<T>>;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+        if (r0 + i < t.row1) {
+#pragma unroll
+            for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+                for (int a = 0; a < kVec<T> / kAccess<T>; ++a) {
+                    out[i][j][a] = reinterpret_cast<const V*>(x + (r0 + i) * cols + t.col0 + j * kStride<T>)[a];
+                }
+            }
+        }
+    }
+}
+
+template <typename T, int kRows, int kMinBlocks>
+__global__ void __launch_bounds__(kBlockX * kBlockY, kMinBlocks)
+    fwd_pipelined_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ y, int64_t rows,
+                         int64_t cols, int64_t rows_per_thread) {
+    const Tile t = tile_of<T>(rows, cols, rows_per_thread);
+    if (t.width[0] == 0) return;
+    A<T> b[kPacks][kVec<T>];
+    load_row(bias, t, true, b);
+    RawRows<T, kRows> cur, next;
+    load_rows<T, kRows>(x, cols, t, t.row0, cur);
+    for (int64_t r0 = t.row0; r0 < t.row1; r0 += kRows) {
+        if (r0 + kRows < t.row1) load_rows<T, kRows>(x, cols, t, r0 + kRows, next);
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+            if (r0 + i < t.row1) {
+                A<T> u[kPacks][kVec<T>];
+#pragma unroll
+                for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+                    for (int a = 0; a < kVec<T> / kAccess<T>; ++a) {
+#pragma unroll
+                        for (int e = 0; e < kAccess<T>; ++e) {
+                            const int k = a * kAccess<T> + e;
+                            u[j][k] = gelu<T>(brrr::to_acc(cur[i][j][a].v[e]) + b[j][k]);
+                        }
+                    }
+                }
+                store_row(y + (r0 + i) * cols, t, true, u);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+#pragma unroll
+            for (int j = 0; j < kPacks; ++j) {
+#pragma unroll
+                for (int a = 0; a < kVec<T> / kAccess<T>; ++a) cur[i][j][a] = next[i][j][a];
+            }
+        }
+    }
+}
+
+// A forward variant on the shipped tiling with `rpt` rows a thread (the launcher's is 4).
+template <typename T, typename K>
+std::function<void()> forward_with(Problem<T>& p, K kernel, int64_t rpt) {
+    return [&p, kernel, rpt] {
+        const int64_t groups = (p.rows + rpt - 1) / rpt;
+        const dim3 grid(brrr::blocks_for(p.cols, kBlockX * kPack<T>), brrr::blocks_for(groups, kBlockY));
+        kernel<<<grid, dim3(kBlockX, kBlockY)>>>(p.x, p.b, p.y, p.rows, p.cols, rpt);
+    };
+}
+
 // The backward launcher's grid with kernel `K` in place of the shipped backward kernel.
 template <typename T, typename K>
 std::function<void()> with_kernel(Problem<T>& p, K kernel) {
@@ -102,6 +190,23 @@ void run(double copy, std::vector<Row>& rows) {
     Problem<T> p(8192, 8192, copy, 99);
     const std::string n = bench::name<T>();
     rows.push_back(p.forward("fwd (ships) " + n, [&] { bias_gelu_forward<T>(p.x, p.b, p.y, p.rows, p.cols, 0); }));
+#define FV(M, R) rows.push_back(p.forward("fwd vector only, " #M " blocks an SM, " #R " rows a thread " + n, \
+                                          forward_with(p, fwd_vector_kernel<T, M>, R)))
+    FV(1, 4);
+    FV(3, 4);
+    FV(4, 4);
+    FV(2, 8);
+#define FP(K, M, R) rows.push_back(p.forward("fwd pipelined " #K "+" #K ", " #M " blocks an SM, " #R " rows " + n, \
+                                             forward_with(p, fwd_pipelined_kernel<T, K, M>, R)))
+    FP(2, 2, 8);
+    FP(2, 2, 16);
+    FP(2, 3, 16);
+    FP(2, 4, 16);
+    FP(4, 2, 16);
+    FP(1, 4, 16);
+#undef FV
+#undef FP
+    if (std::getenv("FORWARD_ONLY")) return;
     rows.push_back(p.backward("bwd (ships: v5) " + n, [&] {
         bias_gelu_backward<T>(p.gy, p.x, p.b, p.gx, p.gb, p.partial, p.rows, p.cols, 0);
     }));
