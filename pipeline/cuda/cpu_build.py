@@ -16,7 +16,6 @@ from, a lock, an atomic rename), so editing kernel.cu recompiles kernel.cu alone
 from __future__ import annotations
 
 import hashlib
-import platform
 import shutil
 import time
 from dataclasses import dataclass
@@ -37,15 +36,6 @@ PRELUDE = CPU_INCLUDE / cpu_source.PRELUDE  # what each rewritten kernel.cu incl
 CRASH_SOURCE = CPU_INCLUDE / "brrr_cpu_crash.cpp"
 # -Bsymbolic: each op's library uses its own copy of the runtime, whatever else is loaded.
 CPU_LINK_LIBS = ("-lc10", "-ltorch_cpu", "-ltorch", "-lpthread", "-Wl,-Bsymbolic")
-
-
-def tls_flags() -> tuple[str, ...]:
-    """TLS descriptors on x86-64 gcc: threadIdx, blockIdx and the runtime's per-thread state are
-    thread_local in a dlopen'ed library, which by default costs a __tls_get_addr call on every read
-    (16% of a checked matmul's time); a resolved descriptor is a load. aarch64 uses descriptors
-    already, and a compiler that is not gcc keeps its default."""
-    gcc = "clang" not in builder.compiler_version(builder.find_cxx()).lower()
-    return ("-mtls-dialect=gnu2",) if gcc and platform.machine() in ("x86_64", "AMD64") else ()
 
 
 def link_libs() -> tuple[str, ...]:
@@ -94,7 +84,7 @@ def cpu_headers() -> list[Path]:
 def runtime_job(flavour: Flavour = DEFAULT, source: Path = RUNTIME_SOURCE) -> Job:
     """The runtime (or, with `source`, another of brrr's own sources linked into each op's library)."""
     cxx = builder.find_cxx()
-    command = [cxx, "-c", "-std=c++20", "-O2", "-g", "-fPIC", *tls_flags(), f"-I{CPU_INCLUDE}", *flavour.extra]
+    command = [cxx, "-c", "-std=c++20", "-O2", "-g", "-fPIC", *builder.tls_flags(), f"-I{CPU_INCLUDE}", *flavour.extra]
     key = builder.object_key(None, source, cpu_headers(), command, (builder.compiler_version(cxx),))
     return Job(source, command, key, builder.object_path(f"{source.stem.replace('_', '-')}-{flavour.name}", key), source)
 
@@ -109,7 +99,7 @@ def kernel_text(op: Op) -> tuple[str, dict[str, str]]:
 
 def _kernel_flags(flavour: Flavour) -> tuple[list[str], list[str]]:
     """kernel.cu's compile flags around the op's own include folders: (before them, after them)."""
-    before = ["-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *tls_flags()]
+    before = ["-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *builder.tls_flags()]
     after = [f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}", *flavour.extra, *(memcheck.CHECK_FLAGS if flavour.checked else ())]
     return before, after
 

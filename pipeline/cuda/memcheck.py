@@ -51,8 +51,7 @@ CHECK_FLAGS = (
 def memcheck_job(extra: tuple[str, ...] = ()) -> Job:
     """brrr_cpu_memcheck.cpp, compiled as the runtime is (never instrumented) but without -g, so
     gdb's `step` passes over the callbacks."""
-    from .builder import compiler_version, find_cxx, object_key, object_path
-    from .cpu_build import tls_flags
+    from .builder import compiler_version, find_cxx, object_key, object_path, tls_flags
 
     cxx = find_cxx()
     command = [cxx, "-c", "-std=c++20", "-O2", "-fPIC", *tls_flags(), f"-I{CPU_INCLUDE}", *extra]

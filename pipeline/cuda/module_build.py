@@ -120,7 +120,7 @@ def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job],
         rewritten = builder.cache_root() / "cpu-src" / f"{op.name}-{source.stem}-{digest}.cpp"
         if not rewritten.is_file() or rewritten.read_text() != text:
             write_atomic(rewritten, text)
-        command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *cpu_build.tls_flags(),
+        command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *builder.tls_flags(),
                    *includes.flags,
                    f"-I{cpu_build.CPU_INCLUDE}", f"-I{INCLUDE_DIR}", f"-I{op.folder}", *_torch_flags(),
                    f"-DTORCH_EXTENSION_NAME={name}", *flavour.extra,
