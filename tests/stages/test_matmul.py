@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import HAS_GPU, compile_only, failed, gpu, needs_nvcc, validate
+from conftest import HAS_GPU, compile_only, cpu_sizes_up_to, failed, gpu, needs_nvcc, validate
 
 from brrr_kernels.op.loaders import load_op
 from brrr_kernels.verdict.report import NOT_RUN
@@ -165,11 +165,13 @@ def test_cuda_boundary_tile_that_is_not_zero_filled_fails(mutant, small_cpu_size
 
 
 @pytest.mark.parametrize("bug, check", [("cuda_no_zero_fill_v4", "forward"), ("cuda_no_zero_fill_v3", "forward_v3")])
-def test_cuda_128_kernels_k_tail_that_is_not_zero_filled_fails(mutant, bug: str, check: str) -> None:
+def test_cuda_128_kernels_k_tail_that_is_not_zero_filled_fails(mutant, bug: str, check: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The same bug in the 128x128 kernels, which only float32 outputs of 128-multiple rows and
     columns run: v4 (forward's, k-steps of 16) and v3 (forward_v3's, k-steps of 8). At (128, 131, 256)
     the last k-step holds 3 k, and each thread's other slots keep its own values from the step before,
     so c picks up those products twice. float64 never runs either."""
+    cpu_sizes_up_to(monkeypatch, 1 << 16)  # up to (128, 131, 256), named below; the two larger repeat it
     bad = failed(validate(mutant("matmul", bug), "cuda"))
     assert "size (128, 131, 256)" in bad[("cuda", check, "float32")].detail
     assert ("cuda", check, "float64") not in bad
@@ -204,9 +206,12 @@ def test_cuda_earlier_versions_match_torch() -> None:
     ("cuda_v3_no_barrier_after_loads", "forward_v3", ("float32",), "_tile["),
     ("cuda_v4_one_buffer", "forward", ("float32",), "_buf[")])  # v4 stores into the buffer it reads
 def test_cuda_missing_barrier_after_the_tile_loads_fails_forward(mutant, bug: str, check: str, dtypes: tuple[str, ...],
-                                                                  array: str) -> None:
+                                                                  array: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Threads read tile elements other threads have not stored yet (or overwrite ones they still
     read): the poison on the CPU."""
+    # (128, 5, 128) and (128, 131, 256) run the 128x128 kernels, nine k-steps through v4's two buffers:
+    # the race shows there; (256, 384, 128) and (257, 511, 129) would repeat it at four times the cost.
+    cpu_sizes_up_to(monkeypatch, 1 << 16)
     bad = failed(validate(mutant("matmul", bug), "cuda"))
     for dtype in dtypes:
         detail = bad[("cuda", check, dtype)].detail
