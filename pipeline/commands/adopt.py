@@ -175,7 +175,9 @@ def function_signature(text: str, name: str) -> Function | None:
         if not mask[k + 1:k + 200].lstrip().startswith(("{", "const", "noexcept")):
             continue  # a declaration or a call, not the definition
         params = []
-        for part in _split_params(text[m.end():k]):
+        # The masked text: a comment beside a parameter (`torch::Tensor& out,  // [tokens, hidden]`) is
+        # not part of the next one's type.
+        for part in _split_params(mask[m.end():k]):
             pm = re.match(r"^(?P<type>.*?)\b(?P<name>[A-Za-z_]\w*)\s*(=.*)?$", part.strip(), re.S)
             if pm and pm.group("type").strip():
                 params.append((" ".join(pm.group("type").split()), pm.group("name")))

@@ -9,7 +9,7 @@ import pytest
 
 from brrr_kernels.base.errors import UsageError
 from brrr_kernels.cli import main as cli_main
-from brrr_kernels.commands.adopt import adopt
+from brrr_kernels.commands.adopt import adopt, function_signature
 from brrr_kernels.op.loaders import load_op, load_reference
 
 # One .cu holding kernel, wrapper and module, as load() users write it.
@@ -240,3 +240,12 @@ def test_a_setup_py_naming_no_sources_and_none_under_it_is_refused_naming_it(tmp
     (tmp_path / "setup.py").write_text(GLOB_SETUP)
     with pytest.raises(UsageError, match=r"setup.py: names no source file brrr can read"):
         adopt(tmp_path / "setup.py", tmp_path / "op", "x")
+
+
+def test_a_comment_beside_a_parameter_is_not_part_of_the_next_ones_type() -> None:
+    """vLLM's wrappers comment each tensor's shape after its comma: the next parameter is still `float epsilon`."""
+    text = ("void rms_norm(\n  torch::Tensor& out,      // [num_tokens, hidden_size]\n"
+            "  torch::Tensor& input,    /* [num_tokens, hidden_size] */\n  float epsilon) {\n}\n")
+    f = function_signature(text, "rms_norm")
+    assert f is not None
+    assert f.params == (("torch::Tensor&", "out"), ("torch::Tensor&", "input"), ("float", "epsilon"))
