@@ -118,7 +118,7 @@ def prelude_job(flavour: Flavour = DEFAULT) -> Job:
                PRELUDE)
 
 
-def _prelude_flags(op: Op, flavour: Flavour, includes: cpu_includes.Includes) -> list[str]:
+def _prelude_flags(op: Op, flavour: Flavour) -> list[str]:
     """-I of the precompiled prelude's folder, unless a header of the op's folder has the name of one of
     brrr's (found before brrr's, it could change what the prelude means: the text is read then)."""
     ours = {p.name for p in CPU_INCLUDE.rglob("*")} | {p.name for p in INCLUDE_DIR.glob("*")}
@@ -140,7 +140,7 @@ def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
         write_atomic(source, text)
     includes = cpu_includes.prepare(op.folder, [original], op.name, [INCLUDE_DIR])  # brrr_kernel.cuh is found, not stood in for
     before, after = _kernel_flags(flavour)
-    command = [cxx, *before, *_prelude_flags(op, flavour, includes), *includes.flags, *after, f"-I{op.folder}"]
+    command = [cxx, *before, *_prelude_flags(op, flavour), *includes.flags, *after, f"-I{op.folder}"]
     key = builder.object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()], command,
                              (builder.compiler_version(cxx),))
     return Job(source, command, key, builder.object_path(f"{op.name}-kernel-{flavour.name}", key), original)
