@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -295,6 +296,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
+    # Before torch loads OpenMP: its pool threads sleep once an op is done instead of spinning for
+    # ~20 ms (300,000 PAUSEs). brrr waits on its CPU execution's child and on pipes between torch ops,
+    # and the spinning took a core from that child: 6 of 53 CPU s of `brrr validate layernorm`, and a
+    # loop of small ops with waits between them took 2.6x its wall time. A user's own setting stays.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
     interrupts.install(interactive=command == "debug")  # pdb keeps its Ctrl-C

@@ -57,6 +57,17 @@ class Where(Enum):
             return tuple(dict.fromkeys([*spec.sim_sizes, *affordable, *long_rows]))
         return spec.sim_sizes
 
+    def strided_sizes(self, spec: OpSpec) -> tuple[Size, ...]:
+        """The sizes the strided layouts (non-contiguous, misaligned, permuted) run at: the last two of
+        sizes(). Executed on the CPU, the last two up to CPU_STRIDED_BUDGET input elements: the five
+        strided cases at the two largest affordable sizes cost more than all the random sizes together
+        (matmul: 22 of its 42 s), and a stride taken wrongly shows wherever it crosses a block or a
+        tile, at mid sizes as at large ones. A GPU runs them at its largest sizes."""
+        sizes = self.sizes(spec)
+        if self is Where.CPU_EXECUTION:
+            sizes = tuple(s for s in sizes if _input_elements(spec, s) <= CPU_STRIDED_BUDGET) or sizes[:1]
+        return sizes[-2:]
+
     def left_out(self, spec: OpSpec) -> tuple[Size, ...]:
         """The GPU sizes that run nowhere here: over the CPU execution's budget (a report names them
         under the row, so no case drops out unsaid)."""
@@ -68,6 +79,9 @@ class Where(Enum):
 # Input elements up to which a GPU size is also run by the CPU execution of the cuda stage: at this
 # size each of the seven built-in ops' kernels takes well under a second a call on one core.
 CPU_SIZE_BUDGET = 1 << 18
+# ... and up to which the strided layouts run there: their five cases then cost about one case at
+# the full budget.
+CPU_STRIDED_BUDGET = CPU_SIZE_BUDGET // 4
 
 
 _elements: dict[tuple[int, Size], int] = {}

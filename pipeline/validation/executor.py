@@ -311,7 +311,7 @@ class Validation:
         if kind is Cases.SMALL:
             return random_cases(self.op, self.spec.sim_sizes, dtype, "cpu", self.gen)
         if kind is Cases.STRIDED:
-            return strided_cases(random_cases(self.op, where.sizes(self.spec)[-2:], dtype, where.device, self.gen))
+            return strided_cases(random_cases(self.op, where.strided_sizes(self.spec), dtype, where.device, self.gen))
         if kind is Cases.EDGE:
             return edge_cases(self.op, dtype, "cpu")
         raise ValueError(f"no comparison runs on {kind}")

@@ -302,8 +302,9 @@ __global__ void layernorm_backward_x_kernel(const T* __restrict__ grad_y, const 
     }
 }
 
-// Block (kColumns, kRowGroups): thread (tx, ty) sums rows ty, ty + kRowGroups, ... of column
-// blockIdx.x * kColumns + tx, then the ty == 0 thread adds the kRowGroups partials in order. No
+// Block (kColumns, groups), groups = blockDim.y <= kRowGroups (fewer for fewer rows: a thread with no
+// row would only add zeros): thread (tx, ty) sums rows ty, ty + groups, ... of column
+// blockIdx.x * kColumns + tx, then the ty == 0 thread adds the groups' partials in order. No
 // atomics: the same bits on every run.
 template <typename T>
 __global__ void layernorm_backward_weight_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
@@ -317,7 +318,7 @@ __global__ void layernorm_backward_weight_kernel(const T* __restrict__ grad_y, c
     S gw = 0;
     S gb = 0;
     if (c < cols) {
-        for (int64_t row = threadIdx.y; row < rows; row += kRowGroups) {
+        for (int64_t row = threadIdx.y; row < rows; row += blockDim.y) {
             const S g = to_stat(grad_y[row * cols + c]);
             gw += g * (to_stat(x[row * cols + c]) - mean[row]) * rstd[row];
             gb += g;
@@ -328,7 +329,7 @@ __global__ void layernorm_backward_weight_kernel(const T* __restrict__ grad_y, c
     partial_b[threadIdx.y][threadIdx.x] = gb;
     __syncthreads();
     if (threadIdx.y == 0 && c < cols) {
-        for (int k = 1; k < kRowGroups; ++k) {
+        for (int k = 1; k < static_cast<int>(blockDim.y); ++k) {
             gw += partial_w[k][threadIdx.x];
             gb += partial_b[k][threadIdx.x];
         }
@@ -901,7 +902,9 @@ static void backward_v1(const T* grad_y, const T* x, const T* weight, const S* m
     }
     // With no rows the column sums are empty sums: the kernel writes their zeros.
     if (cols > 0) {
-        layernorm_backward_weight_kernel<T><<<brrr::blocks_for(cols, kColumns), dim3(kColumns, kRowGroups), 0, stream>>>(
+        // One row group a row, up to kRowGroups: a one-row input runs 32 threads a block, not 512.
+        const unsigned int groups = static_cast<unsigned int>(rows < kRowGroups ? (rows > 0 ? rows : 1) : kRowGroups);
+        layernorm_backward_weight_kernel<T><<<brrr::blocks_for(cols, kColumns), dim3(kColumns, groups), 0, stream>>>(
             grad_y, x, mean, rstd, grad_weight, grad_bias, rows, cols);
     }
 }

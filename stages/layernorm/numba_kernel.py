@@ -223,8 +223,9 @@ def layernorm_backward_x_kernel(grad_y, x, weight, mean, rstd, grad_x, cols):
 
 @cuda.jit
 def layernorm_backward_weight_kernel(grad_y, x, mean, rstd, grad_weight, grad_bias, rows, cols):
-    # Block (COLUMNS, ROW_GROUPS): thread (tx, ty) sums rows ty, ty + ROW_GROUPS, ... of column
-    # blockIdx.x * COLUMNS + tx, then the ty == 0 thread adds the groups' partials in order. No
+    # Block (COLUMNS, groups), groups = blockDim.y <= ROW_GROUPS (fewer for fewer rows): thread (tx, ty)
+    # sums rows ty, ty + groups, ... of column blockIdx.x * COLUMNS + tx, then the ty == 0 thread adds
+    # the groups' partials in order. No
     # atomics: the same bits on every run.
     partial_w = cuda.shared.array((ROW_GROUPS, COLUMNS), dtype=float64)
     partial_b = cuda.shared.array((ROW_GROUPS, COLUMNS), dtype=float64)
@@ -232,7 +233,7 @@ def layernorm_backward_weight_kernel(grad_y, x, mean, rstd, grad_weight, grad_bi
     gw = 0.0
     gb = 0.0
     if c < cols:
-        for row in range(cuda.threadIdx.y, rows, ROW_GROUPS):
+        for row in range(cuda.threadIdx.y, rows, cuda.blockDim.y):
             g = float(grad_y[row, c])
             gw += g * (float(x[row, c]) - mean[row]) * rstd[row]
             gb += g
@@ -241,7 +242,7 @@ def layernorm_backward_weight_kernel(grad_y, x, mean, rstd, grad_weight, grad_bi
     partial_b[cuda.threadIdx.y, cuda.threadIdx.x] = gb
     cuda.syncthreads()
     if cuda.threadIdx.y == 0 and c < cols:
-        for k in range(1, ROW_GROUPS):
+        for k in range(1, cuda.blockDim.y):
             gw += partial_w[k, cuda.threadIdx.x]
             gb += partial_b[k, cuda.threadIdx.x]
         grad_weight[c] = gw
@@ -429,6 +430,7 @@ def backward(grad_y: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: 
         launch(layernorm_backward_x_kernel, rows, THREADS, grad_y, x, weight, mean, rstd, grad_x, cols)
     if cols:
         # With no rows the column sums are empty sums: the kernel writes their zeros.
-        launch(layernorm_backward_weight_kernel, cdiv(cols, COLUMNS), (COLUMNS, ROW_GROUPS), grad_y, x, mean, rstd,
+        groups = min(ROW_GROUPS, max(rows, 1))  # one row group a row, up to ROW_GROUPS
+        launch(layernorm_backward_weight_kernel, cdiv(cols, COLUMNS), (COLUMNS, groups), grad_y, x, mean, rstd,
                grad_weight, grad_bias, rows, cols)
     return grad_x, grad_weight, grad_bias
