@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -295,12 +295,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
+def quiet_openmp(environ: MutableMapping[str, str]) -> None:
+    """Before torch loads OpenMP: its pool threads sleep once an op is done instead of spinning for
+    ~20 ms (300,000 PAUSEs). brrr waits on its CPU execution's child and on pipes between torch ops,
+    and the spinning took a core from that child: 6 of 53 CPU s of `brrr validate layernorm`, and a
+    loop of small ops with waits between them took 2.6x its wall time. A user's own setting stays."""
+    environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def entry() -> None:
-    # Before torch loads OpenMP: its pool threads sleep once an op is done instead of spinning for
-    # ~20 ms (300,000 PAUSEs). brrr waits on its CPU execution's child and on pipes between torch ops,
-    # and the spinning took a core from that child: 6 of 53 CPU s of `brrr validate layernorm`, and a
-    # loop of small ops with waits between them took 2.6x its wall time. A user's own setting stays.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    quiet_openmp(os.environ)
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
     interrupts.install(interactive=command == "debug")  # pdb keeps its Ctrl-C

@@ -23,6 +23,16 @@ def test_help_imports_neither_torch_nor_numba() -> None:
     assert "validate" in proc.stdout
 
 
+@pytest.mark.parametrize(("given", "kept"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_threads_sleep_unless_the_user_says_otherwise(given: str | None, kept: str) -> None:
+    """torch's OpenMP threads would spin ~20 ms after each op, on the core brrr's CPU execution needs."""
+    from brrr_kernels.cli import quiet_openmp
+
+    environ = {} if given is None else {"OMP_WAIT_POLICY": given}
+    quiet_openmp(environ)
+    assert environ == {"OMP_WAIT_POLICY": kept}
+
+
 def test_no_command_prints_help_and_exits_2() -> None:
     proc = brrr()
     assert proc.returncode == 2 and "usage: brrr" in proc.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from brrr_kernels.base.errors import OpLoadError
+from brrr_kernels.op import loaders
 from brrr_kernels.op.loaders import Where, load_op, load_stage
 
 
@@ -31,6 +32,19 @@ def test_the_cpu_execution_names_every_gpu_size_it_leaves_out() -> None:
     ran, left = Where.CPU_EXECUTION.sizes(spec), Where.CPU_EXECUTION.left_out(spec)
     assert left and set(spec.gpu_sizes) <= set(ran) | set(left) and not set(ran) & set(left)
     assert Where.GPU.left_out(spec) == () and Where.SIMULATOR.left_out(spec) == ()
+
+
+@pytest.mark.parametrize("name", ["matmul", "layernorm", "softmax"])
+def test_strided_layouts_run_at_the_last_two_sizes_the_place_affords(name: str) -> None:
+    """On a GPU the last two sizes; executed on the CPU the last two of its sizes under the strided
+    budget, a smaller one than the random sizes': five layouts of the largest would cost more than
+    all the random sizes together."""
+    spec = load_op(name).spec
+    assert Where.GPU.strided_sizes(spec) == Where.GPU.sizes(spec)[-2:]
+    strided = Where.CPU_EXECUTION.strided_sizes(spec)
+    within = [s for s in Where.CPU_EXECUTION.sizes(spec) if loaders._input_elements(spec, s) <= loaders.CPU_STRIDED_BUDGET]
+    assert len(strided) == 2 and strided == tuple(within[-2:])
+    assert loaders.CPU_STRIDED_BUDGET < loaders.CPU_SIZE_BUDGET
 
 
 def test_a_module_of_several_cu_files_takes_the_one_its_spec_does_not_list_as_its_cuda_stage(tmp_path) -> None:
