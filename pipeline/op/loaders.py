@@ -44,44 +44,52 @@ class Where(Enum):
         """The label of rows from a stage run away from its usual place ("cpu": the cuda stage on the CPU)."""
         return "cpu" if self is Where.CPU_EXECUTION else ""
 
-    def sizes(self, spec: OpSpec, dtype: torch.dtype | None = None) -> tuple[Size, ...]:
+    def sizes(self, spec: OpSpec, dtype: torch.dtype | None = None, budget: int | None = None) -> tuple[Size, ...]:
         """The random sizes a stage is checked at here: large on a GPU, small where every thread is costly.
-        Executed on the CPU, the simulator sizes and the GPU sizes up to CPU_SIZE_BUDGET input elements:
-        several blocks ending in a partial one, widths that leave a scalar tail, at a CPU's pace. In a
-        16-bit `dtype`, the cuda stage also runs the spec's accumulator_sizes, on either."""
+        Executed on the CPU, the simulator sizes and the GPU sizes up to `budget` (CPU_SIZE_BUDGET) input
+        elements: several blocks ending in a partial one, widths that leave a scalar tail, at a CPU's
+        pace. In a 16-bit `dtype`, the cuda stage also runs the spec's accumulator_sizes, on either."""
         long_rows = spec.accumulator_sizes if dtype in (torch.float16, torch.bfloat16) else ()
         if self is Where.GPU:
             return tuple(dict.fromkeys([*spec.gpu_sizes, *long_rows]))
         if self is Where.CPU_EXECUTION:
-            affordable = (s for s in spec.gpu_sizes if _input_elements(spec, s) <= CPU_SIZE_BUDGET)
+            limit = CPU_SIZE_BUDGET if budget is None else budget
+            affordable = (s for s in spec.gpu_sizes if _input_elements(spec, s) <= limit)
             return tuple(dict.fromkeys([*spec.sim_sizes, *affordable, *long_rows]))
         return spec.sim_sizes
 
+    def version_sizes(self, spec: OpSpec, dtype: torch.dtype | None = None) -> tuple[Size, ...]:
+        """The sizes an op's earlier versions (binding.cpp's forward_v1, ...) are checked at: sizes(), but
+        executed on the CPU only up to CPU_SECONDARY_BUDGET input elements. Three versions at matmul's two
+        largest CPU sizes took 8 of its 22 s; the rest still cross every tile and block edge."""
+        return self.sizes(spec, dtype, CPU_SECONDARY_BUDGET)
+
     def strided_sizes(self, spec: OpSpec) -> tuple[Size, ...]:
         """The sizes the strided layouts (non-contiguous, misaligned, permuted) run at: the last two of
-        sizes(). Executed on the CPU, the last two up to CPU_STRIDED_BUDGET input elements: the five
+        sizes(). Executed on the CPU, the last two up to CPU_SECONDARY_BUDGET input elements: the five
         strided cases at the two largest affordable sizes cost more than all the random sizes together
         (matmul: 22 of its 42 s), and a stride taken wrongly shows wherever it crosses a block or a
         tile, at mid sizes as at large ones. A GPU runs them at its largest sizes."""
         sizes = self.sizes(spec)
         if self is Where.CPU_EXECUTION:
-            sizes = tuple(s for s in sizes if _input_elements(spec, s) <= CPU_STRIDED_BUDGET) or sizes[:1]
+            sizes = tuple(s for s in sizes if _input_elements(spec, s) <= CPU_SECONDARY_BUDGET) or sizes[:1]
         return sizes[-2:]
 
-    def left_out(self, spec: OpSpec) -> tuple[Size, ...]:
+    def left_out(self, spec: OpSpec, budget: int | None = None) -> tuple[Size, ...]:
         """The GPU sizes that run nowhere here: over the CPU execution's budget (a report names them
         under the row, so no case drops out unsaid)."""
         if self is not Where.CPU_EXECUTION:
             return ()
-        return tuple(s for s in spec.gpu_sizes if _input_elements(spec, s) > CPU_SIZE_BUDGET and s not in spec.sim_sizes)
+        limit = CPU_SIZE_BUDGET if budget is None else budget
+        return tuple(s for s in spec.gpu_sizes if _input_elements(spec, s) > limit and s not in spec.sim_sizes)
 
 
 # Input elements up to which a GPU size is also run by the CPU execution of the cuda stage: at this
 # size each of the seven built-in ops' kernels takes well under a second a call on one core.
 CPU_SIZE_BUDGET = 1 << 18
-# ... and up to which the strided layouts run there: their five cases then cost about one case at
-# the full budget.
-CPU_STRIDED_BUDGET = CPU_SIZE_BUDGET // 4
+# ... and up to which the checks beyond a stage's own forward and backward run there (its strided
+# layouts, its earlier versions): the five strided cases then cost about one case at the full budget.
+CPU_SECONDARY_BUDGET = CPU_SIZE_BUDGET // 4
 
 
 _elements: dict[tuple[int, Size], int] = {}

@@ -27,7 +27,7 @@ from ..base.settings import switch
 from ..cuda import builder, cpu_build, device_check, module_build
 from ..cuda.isolated import Isolated
 from ..op.contract import as_tuple
-from ..op.loaders import Stage, Where, load_numba, load_reference, load_stage
+from ..op.loaders import CPU_SECONDARY_BUDGET, Stage, Where, load_numba, load_reference, load_stage
 from ..op.spec import STAGES, Op, StageName
 from ..op.tolerances import NUDGED_IN
 from ..sim import gpu_rules as numba_gpu_rules
@@ -308,6 +308,8 @@ class Validation:
     def cases(self, kind: Cases, dtype: torch.dtype, where: Where) -> list[Case]:
         if kind is Cases.RANDOM:
             return random_cases(self.op, where.sizes(self.spec, dtype), dtype, "cpu", self.gen)
+        if kind is Cases.VERSIONS:
+            return random_cases(self.op, where.version_sizes(self.spec, dtype), dtype, "cpu", self.gen)
         if kind is Cases.SMALL:
             return random_cases(self.op, self.spec.sim_sizes, dtype, "cpu", self.gen)
         if kind is Cases.STRIDED:
@@ -369,7 +371,9 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
     stage = checks[0].stage
     source = v.stages[stage].source
     charged: dict[str, RowBuilder] = {}
-    left_out = v.stages[stage].where.left_out(spec) if checks[0].cases is Cases.RANDOM else ()
+    where = v.stages[stage].where
+    left_out = {Cases.RANDOM: where.left_out(spec),
+                Cases.VERSIONS: where.left_out(spec, CPU_SECONDARY_BUDGET)}.get(checks[0].cases, ())
     for b in (fwd, bwd):
         if b is not None:
             b.row.gpu_only = [f"size {s}" for s in left_out]

@@ -39,6 +39,8 @@ class Cases(Enum):
     SMALL = "fresh random inputs at the simulator sizes, wherever the stage runs"
     STRIDED = ("the two largest random sizes, viewed with a stride of 2 in the last dimension and one element off "
                "alignment, and the largest laid out dense with its dimensions in reverse order (a transpose)")
+    VERSIONS = ("fresh random inputs at the sizes of where the stage runs; executed on the CPU, those up to 2^16 "
+                "input elements")
     EDGE = "the spec's named edge inputs (±1e5, ±inf, ...)"
     GRADCHECK = "random inputs at the spec's gradcheck size, float64"
     HUGE = "more than 2^31 elements, checked on a sample that includes the last ones (--huge, GPU only)"
@@ -97,7 +99,7 @@ CUDA_PLAN: Plan = (
                _cuda("non-contiguous bwd", Against.REFERENCE, Cases.STRIDED, "backward"),
                _cuda("edge forward", Against.REFERENCE, Cases.EDGE),
                _cuda("edge backward", Against.REFERENCE, Cases.EDGE, "backward"),
-               _cuda("first versions", Against.REFERENCE, Cases.RANDOM, first_versions=True))),
+               _cuda("first versions", Against.REFERENCE, Cases.VERSIONS, first_versions=True))),
     _cuda("inputs unchanged", Against.INPUTS),
     _cuda("gradcheck", Against.NUMERIC, Cases.GRADCHECK),
     _cuda("opcheck", Against.LIBRARY, Cases.GRADCHECK),

@@ -42,9 +42,9 @@ def test_strided_layouts_run_at_the_last_two_sizes_the_place_affords(name: str) 
     spec = load_op(name).spec
     assert Where.GPU.strided_sizes(spec) == Where.GPU.sizes(spec)[-2:]
     strided = Where.CPU_EXECUTION.strided_sizes(spec)
-    within = [s for s in Where.CPU_EXECUTION.sizes(spec) if loaders._input_elements(spec, s) <= loaders.CPU_STRIDED_BUDGET]
+    within = [s for s in Where.CPU_EXECUTION.sizes(spec) if loaders._input_elements(spec, s) <= loaders.CPU_SECONDARY_BUDGET]
     assert len(strided) == 2 and strided == tuple(within[-2:])
-    assert loaders.CPU_STRIDED_BUDGET < loaders.CPU_SIZE_BUDGET
+    assert loaders.CPU_SECONDARY_BUDGET < loaders.CPU_SIZE_BUDGET
 
 
 def test_a_module_of_several_cu_files_takes_the_one_its_spec_does_not_list_as_its_cuda_stage(tmp_path) -> None:
