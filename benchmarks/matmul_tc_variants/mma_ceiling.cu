@@ -7,18 +7,12 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90 mma_ceiling.cu -o /tmp/mma_ceiling && /tmp/mma_ceiling
 #include <cuda_runtime.h>
 
+#include "../rowwise_variants/harness.cuh"  // CHECK
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
 
 __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile(

@@ -70,10 +70,7 @@ class Where(Enum):
         strided cases at the two largest affordable sizes cost more than all the random sizes together
         (matmul: 22 of its 42 s), and a stride taken wrongly shows wherever it crosses a block or a
         tile, at mid sizes as at large ones. A GPU runs them at its largest sizes."""
-        sizes = self.sizes(spec)
-        if self is Where.CPU_EXECUTION:
-            sizes = tuple(s for s in sizes if _input_elements(spec, s) <= CPU_SECONDARY_BUDGET) or sizes[:1]
-        return sizes[-2:]
+        return self.sizes(spec, budget=CPU_SECONDARY_BUDGET)[-2:]
 
     def left_out(self, spec: OpSpec, budget: int | None = None) -> tuple[Size, ...]:
         """The GPU sizes that run nowhere here: over the CPU execution's budget (a report names them

@@ -371,9 +371,9 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
     stage = checks[0].stage
     source = v.stages[stage].source
     charged: dict[str, RowBuilder] = {}
-    where = v.stages[stage].where
-    left_out = {Cases.RANDOM: where.left_out(spec),
-                Cases.VERSIONS: where.left_out(spec, CPU_SECONDARY_BUDGET)}.get(checks[0].cases, ())
+    kind = checks[0].cases
+    budget = CPU_SECONDARY_BUDGET if kind is Cases.VERSIONS else None
+    left_out = v.stages[stage].where.left_out(spec, budget) if kind in (Cases.RANDOM, Cases.VERSIONS) else ()
     for b in (fwd, bwd):
         if b is not None:
             b.row.gpu_only = [f"size {s}" for s in left_out]
