@@ -134,6 +134,78 @@ layernorm_forward_wb_early_kernel(const T* __restrict__ x, const T* __restrict__
     }
 }
 
+// ---- forward "widened once" (not shipped): v2's block path with the row widened to float on load --
+// v2 keeps a 16-bit row as loaded and widens each element three times (sum, squares, output): in
+// bfloat16 on an H200 the forward issues an instruction every 1.5 cycles a scheduler (Nsight
+// Compute), so instructions, not bytes, set its pace. Here each element is widened once, into 32
+// float registers a thread; the arithmetic and its order are normalise_row's (the same bits).
+template <typename T, int kPacks>
+__global__ void __launch_bounds__(kMaxThreads)
+layernorm_forward_widened_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                                 T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
+                                 int64_t cols, stat_t<T> eps) {
+    using S = stat_t<T>;
+    static_assert(kSame<S, brrr::acc_t<T>>, "16-bit types only: their statistics are float");
+    constexpr int W = 16 / sizeof(T);
+    using P = brrr::Pack<T, W>;
+    __shared__ S partial_sum[kMaxThreads / 32];
+    __shared__ S partial_squares[kMaxThreads / 32];
+    const int64_t row = blockIdx.x;
+    const int packs = static_cast<int>(cols / W);
+    const int t = threadIdx.x, stride = blockDim.x;
+    S f[kPacks][W];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (p < packs) {
+            const P v = reinterpret_cast<const P*>(x + row * cols)[p];
+#pragma unroll
+            for (int j = 0; j < W; ++j) f[k][j] = to_stat(v.v[j]);
+        }
+    }
+    S total = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        if (k * stride + t < packs) {
+            S s = f[k][0];
+#pragma unroll
+            for (int j = 1; j < W; ++j) s += f[k][j];
+            total += s;
+        }
+    }
+    const S mu = row_sum<true>(total, partial_sum) / cols;
+    S squares = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        if (k * stride + t < packs) {
+            S s = 0;
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                const S d = f[k][j] - mu;
+                s += d * d;
+            }
+            squares += s;
+        }
+    }
+    const S r = S(1) / sqrt(row_sum<true>(squares, partial_squares) / cols + eps);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (p < packs) {
+            const P w = reinterpret_cast<const P*>(weight)[p];
+            const P b = reinterpret_cast<const P*>(bias)[p];
+            S out[W];
+#pragma unroll
+            for (int j = 0; j < W; ++j) out[j] = (f[k][j] - mu) * r * brrr::to_acc(w.v[j]) + brrr::to_acc(b.v[j]);
+            reinterpret_cast<P*>(y + row * cols)[p] = round_pack<T, W>(out);
+        }
+    }
+    if (t == 0) {
+        mean[row] = mu;
+        rstd[row] = r;
+    }
+}
+
 namespace {
 
 using bench::Row;
@@ -347,6 +419,20 @@ void run(double copy, std::vector<Row>& rows) {
                                          p.x, p.w, p.b, p.y, p.mean, p.rstd, p.cols, stat_t<T>(1e-5));
                                  }));
     };
+    if constexpr (sizeof(T) == 2) {
+        const auto widened = [&](auto packs_a_thread) {
+            constexpr int K = decltype(packs_a_thread)::value;
+            const int threads = static_cast<int>((packs + K - 1) / K + 31) / 32 * 32;
+            rows.push_back(p.forward(std::string("fwd widened once, ") + std::to_string(K) + " packs a thread " +
+                                         bench::name<T>(),
+                                     [&p, threads] {
+                                         layernorm_forward_widened_kernel<T, K><<<static_cast<unsigned>(p.rows), threads>>>(
+                                             p.x, p.w, p.b, p.y, p.mean, p.rstd, p.cols, stat_t<T>(1e-5));
+                                     }));
+        };
+        widened(std::integral_constant<int, 2>{});
+        widened(std::integral_constant<int, 4>{});
+    }
     wb_early(std::integral_constant<int, 2>{});
     wb_early(std::integral_constant<int, 4>{});
     if constexpr (sizeof(T) == 4) wb_early(std::integral_constant<int, 8>{});

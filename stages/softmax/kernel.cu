@@ -17,6 +17,15 @@
 //       registers (Nsight Compute, --clock-control none, benchmarks/results/2026-11-24-h100-perf/run2;
 //       v2's forward+backward took 141.6 us of GPU time in run1's probe); do_bench, L2 flushed: forward
 //       50 us (run3).
+//   v4, this file now: two changes, both measured on an H200 against v3 in one process
+//       (benchmarks/rowwise_variants/softmax_bench.cu, benchmarks/results/2026-11-29-h200-softmax-variants):
+//       - rows whose threads all hold exactly P packs (cols == P x W x tpr, 8192 among them) take a
+//         kFull instance with no per-slot predicates: v3's `k < mine` tests and pointer walks were half
+//         of the 16-bit kernels' instructions (SASS: 1080 in the forward, against 384 without them);
+//       - the 16-bit forward takes its max on the raw pairs (HMNMX2, exact: 4 elements an instruction
+//         instead of 2 widen-and-max pairs) and keeps the 32 exps as floats for the store instead of
+//         taking each exp twice.
+//       bfloat16 forward 71% -> 86% of copy, backward 78% -> 92%; float32 forward 88% -> 91%.
 //
 // v1 reads x three times (max, sum, write), one element a load; it is kept as forward_v1, and
 // as the path for rows too long for registers (more than 1024 threads x kSlots elements).
@@ -91,6 +100,32 @@ __device__ __forceinline__ brrr::Pack<T, W> narrow(const brrr::acc_t<T> (&a)[W])
     return out;
 }
 
+// The running max of a 16-bit row over the raw pairs of a pack: HMNMX2 is exact and, as max() on
+// floats does, returns the other operand where one is NaN (a NaN still reaches the row through its
+// exp). Widened once, at the end (pair_max_float).
+template <typename T>
+using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+
+template <typename T, int W>
+__device__ __forceinline__ Pair<T> pair_max(Pair<T> m, const brrr::Pack<T, W>& p) {
+    const Pair<T>* two = reinterpret_cast<const Pair<T>*>(p.v);
+#pragma unroll
+    for (int q = 0; q < W / 2; ++q) m = __hmax2(m, two[q]);
+    return m;
+}
+
+template <typename T>
+__device__ __forceinline__ Pair<T> pair_lowest() {
+    Pair<T> m;
+    m.x = m.y = brrr::from_acc<T>(-std::numeric_limits<float>::infinity());
+    return m;
+}
+
+template <typename T>
+__device__ __forceinline__ float pair_max_float(Pair<T> m) {
+    return max(brrr::to_acc(m.x), brrr::to_acc(m.y));
+}
+
 // Reductions over the `tpr` threads of one row (a multiple of 32; a block holds blockDim.x / tpr
 // rows), returned to all of them. A warp-per-row launch (tpr == 32) needs no shared memory and no
 // barrier; tpr is a kernel argument, so the early return is uniform over the block and every
@@ -132,7 +167,7 @@ __device__ __forceinline__ A row_sum(A v, A* part, int tpr) {
 // then FMNMX). Each phase walks its own pointer (it may end one stride past the row, never
 // dereferenced there): indexing xr[lane + k * tpr] instead lets the compiler keep P offsets
 // alive from the loads to the stores, which spills the 32-slot scalar variants.
-template <typename T, int W>
+template <typename T, int W, bool kFull>
 __global__ void __launch_bounds__(kMaxRowThreads)
 softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols, int tpr) {
     using A = brrr::acc_t<T>;
@@ -142,30 +177,38 @@ softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
     __shared__ A part_sum[kMaxRowThreads / 32];
     const int lane = threadIdx.x % tpr;
     const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
-    const int units = row < rows ? cols / W : 0;
+    const bool live = row < rows;
+    const int units = live ? cols / W : 0;
     const int mine = units > lane ? (units - lane + tpr - 1) / tpr : 0;
-    const int64_t base = (row < rows ? row : 0) * cols;  // a row past the last stays inside x
+    const int64_t base = (live ? row : 0) * cols;  // a row past the last stays inside x
+    // kFull (every thread of a row holds P packs): slot k is loaded and used by every thread, those
+    // of a row past the last too (row 0's packs, read, never stored), and stored where the row lives.
+    const auto holds = [&](int k) { return kFull || k < mine; };
+    const auto stores = [&](int k) { return kFull ? live : k < mine; };
 
     A m = -std::numeric_limits<A>::infinity();  // the identity of max, for threads with no element
     const Vec* in = reinterpret_cast<const Vec*>(x + base) + lane;
     if constexpr (kRaw<T, W>) {
         Vec raw[P];
+        Pair<T> m2 = pair_lowest<T>();
 #pragma unroll
         for (int k = 0; k < P; ++k) {
-            if (k < mine) {
-                raw[k] = *in;
-                in += tpr;
-#pragma unroll
-                for (int j = 0; j < W; ++j) m = max(m, widen(raw[k], j));
+            if (holds(k)) {
+                raw[k] = in[k * tpr];
+                m2 = pair_max<T, W>(m2, raw[k]);
             }
         }
-        m = row_max(m, part_max, tpr);
+        m = row_max(pair_max_float<T>(m2), part_max, tpr);
+        A e[P][W];
         A s = 0;
 #pragma unroll
         for (int k = 0; k < P; ++k) {
-            if (k < mine) {
+            if (holds(k)) {
 #pragma unroll
-                for (int j = 0; j < W; ++j) s += exp_acc<T>(widen(raw[k], j) - m);
+                for (int j = 0; j < W; ++j) {
+                    e[k][j] = exp_acc<T>(widen(raw[k], j) - m);
+                    s += e[k][j];
+                }
             }
         }
         s = row_sum(s, part_sum, tpr);
@@ -173,12 +216,11 @@ softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
         Vec* out = reinterpret_cast<Vec*>(y + base) + lane;
 #pragma unroll
         for (int k = 0; k < P; ++k) {
-            if (k < mine) {
+            if (stores(k)) {
                 A o[W];
 #pragma unroll
-                for (int j = 0; j < W; ++j) o[j] = exp_acc<T>(widen(raw[k], j) - m) * inv;
-                *out = narrow<T, W>(o);
-                out += tpr;
+                for (int j = 0; j < W; ++j) o[j] = e[k][j] * inv;
+                out[k * tpr] = narrow<T, W>(o);
             }
         }
         return;
@@ -186,7 +228,7 @@ softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
     A v[P][W];
 #pragma unroll
     for (int k = 0; k < P; ++k) {
-        if (k < mine) {
+        if (holds(k)) {
             const Vec p = *in;
             in += tpr;
 #pragma unroll
@@ -202,7 +244,7 @@ softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
     A s = 0;
 #pragma unroll
     for (int k = 0; k < P; ++k) {
-        if (k < mine) {
+        if (holds(k)) {
 #pragma unroll
             for (int j = 0; j < W; ++j) {
                 v[k][j] = exp_acc<T>(v[k][j] - m);
@@ -216,7 +258,7 @@ softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
     Vec* out = reinterpret_cast<Vec*>(y + base) + lane;
 #pragma unroll
     for (int k = 0; k < P; ++k) {
-        if (k < mine) {
+        if (stores(k)) {
             Vec o;
 #pragma unroll
             for (int j = 0; j < W; ++j) o.v[j] = brrr::from_acc<T>(v[k][j] * inv);
@@ -230,7 +272,7 @@ softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
 // registers a thread: at most kMaxRowThreadsBackward threads (128 registers each) a row.
 // Kept as loaded, bfloat16's rows still took 95 registers (ptxas widens them all early): the raw
 // path asks for two blocks of 512 threads an SM, 64 registers a thread.
-template <typename T, int W>
+template <typename T, int W, bool kFull>
 __global__ void __launch_bounds__(kMaxRowThreadsBackward, kRaw<T, W> ? 2 : 1)
 softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T* __restrict__ grad_x,
                         int64_t rows, int cols, int tpr) {
@@ -240,9 +282,12 @@ softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T
     __shared__ A part_sum[kMaxRowThreadsBackward / 32];
     const int lane = threadIdx.x % tpr;
     const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
-    const int units = row < rows ? cols / W : 0;
+    const bool live = row < rows;
+    const int units = live ? cols / W : 0;
     const int mine = units > lane ? (units - lane + tpr - 1) / tpr : 0;
-    const int64_t base = (row < rows ? row : 0) * cols;
+    const int64_t base = (live ? row : 0) * cols;
+    const auto holds = [&](int k) { return kFull || k < mine; };  // as in the forward
+    const auto stores = [&](int k) { return kFull ? live : k < mine; };
 
     const Vec* gin = reinterpret_cast<const Vec*>(grad_y + base) + lane;
     const Vec* yin = reinterpret_cast<const Vec*>(y + base) + lane;
@@ -252,11 +297,9 @@ softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T
         Vec pg[P], py[P];
 #pragma unroll
         for (int k = 0; k < P; ++k) {
-            if (k < mine) {
-                pg[k] = *gin;
-                py[k] = *yin;
-                gin += tpr;
-                yin += tpr;
+            if (holds(k)) {
+                pg[k] = gin[k * tpr];
+                py[k] = yin[k * tpr];
 #pragma unroll
                 for (int j = 0; j < W; ++j) dot += widen(pg[k], j) * widen(py[k], j);
             }
@@ -264,12 +307,11 @@ softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T
         dot = row_sum(dot, part_sum, tpr);
 #pragma unroll
         for (int k = 0; k < P; ++k) {
-            if (k < mine) {
+            if (stores(k)) {
                 A o[W];
 #pragma unroll
                 for (int j = 0; j < W; ++j) o[j] = widen(py[k], j) * (widen(pg[k], j) - dot);
-                *out = narrow<T, W>(o);
-                out += tpr;
+                out[k * tpr] = narrow<T, W>(o);
             }
         }
         return;
@@ -277,7 +319,7 @@ softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T
     A g[P][W], yv[P][W];
 #pragma unroll
     for (int k = 0; k < P; ++k) {
-        if (k < mine) {
+        if (holds(k)) {
             const Vec pg = *gin;
             const Vec py = *yin;
             gin += tpr;
@@ -294,7 +336,7 @@ softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T
 
 #pragma unroll
     for (int k = 0; k < P; ++k) {
-        if (k < mine) {
+        if (stores(k)) {
             Vec o;
 #pragma unroll
             for (int j = 0; j < W; ++j) o.v[j] = brrr::from_acc<T>(yv[k][j] * (g[k][j] - dot));
@@ -387,6 +429,40 @@ inline RowShape row_shape(int64_t cols, int slots) {
     return {tpr, tpr < kMinBlockThreads ? kMinBlockThreads / tpr : 1};
 }
 
+// How the register path runs a launcher's rows: the grid, and whether every thread of a row holds
+// all of its slots (cols == slots x tpr), which takes the kFull instance of a kernel.
+struct RowLaunch {
+    unsigned int blocks;
+    int threads;
+    int tpr;
+    bool full;
+    cudaStream_t stream;
+};
+
+inline RowLaunch row_launch(int64_t rows, int64_t cols, int slots, cudaStream_t stream) {
+    const RowShape s = row_shape(cols, slots);
+    return {brrr::blocks_for(rows, s.rows_per_block), s.tpr * s.rows_per_block, s.tpr,
+            cols == static_cast<int64_t>(slots) * s.tpr, stream};
+}
+
+template <typename T, int W>
+void launch_forward(const RowLaunch& l, const T* x, T* y, int64_t rows, int cols) {
+    if (l.full) {
+        softmax_forward_kernel<T, W, true><<<l.blocks, l.threads, 0, l.stream>>>(x, y, rows, cols, l.tpr);
+    } else {
+        softmax_forward_kernel<T, W, false><<<l.blocks, l.threads, 0, l.stream>>>(x, y, rows, cols, l.tpr);
+    }
+}
+
+template <typename T, int W>
+void launch_backward(const RowLaunch& l, const T* grad_y, const T* y, T* grad_x, int64_t rows, int cols) {
+    if (l.full) {
+        softmax_backward_kernel<T, W, true><<<l.blocks, l.threads, 0, l.stream>>>(grad_y, y, grad_x, rows, cols, l.tpr);
+    } else {
+        softmax_backward_kernel<T, W, false><<<l.blocks, l.threads, 0, l.stream>>>(grad_y, y, grad_x, rows, cols, l.tpr);
+    }
+}
+
 template <typename T>
 void softmax_forward_v1(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t stream) {
     softmax_forward_v1_kernel<T><<<static_cast<unsigned int>(rows), kV1Threads, 0, stream>>>(x, y, cols);
@@ -402,14 +478,11 @@ void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t 
         softmax_forward_v1(x, y, rows, cols, stream);
         return;
     }
-    const RowShape s = row_shape(cols, slots);
-    const unsigned int blocks = brrr::blocks_for(rows, s.rows_per_block);
-    const int threads = s.tpr * s.rows_per_block;
-    const int c = static_cast<int>(cols);
+    const RowLaunch l = row_launch(rows, cols, slots, stream);
     if (packed) {
-        softmax_forward_kernel<T, V><<<blocks, threads, 0, stream>>>(x, y, rows, c, s.tpr);
+        launch_forward<T, V>(l, x, y, rows, static_cast<int>(cols));
     } else {
-        softmax_forward_kernel<T, 1><<<blocks, threads, 0, stream>>>(x, y, rows, c, s.tpr);
+        launch_forward<T, 1>(l, x, y, rows, static_cast<int>(cols));
     }
 }
 
@@ -422,14 +495,11 @@ void softmax_backward(const T* grad_y, const T* y, T* grad_x, int64_t rows, int6
         softmax_backward_v1_kernel<T><<<static_cast<unsigned int>(rows), kV1Threads, 0, stream>>>(grad_y, y, grad_x, cols);
         return;
     }
-    const RowShape s = row_shape(cols, slots);
-    const unsigned int blocks = brrr::blocks_for(rows, s.rows_per_block);
-    const int threads = s.tpr * s.rows_per_block;
-    const int c = static_cast<int>(cols);
+    const RowLaunch l = row_launch(rows, cols, slots, stream);
     if (packed) {
-        softmax_backward_kernel<T, V><<<blocks, threads, 0, stream>>>(grad_y, y, grad_x, rows, c, s.tpr);
+        launch_backward<T, V>(l, grad_y, y, grad_x, rows, static_cast<int>(cols));
     } else {
-        softmax_backward_kernel<T, 1><<<blocks, threads, 0, stream>>>(grad_y, y, grad_x, rows, c, s.tpr);
+        launch_backward<T, 1>(l, grad_y, y, grad_x, rows, static_cast<int>(cols));
     }
 }
 
