@@ -179,8 +179,10 @@ __device__ __forceinline__ S row_sum(S value, S* partial) {
 
 // One row, by the `stride` threads that share it (t = 0 .. stride - 1): thread t holds packs
 // t, t + stride, ..., up to kPacks of them, those at or past `packs` not loaded and never used.
+// kFull: packs == kPacks x stride, so every thread holds all kPacks and no slot is tested (the
+// tests were a third of the 16-bit forward's instructions; see the softmax's v4).
 // Every thread of a block reaches both row_sum calls: nothing returns before them.
-template <typename T, int kPacks, bool kWholeBlock>
+template <typename T, int kPacks, bool kWholeBlock, bool kFull = false>
 __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T* __restrict__ weight,
                                               const T* __restrict__ bias, T* __restrict__ yr,
                                               stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
@@ -189,17 +191,18 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
     using S = stat_t<T>;
     constexpr int W = 16 / sizeof(T);
     using P = brrr::Pack<T, W>;
+    const auto holds = [&](int k) { return kFull || k * stride + t < packs; };
     P v[kPacks];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
-        if (p < packs) v[k] = reinterpret_cast<const P*>(xr)[p];
+        if (holds(k)) v[k] = reinterpret_cast<const P*>(xr)[p];
     }
     // Each pack summed apart, then the packs: chains of W and kPacks dependent adds, not W * kPacks.
     S total = 0;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-        if (k * stride + t < packs) {
+        if (holds(k)) {
             S s = to_stat(v[k].v[0]);
 #pragma unroll
             for (int j = 1; j < W; ++j) s += to_stat(v[k].v[j]);
@@ -211,7 +214,7 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
     S squares = 0;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-        if (k * stride + t < packs) {
+        if (holds(k)) {
             S s = 0;
 #pragma unroll
             for (int j = 0; j < W; ++j) {
@@ -226,7 +229,7 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
-        if (p < packs) {
+        if (holds(k)) {
             const P w = reinterpret_cast<const P*>(weight)[p];
             const P b = reinterpret_cast<const P*>(bias)[p];
             brrr::acc_t<T> out[W];
@@ -256,7 +259,7 @@ layernorm_forward_warp_kernel(const T* __restrict__ x, const T* __restrict__ wei
 }
 
 // Longer rows: one block per row, blockDim.x a multiple of 32 with blockDim.x * kPacks >= packs.
-template <typename T, int kPacks>
+template <typename T, int kPacks, bool kFull>
 __global__ void __launch_bounds__(kMaxThreads)
 layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
@@ -265,8 +268,8 @@ layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ we
     __shared__ stat_t<T> partial_squares[kMaxThreads / 32];
     const int64_t row = blockIdx.x;
     const int packs = static_cast<int>(cols / (16 / sizeof(T)));
-    normalise_row<T, kPacks, true>(x + row * cols, weight, bias, y + row * cols, mean + row, rstd + row, packs, cols,
-                                   eps, threadIdx.x, blockDim.x, partial_sum, partial_squares);
+    normalise_row<T, kPacks, true, kFull>(x + row * cols, weight, bias, y + row * cols, mean + row, rstd + row, packs,
+                                          cols, eps, threadIdx.x, blockDim.x, partial_sum, partial_squares);
 }
 
 // ---- backward v1: grad_x by rows, then the column sums in a second pass ---------------------
@@ -746,8 +749,13 @@ template <typename T, int kPacks>
 static void launch_block(const T* x, const T* weight, const T* bias, T* y, stat_t<T>* mean, stat_t<T>* rstd,
                          int64_t rows, int64_t cols, int64_t packs, stat_t<T> eps, cudaStream_t stream) {
     const int threads = static_cast<int>((packs + kPacks - 1) / kPacks + 31) / 32 * 32;
-    layernorm_forward_block_kernel<T, kPacks><<<static_cast<unsigned int>(rows), threads, 0, stream>>>(
-        x, weight, bias, y, mean, rstd, cols, eps);
+    if (packs == static_cast<int64_t>(kPacks) * threads) {
+        layernorm_forward_block_kernel<T, kPacks, true><<<static_cast<unsigned int>(rows), threads, 0, stream>>>(
+            x, weight, bias, y, mean, rstd, cols, eps);
+    } else {
+        layernorm_forward_block_kernel<T, kPacks, false><<<static_cast<unsigned int>(rows), threads, 0, stream>>>(
+            x, weight, bias, y, mean, rstd, cols, eps);
+    }
 }
 
 // S is stat_t<T>, spelled out so binding.cpp can declare this without kernel.cu's traits.
