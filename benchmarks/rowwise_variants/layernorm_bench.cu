@@ -139,7 +139,10 @@ layernorm_forward_wb_early_kernel(const T* __restrict__ x, const T* __restrict__
 // bfloat16 on an H200 the forward issues an instruction every 1.5 cycles a scheduler (Nsight
 // Compute), so instructions, not bytes, set its pace. Here each element is widened once, into 32
 // float registers a thread; the arithmetic and its order are normalise_row's (the same bits).
-template <typename T, int kPacks>
+// kFull: every thread holds kPacks packs (no slot tests). kPrefetch: the thread's weight and bias
+// packs are prefetched into L1 (prefetch.global.L1: no registers held) right after the row's loads,
+// so their loads after the two row sums hit L1 instead of waiting on L2.
+template <typename T, int kPacks, bool kFull = false, bool kPrefetch = false>
 __global__ void __launch_bounds__(kMaxThreads)
 layernorm_forward_widened_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                  T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
@@ -157,16 +160,26 @@ layernorm_forward_widened_kernel(const T* __restrict__ x, const T* __restrict__ 
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
-        if (p < packs) {
+        if (kFull || p < packs) {
             const P v = reinterpret_cast<const P*>(x + row * cols)[p];
 #pragma unroll
             for (int j = 0; j < W; ++j) f[k][j] = to_stat(v.v[j]);
         }
     }
+    if constexpr (kPrefetch) {
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            const int p = k * stride + t;
+            if (kFull || p < packs) {
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(reinterpret_cast<const P*>(weight) + p));
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(reinterpret_cast<const P*>(bias) + p));
+            }
+        }
+    }
     S total = 0;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-        if (k * stride + t < packs) {
+        if (kFull || k * stride + t < packs) {
             S s = f[k][0];
 #pragma unroll
             for (int j = 1; j < W; ++j) s += f[k][j];
@@ -177,7 +190,7 @@ layernorm_forward_widened_kernel(const T* __restrict__ x, const T* __restrict__ 
     S squares = 0;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-        if (k * stride + t < packs) {
+        if (kFull || k * stride + t < packs) {
             S s = 0;
 #pragma unroll
             for (int j = 0; j < W; ++j) {
@@ -191,7 +204,7 @@ layernorm_forward_widened_kernel(const T* __restrict__ x, const T* __restrict__ 
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
-        if (p < packs) {
+        if (kFull || p < packs) {
             const P w = reinterpret_cast<const P*>(weight)[p];
             const P b = reinterpret_cast<const P*>(bias)[p];
             S out[W];
@@ -432,6 +445,18 @@ void run(double copy, std::vector<Row>& rows) {
         };
         widened(std::integral_constant<int, 2>{});
         widened(std::integral_constant<int, 4>{});
+        if (packs == 4 * 256) {
+            const auto flags = [&](auto full, auto prefetch, const char* what) {
+                rows.push_back(p.forward(std::string("fwd widened once, 4 packs, ") + what + " " + bench::name<T>(), [&p] {
+                    layernorm_forward_widened_kernel<T, 4, decltype(full)::value, decltype(prefetch)::value>
+                        <<<static_cast<unsigned>(p.rows), 256>>>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.cols,
+                                                                 stat_t<T>(1e-5));
+                }));
+            };
+            flags(std::true_type{}, std::false_type{}, "full");
+            flags(std::false_type{}, std::true_type{}, "prefetch w, b");
+            flags(std::true_type{}, std::true_type{}, "full, prefetch w, b");
+        }
     }
     wb_early(std::integral_constant<int, 2>{});
     wb_early(std::integral_constant<int, 4>{});

@@ -60,6 +60,11 @@ class Layout:
         per_thread = max(1, self.pack_bytes // itemsize) if self.pack_bytes else 1
         return self.locate(index // per_thread, shape)
 
+    def place_in(self, output: str, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        """`place` for element `index` of the output named `output`: a layout whose kernels map
+        their outputs differently (a forward and a backward of one shape) overrides this one."""
+        return self.place(index, shape, itemsize)
+
 
 def one_per_thread(block: int, pack_bytes: int = 0) -> Layout:
     """1-D grid, one thread per element (or per `pack_bytes` pack) of the flattened output."""

@@ -56,6 +56,16 @@
 //       132 SMs as the H100) v5's bfloat16 forward fell to 83.8% of copy (75.1 us; torch.compile 89.6
 //       us) and forward+backward to 73.8% (benchmarks/results/2026-11-28-h200-perf): 16 elements a
 //       thread's 32 bytes, so 1.45x the H100's bandwidth asks 1.45x its instructions a second.
+//   v7, this file now: the forward of rows that are whole 16-byte packs, all tensors 16-byte aligned,
+//       is flat (bias_gelu_forward_flat_kernel): one pack a thread, blocks of kFlatThreads laid over the
+//       whole tensor, each pack's bias pack read beside it (an L1 or L2 hit). The tile above was for the
+//       bias held over 4 rows; it costs more than it saves on an H200, where a copy kernel of this
+//       shape moves 100% of cudaMemcpy's bytes and a grid-stride float4 copy 92%
+//       (benchmarks/rowwise_variants/softmax_bench.cu). Same math, same bits. Measured on an H200 in one
+//       process (benchmarks/rowwise_variants/bias_gelu_bench.cu, benchmarks/results/2026-11-29-h200-variants):
+//       bfloat16 forward 74.0 -> 70.1 us (85.7% -> 90.5% of copy), float32 130.4 -> 128.8 us (97.4 -> 98.6%);
+//       2 and 4 packs a thread were slower (80.9%, 66.8% in bfloat16). The backward keeps the tile: its
+//       bias gradient is summed over a thread's rows.
 #include "brrr_kernel.cuh"
 
 constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
@@ -283,6 +293,24 @@ __device__ __forceinline__ void forward_tile(const T* __restrict__ x, const T* _
             }
         }
     }
+}
+
+// v7's forward: pack i of x (16 bytes, kAccess<T> elements) with pack i % row_packs of bias.
+constexpr int kFlatThreads = 256;
+
+template <typename T>
+__global__ void __launch_bounds__(kFlatThreads)
+bias_gelu_forward_flat_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ y, int64_t row_packs,
+                              int64_t packs) {
+    using V = brrr::Pack<T, kAccess<T>>;
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * kFlatThreads + threadIdx.x;
+    if (i >= packs) return;
+    const V xv = reinterpret_cast<const V*>(x)[i];
+    const V bv = reinterpret_cast<const V*>(bias)[i % row_packs];
+    V out;
+#pragma unroll
+    for (int e = 0; e < kAccess<T>; ++e) out.v[e] = brrr::from_acc<T>(gelu<T>(brrr::to_acc(xv.v[e]) + brrr::to_acc(bv.v[e])));
+    reinterpret_cast<V*>(y)[i] = out;
 }
 
 template <typename T>
@@ -787,6 +815,14 @@ static bool vectors_fit(int64_t cols) { return cols % kVec<T> == 0; }
 
 template <typename T>
 void bias_gelu_forward(const T* x, const T* bias, T* y, int64_t rows, int64_t cols, cudaStream_t stream) {
+    if (cols % kAccess<T> == 0 && brrr::aligned16(x) && brrr::aligned16(bias) && brrr::aligned16(y)) {
+        const int64_t packs = rows * cols / kAccess<T>;
+        if (packs > 0) {
+            bias_gelu_forward_flat_kernel<T><<<brrr::blocks_for(packs, kFlatThreads), kFlatThreads, 0, stream>>>(
+                x, bias, y, cols / kAccess<T>, packs);
+        }
+        return;
+    }
     const Tiling tl = tiling(rows, cols, kPack<T>);
     const bool aligned = vectors_fit<T>(cols) && brrr::aligned16(x) && brrr::aligned16(bias) && brrr::aligned16(y);
     bias_gelu_forward_kernel<T><<<tl.grid, tl.block, 0, stream>>>(x, bias, y, rows, cols, tl.rows_per_thread, aligned);

@@ -14,6 +14,7 @@ NUMBA_BLOCK = 32  # numba_kernel.py: one warp a block keeps the simulator cheap 
 # contiguous run), of ROWS_PER_THREAD (or more) consecutive rows. A vector is 16 bytes: VEC is 4
 # for float (and double, in two accesses) and 8 for the 16-bit types (vec_of).
 VEC, PACKS, BLOCK_X, BLOCK_Y, ROWS_PER_THREAD, MAX_GRID_Y, FINALIZE_COLUMNS = 4, 2, 32, 8, 4, 65535, 32
+FLAT_THREADS = 256  # kFlatThreads: v7's forward, one 16-byte pack a thread
 PACK = VEC * PACKS
 
 
@@ -53,6 +54,15 @@ class Tiles(Layout):
     def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
         return locate_tile(index, shape, vec_of(itemsize))
 
+    def place_in(self, output: str, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        # v7's forward is flat where rows are whole 16-byte packs (and the tensors aligned, which a
+        # shape cannot say: a misaligned y took the tiles): one pack a thread, FLAT_THREADS a block.
+        per_pack = 16 // itemsize
+        if output == "y" and len(shape) == 2 and shape[1] % per_pack == 0:
+            pack = index // per_pack
+            return (pack // FLAT_THREADS, 0, 0), (pack % FLAT_THREADS, 0, 0)
+        return self.place(index, shape, itemsize)
+
 
 def locate_tile(index: int, shape: tuple[int, ...], vec: int) -> Place:
     if len(shape) == 1:  # grad_bias, written by the column-sum kernel
@@ -68,7 +78,8 @@ def locate_tile(index: int, shape: tuple[int, ...], vec: int) -> Place:
 
 def cuda_layout() -> Layout:
     return Tiles(lambda index, shape: locate_tile(index, shape, VEC),
-                 f"y, grad_x: {PACKS} x 16-byte vectors ({VEC} floats or 8 16-bit values, {BLOCK_X} vectors apart) x "
+                 f"y of rows that are whole 16-byte packs: one pack a thread, {FLAT_THREADS} threads a block; "
+                 f"other y, grad_x: {PACKS} x 16-byte vectors ({VEC} floats or 8 16-bit values, {BLOCK_X} vectors apart) x "
                  f"{ROWS_PER_THREAD}+ rows a thread, {BLOCK_X}x{BLOCK_Y} threads a block; "
                  f"grad_bias: a thread (x) per column, its parts split over 8 (y), "
                  f"{FINALIZE_COLUMNS} columns a block")
