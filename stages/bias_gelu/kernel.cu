@@ -66,6 +66,13 @@
 //       bfloat16 forward 74.0 -> 70.1 us (85.7% -> 90.5% of copy), float32 130.4 -> 128.8 us (97.4 -> 98.6%);
 //       2 and 4 packs a thread were slower (80.9%, 66.8% in bfloat16). The backward keeps the tile: its
 //       bias gradient is summed over a thread's rows.
+//   v8, this file now: the backward's threads take up to kMaxBackwardRows rows (backward_rows_per_thread):
+//       each block row of the grid writes a partial column sum of cols doubles that bias_grad_kernel
+//       reads again, 16 MiB each way at 8192 x 8192 with 4 rows a thread, 8% of the bfloat16 backward's
+//       traffic. On an H200 (2026-11-29-h200-variants, call5), v5's kernel at 8192 x 8192: 4 rows a
+//       thread 133.3 us bfloat16 (71.0% of copy), 8 rows 119.2 (79.4%), 16 rows 117.2 (80.8%), 32 rows
+//       115.5 (82.0%); float32 205.5, 203.9, 203.5, 206.4 us (92.1, 92.8, 93.0, 91.7%). 16, while
+//       kMinBackwardBlockRows block rows remain, so that shorter matrices keep their blocks.
 #include "brrr_kernel.cuh"
 
 constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
@@ -798,11 +805,11 @@ struct Tiling {
     int64_t rows_per_thread;
 };
 
-// More rows per thread only where kRowsPerThread would need more than kMaxGridY blocks in y.
+// More rows per thread than `at_least` only where that would need more than kMaxGridY blocks in y.
 // `columns`: a thread's columns (kPack<T>; v1's 8).
-static Tiling tiling(int64_t rows, int64_t cols, int columns) {
+static Tiling tiling(int64_t rows, int64_t cols, int columns, int64_t at_least = kRowsPerThread) {
     const int64_t needed = (rows + kMaxGridY * kBlockY - 1) / (kMaxGridY * kBlockY);
-    const int64_t per_thread = needed > kRowsPerThread ? needed : kRowsPerThread;
+    const int64_t per_thread = needed > at_least ? needed : at_least;
     const int64_t groups = (rows + per_thread - 1) / per_thread;
     return {dim3(brrr::blocks_for(cols, kBlockX * columns), brrr::blocks_for(groups, kBlockY)), dim3(kBlockX, kBlockY),
             per_thread};
@@ -838,14 +845,30 @@ void bias_gelu_forward_v1(const T* x, const T* bias, T* y, int64_t rows, int64_t
 
 // Rows of the partial-sum buffer the backward needs ([parts, cols] doubles): one per block row.
 // (grid.y does not depend on a thread's columns: the same for every dtype.)
-int64_t bias_gelu_backward_parts(int64_t rows, int64_t cols) { return rows == 0 ? 0 : tiling(rows, cols, 8).grid.y; }
+// v8: the backward's rows a thread, kRowsPerThread doubled while the grid keeps kMinBackwardBlockRows
+// block rows (spec.py's backward_rows_per_thread mirrors it).
+constexpr int64_t kMaxBackwardRows = 16;
+constexpr int64_t kMinBackwardBlockRows = 64;
+
+static int64_t backward_rows_per_thread(int64_t rows) {
+    int64_t per = kRowsPerThread;
+    while (per < kMaxBackwardRows && brrr::blocks_for(brrr::blocks_for(rows, 2 * static_cast<int>(per)), kBlockY) >=
+                                         kMinBackwardBlockRows) {
+        per *= 2;
+    }
+    return per;
+}
+
+int64_t bias_gelu_backward_parts(int64_t rows, int64_t cols) {
+    return rows == 0 ? 0 : tiling(rows, cols, 8, backward_rows_per_thread(rows)).grid.y;
+}
 
 // partial: bias_gelu_backward_parts(rows, cols) x cols doubles of scratch. With no rows,
 // grad_bias is zeros (the sum of nothing).
 template <typename T>
 void bias_gelu_backward(const T* grad_y, const T* x, const T* bias, T* grad_x, T* grad_bias, double* partial,
                         int64_t rows, int64_t cols, cudaStream_t stream) {
-    const Tiling tl = tiling(rows, cols, kPack<T>);
+    const Tiling tl = tiling(rows, cols, kPack<T>, backward_rows_per_thread(rows));
     const int64_t parts = bias_gelu_backward_parts(rows, cols);
     const bool aligned = vectors_fit<T>(cols) && brrr::aligned16(grad_y) && brrr::aligned16(x) &&
                          brrr::aligned16(bias) && brrr::aligned16(grad_x);

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
+from brrr_kernels import Inputs, cdiv, Layout, OpSpec, Place, Size, Terms, Widen
 
 NUMBA_BLOCK = 32  # numba_kernel.py: one warp a block keeps the simulator cheap at these small sizes
 
@@ -15,6 +15,7 @@ NUMBA_BLOCK = 32  # numba_kernel.py: one warp a block keeps the simulator cheap 
 # for float (and double, in two accesses) and 8 for the 16-bit types (vec_of).
 VEC, PACKS, BLOCK_X, BLOCK_Y, ROWS_PER_THREAD, MAX_GRID_Y, FINALIZE_COLUMNS = 4, 2, 32, 8, 4, 65535, 32
 FLAT_THREADS = 256  # kFlatThreads: v7's forward, one 16-byte pack a thread
+MAX_BACKWARD_ROWS, MIN_BACKWARD_BLOCK_ROWS = 16, 64  # kMaxBackwardRows, kMinBackwardBlockRows (v8)
 PACK = VEC * PACKS
 
 
@@ -27,13 +28,24 @@ GPU_SIZES = (
     (67, 1028),  # whole float vectors (1028 % 4 == 0): vector path plus a 4-column scalar tail; 16-bit: scalar
     (129, 8200),  # vector path, an 8-column scalar tail; 129 rows leave a partial block of rows
     (257, 4099),  # odd width: the scalar path; over 2**20 elements
+    (4100, 40),  # the backward's threads take 8 rows (v8), a partial last group; scalar path (40 < 2 vectors)
+    (8200, 520),  # the backward's threads take 16 rows (v8), vector path and a scalar tail
 )
 MAX_GPU_ROWS = max(rows for rows, _ in GPU_SIZES)
 
 
-def rows_per_thread(rows: int) -> int:
-    """kernel.cu's rows per thread: ROWS_PER_THREAD, or more where gridDim.y would pass its limit."""
-    return max(ROWS_PER_THREAD, -(-rows // (MAX_GRID_Y * BLOCK_Y)))
+def rows_per_thread(rows: int, at_least: int = ROWS_PER_THREAD) -> int:
+    """kernel.cu's rows per thread: `at_least`, or more where gridDim.y would pass its limit."""
+    return max(at_least, -(-rows // (MAX_GRID_Y * BLOCK_Y)))
+
+
+def backward_rows_per_thread(rows: int) -> int:
+    """kernel.cu's backward (v8): ROWS_PER_THREAD doubled up to MAX_BACKWARD_ROWS while the grid keeps
+    MIN_BACKWARD_BLOCK_ROWS block rows, then rows_per_thread's limit."""
+    per = ROWS_PER_THREAD
+    while per < MAX_BACKWARD_ROWS and cdiv(cdiv(rows, 2 * per), BLOCK_Y) >= MIN_BACKWARD_BLOCK_ROWS:
+        per *= 2
+    return rows_per_thread(rows, per)
 
 
 def numba_layout() -> Layout:
@@ -61,10 +73,13 @@ class Tiles(Layout):
         if output == "y" and len(shape) == 2 and shape[1] % per_pack == 0:
             pack = index // per_pack
             return (pack // FLAT_THREADS, 0, 0), (pack % FLAT_THREADS, 0, 0)
+        if output == "grad_x" and len(shape) == 2:
+            return locate_tile(index, shape, vec_of(itemsize), backward_rows_per_thread(shape[0]))
         return self.place(index, shape, itemsize)
 
 
-def locate_tile(index: int, shape: tuple[int, ...], vec: int) -> Place:
+def locate_tile(index: int, shape: tuple[int, ...], vec: int, per_thread: int = 0) -> Place:
+    """The tile's thread for element `index`; `per_thread` rows a thread (0: the forward's)."""
     if len(shape) == 1:  # grad_bias, written by the column-sum kernel
         return (index // FINALIZE_COLUMNS, 0, 0), (index % FINALIZE_COLUMNS, 0, 0)
     rows, cols = shape
@@ -72,7 +87,7 @@ def locate_tile(index: int, shape: tuple[int, ...], vec: int) -> Place:
     # A block row of threads spans BLOCK_X * PACKS * vec columns; within it, thread x owns the vec
     # columns from x * vec and again BLOCK_X * vec columns further right.
     span, offset = divmod(col, BLOCK_X * PACKS * vec)
-    lane, group = offset % (BLOCK_X * vec) // vec, row // rows_per_thread(rows)
+    lane, group = offset % (BLOCK_X * vec) // vec, row // (per_thread or rows_per_thread(rows))
     return (span, group // BLOCK_Y, 0), (lane, group % BLOCK_Y, 0)
 
 
@@ -80,7 +95,8 @@ def cuda_layout() -> Layout:
     return Tiles(lambda index, shape: locate_tile(index, shape, VEC),
                  f"y of rows that are whole 16-byte packs: one pack a thread, {FLAT_THREADS} threads a block; "
                  f"other y, grad_x: {PACKS} x 16-byte vectors ({VEC} floats or 8 16-bit values, {BLOCK_X} vectors apart) x "
-                 f"{ROWS_PER_THREAD}+ rows a thread, {BLOCK_X}x{BLOCK_Y} threads a block; "
+                 f"{ROWS_PER_THREAD}+ rows a thread (grad_x: up to {MAX_BACKWARD_ROWS} while {MIN_BACKWARD_BLOCK_ROWS} "
+                 f"block rows remain), {BLOCK_X}x{BLOCK_Y} threads a block; "
                  f"grad_bias: a thread (x) per column, its parts split over 8 (y), "
                  f"{FINALIZE_COLUMNS} columns a block")
 
