@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from brrr_kernels import Inputs, cdiv, Layout, OpSpec, Place, Size, Terms, Widen
+from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen, cdiv
 
 NUMBA_BLOCK = 32  # numba_kernel.py: one warp a block keeps the simulator cheap at these small sizes
 
