@@ -10,7 +10,7 @@ from conftest import copy_op
 
 from brrr_kernels.base.errors import OpLoadError
 from brrr_kernels.op.loaders import builtin_op_names, load_op
-from brrr_kernels.op.spec import STAGE_FILES
+from brrr_kernels.op.spec import STAGE_FILES, one_per_thread
 
 OPS = builtin_op_names()
 
@@ -102,3 +102,9 @@ def test_a_folder_without_binding_cpp_is_told_about_the_two_file_cuda_stage(tmp_
     with pytest.raises(OpLoadError, match="missing binding.cpp") as e:
         load_op(str(folder))
     assert "kernel.cu (the kernels" in e.value.hint and "TorchModule" in e.value.hint
+
+
+@pytest.mark.parametrize("output", ["y", "grad_x"])
+def test_a_layout_places_every_output_alike_unless_it_says_otherwise(output: str) -> None:
+    layout = one_per_thread(128, pack_bytes=16)
+    assert layout.place_in(output, 1000, (10, 100), 4) == layout.place(1000, (10, 100), 4) == ((1, 0, 0), (122, 0, 0))

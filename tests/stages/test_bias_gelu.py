@@ -64,6 +64,25 @@ def test_cuda_layout_for_tiles_and_for_bias_gradient() -> None:
     assert spec.layouts["cuda"].locate((rows - 1) * 3, (rows, 3))[0][1] <= 65534
 
 
+@pytest.mark.parametrize("itemsize", [2, 4, 8])
+def test_cuda_layout_names_the_flat_forward_and_the_backwards_longer_tiles(itemsize: int) -> None:
+    """y of rows that are whole 16-byte packs: v7's flat forward; grad_x: v8's tiles of up to 16 rows."""
+    layout = load_op("bias_gelu").spec.layouts["cuda"]
+    per_pack = 16 // itemsize
+    cols = 40 * per_pack  # whole packs
+    # Element 1 of row 300's fourth pack is pack 300 * 40 + 3 = 12003: block 46, thread 227.
+    assert layout.place_in("y", 300 * cols + 3 * per_pack + 1, (8192, cols), itemsize) == ((46, 0, 0), (227, 0, 0))
+    # A ragged row (not whole packs) keeps the tiles, as the forward does.
+    ragged = (8192, cols + 1)
+    assert layout.place_in("y", 300 * (cols + 1), ragged, itemsize) == layout.place(300 * (cols + 1), ragged, itemsize)
+    # grad_x at 8192 rows: 16 rows a thread, 8 row groups a block: row 17 is thread y 1, row 128 block y 1.
+    assert layout.place_in("grad_x", 17 * cols, (8192, cols), itemsize) == ((0, 0, 0), (0, 1, 0))
+    assert layout.place_in("grad_x", 128 * cols, (8192, cols), itemsize) == ((0, 1, 0), (0, 0, 0))
+    # 4100 rows: 8 rows a thread; 257 rows keep 4 (fewer would leave under 64 block rows).
+    assert layout.place_in("grad_x", 17 * cols, (4100, cols), itemsize) == ((0, 0, 0), (0, 2, 0))
+    assert layout.place_in("grad_x", 17 * cols, (257, cols), itemsize) == ((0, 0, 0), (0, 4, 0))
+
+
 def test_the_widened_y_bound_allows_u_rounding_but_not_the_naive_tanh_form() -> None:
     """In gelu's left tail the bound grows with u's rounding (u^2 of it), but the naive
     0.5 u (1 + tanh z) in float32, which cancels, still fails it."""
