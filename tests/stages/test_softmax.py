@@ -90,7 +90,8 @@ def test_cuda_stage_compiles_all_four_dtypes_without_spills() -> None:
     for t, w in PACKS.items():
         for phase in ("forward", "backward"):
             for width in (w, 1):
-                assert f"softmax_{phase}_kernel<{t}, {width}>" in kernels, sorted(kernels)
+                for full in ("true", "false"):  # v4: rows whose threads hold every slot, and the rest
+                    assert f"softmax_{phase}_kernel<{t}, {width}, {full}>" in kernels, sorted(kernels)
             assert f"softmax_{phase}_v1_kernel<{t}>" in kernels, sorted(kernels)
     assert all(k["spill_stores"] == 0 and k["spill_loads"] == 0 for k in kernels.values()), kernels
 
@@ -187,7 +188,7 @@ def test_cuda_barrier_in_a_branch_of_lane_0_is_named(mutant) -> None:
     op = mutant("softmax", "cuda_barrier_in_branch")
     bad = failed(validate(op, "cuda", fail_fast=True))
     detail = bad[("cuda", "forward", "float32")].detail
-    assert re.search(r"kernel\.cu:\d+ in softmax_forward_kernel<float, \d>, block \(0, 0, 0\) thread \(0, 0, 0\): "
+    assert re.search(r"kernel\.cu:\d+ in softmax_forward_kernel<float, \d, (?:true|false)>, block \(0, 0, 0\) thread \(0, 0, 0\): "
                      r"barrier divergence: thread \(0, 0, 0\) waits at __syncthreads at \S*kernel\.cu:\d+, which thread "
                      r"\(\d+, 0, 0\) of its warp went past", detail), detail
 
