@@ -188,7 +188,8 @@ def test_cuda_barrier_in_a_branch_of_lane_0_is_named(mutant) -> None:
     op = mutant("softmax", "cuda_barrier_in_branch")
     bad = failed(validate(op, "cuda", fail_fast=True))
     detail = bad[("cuda", "forward", "float32")].detail
-    assert re.search(r"kernel\.cu:\d+ in softmax_forward_kernel<float, \d, (?:true|false)>, block \(0, 0, 0\) thread \(0, 0, 0\): "
+    assert re.search(r"kernel\.cu:\d+ in softmax_forward_kernel<float, \d, (?:true|false)>, "
+                     r"block \(0, 0, 0\) thread \(0, 0, 0\): "
                      r"barrier divergence: thread \(0, 0, 0\) waits at __syncthreads at \S*kernel\.cu:\d+, which thread "
                      r"\(\d+, 0, 0\) of its warp went past", detail), detail
 
