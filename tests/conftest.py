@@ -55,6 +55,19 @@ def needs_cuda_torch(test: T) -> T:
     return pytest.mark.gpu(_no_cuda_torch(test))
 
 
+# The spills a round left, named rather than hidden, as `brrr build --resources` names the kernel: any
+# other built-in kernel that spills fails tests/stages/test_layernorm.py and tests/test_cli.py.
+KNOWN_SPILLS = {
+    "layernorm_backward_fused_kernel<__nv_bfloat16, 2>": "1024-thread launch bound caps it at 64 registers; "
+                                                         "52 B spilled (issue 26: the bf16 backward is under target)",
+    # The kFull instances (no slot tests) hoist all of a thread's loads; where the statistics are double
+    # (float, double) some pass the 64 registers a 1024-thread launch bound allows. Untimed on a GPU: the
+    # bench size, 8192 columns, takes <float, 8, true> and <__nv_bfloat16, 4, true>, which do not spill.
+    "layernorm_forward_block_kernel<float, 4, true>": "8 B spilled (float rows of 513-1024 packs that fill their threads)",
+    "layernorm_forward_block_kernel<double, 2, true>": "32 B spilled (double rows of 129-512 packs that fill their threads)",
+    "layernorm_forward_block_kernel<double, 8, true>": "24 B spilled (double rows of 1025-8192 packs that fill their threads)",
+}
+
 # For sigmoid's binding.cpp, in place of its 'BRRR_BIND(m) {' line: two first versions beside
 # forward, v1 computing something else, v2 the same thing.
 SIGMOID_VARIANTS = """

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import HAS_GPU, compile_only, copy_op, cpu_sizes_up_to, failed, gpu, needs_nvcc, plant, validate
+from conftest import HAS_GPU, KNOWN_SPILLS, compile_only, copy_op, cpu_sizes_up_to, failed, gpu, needs_nvcc, plant, validate
 
 from brrr_kernels.cuda import builder
 from brrr_kernels.op.loaders import load_op
@@ -77,18 +77,6 @@ def test_cuda_stage_compiles_all_three_dtypes_without_spills() -> None:
     spilled = {name for name, k in kernels.items() if k["spill_stores"]}
     assert spilled <= set(KNOWN_SPILLS), f"kernels that spill: {sorted(spilled - set(KNOWN_SPILLS))}"
 
-
-# A spill the round left, named rather than hidden: any other kernel that spills fails the test above.
-KNOWN_SPILLS = {
-    "layernorm_backward_fused_kernel<__nv_bfloat16, 2>": "1024-thread launch bound caps it at 64 registers; "
-                                                         "52 B spilled (issue 26: the bf16 backward is under target)",
-    # The kFull instances (no slot tests) hoist all of a thread's loads; where the statistics are double
-    # (float, double) some pass the 64 registers a 1024-thread launch bound allows. Untimed on a GPU: the
-    # bench size, 8192 columns, takes <float, 8, true> and <__nv_bfloat16, 4, true>, which do not spill.
-    "layernorm_forward_block_kernel<float, 4, true>": "8 B spilled (float rows of 513-1024 packs that fill their threads)",
-    "layernorm_forward_block_kernel<double, 2, true>": "32 B spilled (double rows of 129-512 packs that fill their threads)",
-    "layernorm_forward_block_kernel<double, 8, true>": "24 B spilled (double rows of 1025-8192 packs that fill their threads)",
-}
 
 
 def test_cuda_weight_gradient_from_one_row_group_fails_backward(mutant) -> None:
