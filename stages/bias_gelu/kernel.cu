@@ -1,8 +1,9 @@
 // Bias + GELU (tanh form), CUDA C stage. The math is numba_kernel.py's (the forward in an
 // equivalent one-exp form, see gelu below); the thread layout is not: numba gives each element
-// its own thread, here each thread owns a tile of kPack columns by rows_per_thread consecutive
-// rows, in the forward and the backward alike (spec.py's cuda_layout names the thread for any
-// element). The tile buys three things:
+// its own thread, here the backward's threads (and the forward's, where rows are not whole 16-byte
+// packs or a tensor is unaligned) own a tile of kPack columns by rows_per_thread consecutive rows;
+// the forward of aligned rows of whole packs gives each 16-byte pack its own thread (v7 below).
+// spec.py's cuda_layout names the thread for any element. The tile buys three things:
 //   - bias is read once per thread and kept in registers for all of its rows;
 //   - where rows are whole vectors and the pointers 16-byte aligned, every access is a vector
 //     (16 bytes of float), with scalar accesses for the threads at a row's ragged end and for

@@ -9,7 +9,8 @@ from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen, cdiv
 
 NUMBA_BLOCK = 32  # numba_kernel.py: one warp a block keeps the simulator cheap at these small sizes
 
-# kernel.cu's tiling, shared by its forward and backward kernels: each thread owns PACKS vectors
+# kernel.cu's tiling, of its backward and of the forward where rows are not whole 16-byte packs (the
+# forward of whole packs is flat: FLAT_THREADS, one pack a thread): each thread owns PACKS vectors
 # of VEC consecutive columns, BLOCK_X * VEC apart (so each vector access of a warp is one
 # contiguous run), of ROWS_PER_THREAD (or more) consecutive rows. A vector is 16 bytes: VEC is 4
 # for float (and double, in two accesses) and 8 for the 16-bit types (vec_of).
