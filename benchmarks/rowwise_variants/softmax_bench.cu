@@ -112,8 +112,8 @@ __global__ void __launch_bounds__(TPR, kMin) fwd_kernel(const T* __restrict__ x,
     float m = pack_max<T>(r, P);
     float kept[kKeep ? P : 1][W];
     float scale;  // what exp(x - m_local) is multiplied by at the store
-    float m_row;
-    if constexpr (kOnline) {
+    // The sum of exp(x - m) over the thread's elements, each kept for the store when kKeep.
+    const auto sum_exps = [&](float m) {
         const float ml2 = m * kLog2e;
         float s = 0;
 #pragma unroll
@@ -124,6 +124,11 @@ __global__ void __launch_bounds__(TPR, kMin) fwd_kernel(const T* __restrict__ x,
                 if constexpr (kKeep) kept[k][j] = e;
                 s += e;
             }
+        return s;
+    };
+    float m_row;
+    if constexpr (kOnline) {
+        float s = sum_exps(m);
         // (max, sum) pairs: warp butterfly, then one shared round folded in a fixed order.
         float wm = m, ws = s;
 #pragma unroll
@@ -148,16 +153,7 @@ __global__ void __launch_bounds__(TPR, kMin) fwd_kernel(const T* __restrict__ x,
         scale = kKeep ? exp_rel<T, kFast>(m, M, M * kLog2e) / S : 1.f / S;
     } else {
         m = block_fold<kWarps>(brrr::warp_max(m), part_a, true);
-        const float ml2 = m * kLog2e;
-        float s = 0;
-#pragma unroll
-        for (int k = 0; k < P; ++k)
-#pragma unroll
-            for (int j = 0; j < W; ++j) {
-                const float e = exp_rel<T, kFast>(elem<T>(r[k], j), m, ml2);
-                if constexpr (kKeep) kept[k][j] = e;
-                s += e;
-            }
+        float s = sum_exps(m);
         s = block_fold<kWarps>(brrr::warp_sum(s), part_b, false);
         m_row = m;
         scale = 1.f / s;
