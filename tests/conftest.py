@@ -66,6 +66,10 @@ KNOWN_SPILLS = {
     "layernorm_forward_block_kernel<float, 4, true>": "8 B spilled (float rows of 513-1024 packs that fill their threads)",
     "layernorm_forward_block_kernel<double, 2, true>": "32 B spilled (double rows of 129-512 packs that fill their threads)",
     "layernorm_forward_block_kernel<double, 8, true>": "24 B spilled (double rows of 1025-8192 packs that fill their threads)",
+    # v4 backward: 16-bit rows of 1025-2048 packs (4 a thread) hold neither weight nor products, as v3, yet
+    # float16's kFull instance still passes the 128 registers a 512-thread block allows by one.
+    "layernorm_backward_v4_kernel<__half, 4, 2, 512, true>": "4 B spilled (float16 rows of 1025-2048 packs that "
+                                                              "fill their threads)",
 }
 
 # For sigmoid's binding.cpp, in place of its 'BRRR_BIND(m) {' line: two first versions beside

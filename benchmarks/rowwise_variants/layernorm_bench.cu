@@ -219,6 +219,204 @@ layernorm_forward_widened_kernel(const T* __restrict__ x, const T* __restrict__ 
     }
 }
 
+// ---- backward v3 (shipped until v4): kernel.cu's header says what it changed from v2; v4 (kernel.cu)
+// says what it changes from this. The v4 flags measured one at a time (kFull, kept products, the
+// lanes' butterfly, float groups of rows) are in benchmarks/results/2026-11-29-h200-layernorm-v4.
+template <typename T, int kPacks, int kStages, int kMaxT>
+__global__ void __launch_bounds__(kMaxT, 1)
+layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__ x, const T* __restrict__ weight,
+                             const stat_t<T>* __restrict__ mean, const stat_t<T>* __restrict__ rstd,
+                             T* __restrict__ grad_x, part_t<T>* __restrict__ partial, int64_t rows, int64_t cols) {
+    using S = stat_t<T>;
+    using A = brrr::acc_t<T>;
+    using Q = part_t<T>;
+    constexpr int W = 16 / sizeof(T);
+    using P = brrr::Pack<T, W>;
+    extern __shared__ __align__(16) unsigned char staged[];
+    __shared__ S partial_g[2][kRowsMaxThreads / 32];
+    __shared__ S partial_gx[2][kRowsMaxThreads / 32];
+    const int packs = static_cast<int>(cols / W);
+    P* stages = reinterpret_cast<P*>(staged);  // [kStages][grad_y | x][packs]
+    const int t = threadIdx.x;
+    const int stride = blockDim.x;
+    const int warps = blockDim.x / 32;
+    const int64_t step = gridDim.x;
+    // Fill the pipeline: rows blockIdx.x + i * step into stage i, one commit group each (empty past
+    // the last row, so that wait_group's count means the same every iteration).
+#pragma unroll
+    for (int i = 0; i < kStages - 1; ++i) {
+        const int64_t r = blockIdx.x + i * step;
+        if (r < rows) stage_row<T, kPacks>(stages + i * 2 * packs, grad_y, x, r, cols, packs, t, stride);
+        cp_async_commit();
+    }
+    // Up to 2 packs a thread, weight stays in registers and the next row's mean and rstd are loaded a
+    // row ahead; at 4, weight is read each row (from L1) and mean and rstd where used: holding them
+    // spilled at the 128 registers a 512-thread block allows.
+    constexpr bool kHoldWeight = kPacks <= 2;
+    P w[kPacks];
+    Q sum_w[kPacks][W], sum_b[kPacks][W];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (kHoldWeight && p < packs) w[k] = reinterpret_cast<const P*>(weight)[p];
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+            sum_w[k][j] = Q(0);
+            sum_b[k][j] = Q(0);
+        }
+    }
+    int64_t row = blockIdx.x;
+    S mu = 0, rs = 0;
+    if (row < rows) {
+        mu = mean[row];
+        rs = rstd[row];
+    }
+    int parity = 0;
+    int s = 0;  // the stage holding `row`
+    for (; row < rows; row += step) {
+        // Row + (kStages - 1) * step goes into the stage freed by the row before this one.
+        const int64_t ahead = row + (kStages - 1) * step;
+        const int s_ahead = s == 0 ? kStages - 1 : s - 1;
+        if (ahead < rows) stage_row<T, kPacks>(stages + s_ahead * 2 * packs, grad_y, x, ahead, cols, packs, t, stride);
+        cp_async_commit();
+        const int64_t next = row + step;
+        S mu_next = 0, rs_next = 0;
+        if (kHoldWeight && next < rows) {
+            mu_next = mean[next];
+            rs_next = rstd[next];
+        }
+        if constexpr (!kHoldWeight) {
+            mu = mean[row];
+            rs = rstd[row];
+        }
+        // All but the kStages - 1 newest groups have landed: this row's among them.
+        cp_async_wait<kStages - 1>();
+        P g[kPacks], v[kPacks];
+        const P* here = stages + s * 2 * packs;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            const int p = k * stride + t;
+            if (kHoldWeight && p < packs) {
+                g[k] = here[p];
+                v[k] = here[packs + p];
+            }
+        }
+        const Affine<T> affine(mu, rs);
+        // Pack k of grad_y, x and weight: held from the row sums to grad_x, or (4 packs) read again.
+        const auto load = [&](int k, int p) {
+            if constexpr (!kHoldWeight) {
+                g[k] = here[p];
+                v[k] = here[packs + p];
+                w[k] = reinterpret_cast<const P*>(weight)[p];
+            }
+        };
+        A sum_wg = 0;
+        A sum_wgx = 0;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            if (k * stride + t < packs) {
+                load(k, k * stride + t);
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const A wg = brrr::to_acc(g[k].v[j]) * brrr::to_acc(w[k].v[j]);
+                    sum_wg += wg;
+                    sum_wgx += wg * (affine.centred(v[k].v[j]) * affine.r);
+                }
+            }
+        }
+        S total_g = brrr::warp_sum(static_cast<S>(sum_wg));
+        S total_gx = brrr::warp_sum(static_cast<S>(sum_wgx));
+        if (t % 32 == 0) {
+            partial_g[parity][t / 32] = total_g;
+            partial_gx[parity][t / 32] = total_gx;
+        }
+        __syncthreads();
+        total_g = partial_g[parity][0];
+        total_gx = partial_gx[parity][0];
+        for (int i = 1; i < warps; ++i) {
+            total_g += partial_g[parity][i];
+            total_gx += partial_gx[parity][i];
+        }
+        parity ^= 1;
+        const A mean_g = static_cast<A>(total_g / cols);
+        const A mean_gx = static_cast<A>(total_gx / cols);
+        T* gxr = grad_x + row * cols;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            const int p = k * stride + t;
+            if (p < packs) {
+                load(k, p);
+                A out[W];
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const A gy = brrr::to_acc(g[k].v[j]);
+                    const A xhat = affine.centred(v[k].v[j]) * affine.r;
+                    out[j] = affine.r * (gy * brrr::to_acc(w[k].v[j]) - mean_g - xhat * mean_gx);
+                    sum_w[k][j] += static_cast<Q>(gy * xhat);
+                    sum_b[k][j] += static_cast<Q>(gy);
+                }
+                reinterpret_cast<P*>(gxr)[p] = round_pack<T, W>(out);
+            }
+        }
+        mu = mu_next;
+        rs = rs_next;
+        s = s + 1 == kStages ? 0 : s + 1;
+    }
+    cp_async_wait<0>();  // nothing may still be landing in shared memory when the block exits
+    using QP = brrr::Pack<Q, W>;
+    const int64_t parts = gridDim.x;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        if (p < packs) {
+            QP pw, pb;
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                pw.v[j] = sum_w[k][j];
+                pb.v[j] = sum_b[k][j];
+            }
+            reinterpret_cast<QP*>(partial + static_cast<int64_t>(blockIdx.x) * cols)[p] = pw;
+            reinterpret_cast<QP*>(partial + (parts + blockIdx.x) * cols)[p] = pb;
+        }
+    }
+}
+
+// The reduction with 4 neighbouring columns a thread (one 16- or 32-byte load a part): a quarter of
+// the threads and load instructions. Each column's adds are the loop kernel's, in its order: the
+// same bits. Needs cols % 4 == 0 (no group of 4 straddles grad_weight's and grad_bias's columns).
+constexpr int kReduceVec = 4;
+template <typename T>
+__global__ void layernorm_backward_reduce_vec_kernel(const part_t<T>* __restrict__ partial, T* __restrict__ grad_weight,
+                                                     T* __restrict__ grad_bias, int64_t parts, int64_t cols) {
+    using S = stat_t<T>;
+    using V = brrr::Pack<part_t<T>, kReduceVec>;
+    __shared__ V groups[kReduceGroups][kReduceColumns];
+    const int64_t c = (static_cast<int64_t>(blockIdx.x) * kReduceColumns + threadIdx.x) * kReduceVec;
+    const bool bias_column = c >= cols;
+    const int64_t column = bias_column ? c - cols : c;
+    const part_t<T>* source = partial + (bias_column ? parts * cols : 0) + column;
+    V total{};
+    if (c < 2 * cols) {
+#pragma unroll 4
+        for (int64_t b = threadIdx.y; b < parts; b += kReduceGroups) {
+            const V v = *reinterpret_cast<const V*>(source + b * cols);
+#pragma unroll
+            for (int j = 0; j < kReduceVec; ++j) total.v[j] += v.v[j];
+        }
+    }
+    groups[threadIdx.y][threadIdx.x] = total;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < 2 * cols) {
+        for (int k = 1; k < kReduceGroups; ++k) {
+#pragma unroll
+            for (int j = 0; j < kReduceVec; ++j) total.v[j] += groups[k][threadIdx.x].v[j];
+        }
+        T* out = (bias_column ? grad_bias : grad_weight) + column;
+#pragma unroll
+        for (int j = 0; j < kReduceVec; ++j) out[j] = from_stat<T>(static_cast<S>(total.v[j]));
+    }
+}
+
 namespace {
 
 using bench::Row;
@@ -330,16 +528,30 @@ struct Problem {
     }
 };
 
-// v3 launched as kernel.cu's launcher will: a persistent grid of as many blocks as fit, then the
-// fixed-order reduction of their parts.
-template <typename T, int kPacks, int kStages, int kMaxT>
-std::function<void()> v3(Problem<T>& p, part_t<T>** scratch) {
+// A persistent backward kernel (v3's or a v4 candidate's signature) launched as kernel.cu's launcher
+// launches v3: as many blocks as fit, then the fixed-order reduction of their parts (v3's loop, or
+// the 4-column one). Null where the row does not fit the kernel's threads or shared memory.
+template <typename T>
+using BackwardKernel = void (*)(const T*, const T*, const T*, const stat_t<T>*, const stat_t<T>*, T*, part_t<T>*, int64_t,
+                                int64_t);
+
+// The reduction after the kernel: kernel.cu's loop, the 4-column one above, or none (to time the kernel
+// alone: grad_weight and grad_bias are left poisoned, so the row's error reads NaN).
+enum class Reduce { loop, vec, none };
+constexpr const char* kReduceNames[] = {"", ", reduce vec4", ", no reduce (timing only)"};
+
+struct Persistent {
+    int packs_a_thread, stages, max_threads;
+    Reduce reduce;
+};
+
+template <typename T>
+std::function<void()> persistent(Problem<T>& p, part_t<T>** scratch, BackwardKernel<T> kernel, Persistent how) {
     constexpr int W = 16 / sizeof(T);
     const int64_t packs = p.cols / W;
-    const int threads = static_cast<int>((packs + kPacks - 1) / kPacks + 31) / 32 * 32;
-    if (threads > kMaxT) return nullptr;
-    const size_t smem = static_cast<size_t>(kStages) * 2 * packs * 16;
-    const auto kernel = layernorm_backward_v3_kernel<T, kPacks, kStages, kMaxT>;
+    const int threads = static_cast<int>((packs + how.packs_a_thread - 1) / how.packs_a_thread + 31) / 32 * 32;
+    if (threads > how.max_threads) return nullptr;
+    const size_t smem = static_cast<size_t>(how.stages) * 2 * packs * 16;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess) {
         cudaGetLastError();
         return nullptr;
@@ -348,27 +560,56 @@ std::function<void()> v3(Problem<T>& p, part_t<T>** scratch) {
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
     if (per_sm == 0) return nullptr;
+    cudaFuncAttributes attr;
+    CHECK(cudaFuncGetAttributes(&attr, kernel));
     const int64_t parts = std::min<int64_t>(p.rows, static_cast<int64_t>(sms) * per_sm);
     CHECK(cudaMalloc(scratch, 2 * parts * p.cols * sizeof(part_t<T>)));
     part_t<T>* s = *scratch;
-    std::printf("  v3<%d packs, %d stages, max %d>: %d threads, %zu B shared, %d blocks an SM, %lld parts\n", kPacks,
-                kStages, kMaxT, threads, smem, per_sm, static_cast<long long>(parts));
-    return [&p, s, parts, threads, smem, kernel] {
+    std::printf("  %d packs, %d stages: %d threads, %zu B shared, %d blocks an SM, %lld parts, %d registers, %zu B local\n",
+                how.packs_a_thread, how.stages, threads, smem, per_sm, static_cast<long long>(parts), attr.numRegs,
+                attr.localSizeBytes);
+    return [&p, s, parts, threads, smem, kernel, how] {
         kernel<<<static_cast<unsigned>(parts), threads, smem>>>(p.gy, p.x, p.w, p.mean, p.rstd, p.gx, s, p.rows, p.cols);
-        layernorm_backward_reduce_kernel<T><<<brrr::blocks_for(2 * p.cols, kReduceColumns),
-                                              dim3(kReduceColumns, kReduceGroups)>>>(s, p.gw, p.gb, parts, p.cols);
+        const dim3 grid = brrr::blocks_for(2 * p.cols, kReduceColumns), block(kReduceColumns, kReduceGroups);
+        if (how.reduce == Reduce::vec) {
+            layernorm_backward_reduce_vec_kernel<T>
+                <<<brrr::blocks_for(2 * p.cols, kReduceColumns * kReduceVec), block>>>(s, p.gw, p.gb, parts, p.cols);
+        } else if (how.reduce == Reduce::loop) {
+            layernorm_backward_reduce_kernel<T><<<grid, block>>>(s, p.gw, p.gb, parts, p.cols);
+        }
     };
 }
 
-template <typename T, int kPacks, int kStages, int kMaxT>
-void try_v3(Problem<T>& p, std::vector<Row>& rows, std::vector<void*>& owned) {
+template <typename T>
+void try_persistent(Problem<T>& p, std::vector<Row>& rows, std::vector<void*>& owned, const std::string& what,
+                    BackwardKernel<T> kernel, Persistent how) {
     part_t<T>* scratch = nullptr;
-    const auto fn = v3<T, kPacks, kStages, kMaxT>(p, &scratch);
+    std::printf("%s\n", what.c_str());
+    const auto fn = persistent<T>(p, &scratch, kernel, how);
     if (!fn) return;
     owned.push_back(scratch);
-    rows.push_back(p.backward(std::string("bwd v3 ") + bench::name<T>() + " packs " + std::to_string(kPacks) +
-                                  " stages " + std::to_string(kStages) + " max " + std::to_string(kMaxT),
-                              fn));
+    rows.push_back(p.backward(what + " " + bench::name<T>() + kReduceNames[static_cast<int>(how.reduce)], fn));
+}
+
+template <typename T, int kPacks, int kStages, int kMaxT>
+void try_v3(Problem<T>& p, std::vector<Row>& rows, std::vector<void*>& owned, Reduce reduce = Reduce::loop) {
+    try_persistent<T>(p, rows, owned,
+                      "bwd v3 packs " + std::to_string(kPacks) + " stages " + std::to_string(kStages) + " max " +
+                          std::to_string(kMaxT),
+                      layernorm_backward_v3_kernel<T, kPacks, kStages, kMaxT>, {kPacks, kStages, kMaxT, reduce});
+}
+
+// kernel.cu's v4 at other shapes (kFull only where packs == kPacks x threads).
+template <typename T, int kPacks, int kStages, int kMaxT, bool kFull>
+void try_v4(Problem<T>& p, std::vector<Row>& rows, std::vector<void*>& owned, Reduce reduce = Reduce::loop) {
+    constexpr int W = 16 / sizeof(T);
+    const int64_t packs = p.cols / W;
+    const int64_t threads = ((packs + kPacks - 1) / kPacks + 31) / 32 * 32;
+    if (kFull && packs != kPacks * threads) return;
+    try_persistent<T>(p, rows, owned,
+                      "bwd v4 packs " + std::to_string(kPacks) + " stages " + std::to_string(kStages) + " max " +
+                          std::to_string(kMaxT) + (kFull ? " full" : ""),
+                      layernorm_backward_v4_kernel<T, kPacks, kStages, kMaxT, kFull>, {kPacks, kStages, kMaxT, reduce});
 }
 
 // Forward v3: a persistent grid of as many blocks as fit.
@@ -395,13 +636,9 @@ void try_fv3(Problem<T>& p, std::vector<Row>& rows) {
                              }));
 }
 
+// The forward's versions beside the shipped one (QUICK=1: not the persistent forward v3s).
 template <typename T>
-void run(double copy, std::vector<Row>& rows) {
-    using S = stat_t<T>;
-    Problem<T> p(4096, 8192, copy, 1234);
-    rows.push_back(p.forward(std::string("fwd (ships: v2) ") + bench::name<T>(), [&] {
-        layernorm_forward<T, S>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, 1e-5, 0);
-    }));
+void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
     // The forward's block kernel at other packs a thread (threads = packs / that, rounded up to warps).
     constexpr int W = 16 / sizeof(T);
     const int64_t packs = p.cols / W;
@@ -461,7 +698,7 @@ void run(double copy, std::vector<Row>& rows) {
     wb_early(std::integral_constant<int, 2>{});
     wb_early(std::integral_constant<int, 4>{});
     if constexpr (sizeof(T) == 4) wb_early(std::integral_constant<int, 8>{});
-    if (std::getenv("QUICK")) goto backward;
+    if (std::getenv("QUICK")) return;
     try_fv3<T, 2, 2>(p, rows);
     try_fv3<T, 2, 3>(p, rows);
     try_fv3<T, 4, 2>(p, rows);
@@ -470,7 +707,16 @@ void run(double copy, std::vector<Row>& rows) {
         try_fv3<T, 8, 2>(p, rows);
         try_fv3<T, 8, 3>(p, rows);
     }
-backward:
+}
+
+template <typename T>
+void run(double copy, std::vector<Row>& rows) {
+    using S = stat_t<T>;
+    Problem<T> p(4096, 8192, copy, 1234);
+    rows.push_back(p.forward(std::string("fwd (ships: v2) ") + bench::name<T>(), [&] {
+        layernorm_forward<T, S>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, 1e-5, 0);
+    }));
+    if (!std::getenv("BWD_ONLY")) forward_variants(p, rows);
     // The backward reads the shipped forward's mean and rstd.
     layernorm_forward<T, S>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, 1e-5, 0);
     std::vector<void*> owned;
@@ -478,9 +724,23 @@ backward:
     S* scratch;
     CHECK(cudaMalloc(&scratch, n * sizeof(S)));
     owned.push_back(scratch);
-    rows.push_back(p.backward(std::string("bwd (ships: v3) ") + bench::name<T>(), [&] {
+    rows.push_back(p.backward(std::string("bwd (ships: v4) ") + bench::name<T>(), [&] {
         layernorm_backward<T, S>(p.gy, p.x, p.w, p.mean, p.rstd, p.gx, p.gw, p.gb, scratch, p.rows, p.cols, 0);
     }));
+    {
+        // The reduction alone, over the parts the shipped backward just wrote (L2 flushed first, so
+        // its reads come from memory: a bound, the pipeline's come from L2).
+        const int64_t parts = n / (2 * p.cols);
+        const dim3 grid = brrr::blocks_for(2 * p.cols, kReduceColumns), block(kReduceColumns, kReduceGroups);
+        const double loop_us = bench::median_us(
+            [&] { layernorm_backward_reduce_kernel<T><<<grid, block>>>(scratch, p.gw, p.gb, parts, p.cols); });
+        const double vec_us = bench::median_us([&] {
+            layernorm_backward_reduce_vec_kernel<T>
+                <<<brrr::blocks_for(2 * p.cols, kReduceColumns * kReduceVec), block>>>(scratch, p.gw, p.gb, parts, p.cols);
+        });
+        std::printf("reduce of %lld parts alone, %s: loop %.1f us, vec4 %.1f us\n", static_cast<long long>(parts),
+                    bench::name<T>(), loop_us, vec_us);
+    }
     // v2 as its launcher ran it (layernorm_backward before v3): the fused kernel, then the reduction.
     const FusedShape f2 = fused_shape<T>(p.cols);
     if (f2.packs_per_thread == 2) {
@@ -497,18 +757,19 @@ backward:
         }));
     }
     if constexpr (sizeof(T) == 2) {
-        try_v3<T, 1, 2, 1024>(p, rows, owned);
-        try_v3<T, 1, 3, 1024>(p, rows, owned);
         try_v3<T, 2, 2, 512>(p, rows, owned);
-        try_v3<T, 2, 3, 512>(p, rows, owned);
-        try_v3<T, 2, 4, 512>(p, rows, owned);
-        try_v3<T, 4, 2, 256>(p, rows, owned);
-        try_v3<T, 4, 3, 256>(p, rows, owned);
+        try_v4<T, 2, 2, 512, true>(p, rows, owned);
+        try_v4<T, 2, 2, 512, true>(p, rows, owned, Reduce::none);
+        try_v4<T, 2, 2, 512, true>(p, rows, owned, Reduce::vec);
+        try_v4<T, 2, 2, 512, false>(p, rows, owned);
+        try_v4<T, 1, 2, 1024, true>(p, rows, owned);
     } else {
-        try_v3<T, 2, 2, 1024>(p, rows, owned);
-        try_v3<T, 2, 3, 1024>(p, rows, owned);
         try_v3<T, 4, 2, 512>(p, rows, owned);
-        try_v3<T, 4, 3, 512>(p, rows, owned);
+        try_v4<T, 4, 2, 512, true>(p, rows, owned);
+        try_v4<T, 4, 2, 512, true>(p, rows, owned, Reduce::none);
+        try_v4<T, 4, 2, 512, true>(p, rows, owned, Reduce::vec);
+        try_v4<T, 4, 2, 512, false>(p, rows, owned);
+        try_v4<T, 2, 2, 1024, true>(p, rows, owned);
     }
     for (void* q : owned) CHECK(cudaFree(q));
 }

@@ -522,7 +522,8 @@ __global__ void layernorm_backward_reduce_kernel(const part_t<T>* __restrict__ p
 }
 
 // ---- backward v3: rows staged through shared memory by cp.async, column sums in registers -------
-// What it changes from v2 (Nsight Compute on v2, bfloat16 4096 x 8192: 1890 GB/s, long_scoreboard
+// (v3's kernel is in benchmarks/rowwise_variants/layernorm_bench.cu now; v4 below keeps its plan and
+// these helpers.) What it changes from v2 (Nsight Compute on v2, bfloat16 4096 x 8192: 1890 GB/s, long_scoreboard
 // 5.2 and barrier 3.4 stalls: one row of loads in flight a block, the next issued only as this one
 // is reduced; 64 registers for 2 x 512 threads an SM, the column sums in shared memory):
 //   - each thread copies its own packs of the next kStages rows (grad_y and x) into its own slots of
@@ -536,7 +537,7 @@ __global__ void layernorm_backward_reduce_kernel(const part_t<T>* __restrict__ p
 //     meet over the block with one barrier a row, two slots a warp alternating by row as v2.
 // The partial column sums go out as v2's ([2][parts][cols]) and layernorm_backward_reduce_kernel adds
 // them in the same fixed order: deterministic, the same bits every run.
-constexpr int kV3MaxThreads = 1024;
+constexpr int kRowsMaxThreads = 1024;  // v3 and v4: the most threads a block of theirs has
 
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -570,9 +571,32 @@ __device__ __forceinline__ void stage_row(brrr::Pack<T, 16 / sizeof(T)>* stage, 
     }
 }
 
-template <typename T, int kPacks, int kStages, int kMaxT>
+// ---- backward v4: v3 with fewer instructions an element ------------------------------------------
+// v3 (rows staged by cp.async, the column sums in registers, a persistent grid of one block of 512 an
+// SM) now lives in benchmarks/rowwise_variants/layernorm_bench.cu, which times it beside this.
+// Nsight Compute on v3 at 4096 x 8192 on an H200: 63% of DRAM peak at 25% occupancy (114-128
+// registers), a warp issuing every 6.1 cycles with 4 warps a scheduler: instructions, not bytes, set
+// its pace. What v4 changes, each measured alone on the H200 (benchmarks/results/2026-11-29-h200-
+// layernorm-v4, variants.txt; the backward with its reduction, L2 flushed):
+//   - weight is held widened (acc_t) for all the block's rows, up to 16 values a thread, where v3 held
+//     its packs (or, at 4 packs, read them again every row) and widened every element twice a row;
+//   - kFull instances for rows whose threads all hold kPacks packs: no slot tests (the softmax's v4);
+//   - the warps' row sums meet by a butterfly over the lanes (lane l reads warp l's slot, then
+//     warp_sum), where each thread of v3 added all the slots in turn: 1 shared load and 5 shuffles a
+//     sum in place of 16 loads and adds. Every warp runs the same butterfly: the same bits in all;
+//   - 16-bit types keep g * w and xhat of the row sums' pass in registers for grad_x's pass (kKeep),
+//     so each element is widened and centred once; float and double read them again from shared
+//     memory (kept, float's spilled 96 bytes at the 128 registers a 512-thread block allows, and ran
+//     23% slower);
+//   - grad_x = r * wg - r * mean_g - xhat * (r * mean_gx): two FFMAs an element where v3's
+//     r * (wg - mean_g - xhat * mean_gx) took four operations.
+// Measured: bfloat16 69.5 -> 65.5 us (68.1% -> 72.3% of copy), float32 144.3 -> 118.2 us (65.6% ->
+// 80.1%). Tried and not kept: float sums of 8 rows before the double ones (float32: 156 us, the group
+// sums spilled), a third stage (no change), 1024 threads of 1 pack in bfloat16 (66.1 us).
+// Same mapping, partial layout and reduction as v3: the numba stage mirrors it as it did v3.
+template <typename T, int kPacks, int kStages, int kMaxT, bool kFull>
 __global__ void __launch_bounds__(kMaxT, 1)
-layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__ x, const T* __restrict__ weight,
+layernorm_backward_v4_kernel(const T* __restrict__ grad_y, const T* __restrict__ x, const T* __restrict__ weight,
                              const stat_t<T>* __restrict__ mean, const stat_t<T>* __restrict__ rstd,
                              T* __restrict__ grad_x, part_t<T>* __restrict__ partial, int64_t rows, int64_t cols) {
     using S = stat_t<T>;
@@ -580,15 +604,21 @@ layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__
     using Q = part_t<T>;
     constexpr int W = 16 / sizeof(T);
     using P = brrr::Pack<T, W>;
+    // Up to 16 values a thread (float's 4 packs, bfloat16's 2), weight is held widened and 16-bit rows
+    // keep their products; past that (bfloat16's 4 packs) both spilled at the 128 registers a 512-thread
+    // block allows, so weight is read again each row (an L1 hit) and nothing is kept, as v3.
+    constexpr bool kHoldW = kPacks * W <= 16;
+    constexpr bool kKeep = sizeof(T) == 2 && kHoldW;
     extern __shared__ __align__(16) unsigned char staged[];
-    __shared__ S partial_g[2][kV3MaxThreads / 32];
-    __shared__ S partial_gx[2][kV3MaxThreads / 32];
+    __shared__ S partial_g[2][kRowsMaxThreads / 32];
+    __shared__ S partial_gx[2][kRowsMaxThreads / 32];
     const int packs = static_cast<int>(cols / W);
     P* stages = reinterpret_cast<P*>(staged);  // [kStages][grad_y | x][packs]
     const int t = threadIdx.x;
     const int stride = blockDim.x;
     const int warps = blockDim.x / 32;
     const int64_t step = gridDim.x;
+    const auto holds = [&](int k) { return kFull || k * stride + t < packs; };
     // Fill the pipeline: rows blockIdx.x + i * step into stage i, one commit group each (empty past
     // the last row, so that wait_group's count means the same every iteration).
 #pragma unroll
@@ -597,22 +627,23 @@ layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__
         if (r < rows) stage_row<T, kPacks>(stages + i * 2 * packs, grad_y, x, r, cols, packs, t, stride);
         cp_async_commit();
     }
-    // Up to 2 packs a thread, weight stays in registers and the next row's mean and rstd are loaded a
-    // row ahead; at 4, weight is read each row (from L1) and mean and rstd where used: holding them
-    // spilled at the 128 registers a 512-thread block allows.
-    constexpr bool kHoldWeight = kPacks <= 2;
-    P w[kPacks];
+    A w[kHoldW ? kPacks : 1][W];
     Q sum_w[kPacks][W], sum_b[kPacks][W];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-        const int p = k * stride + t;
-        if (kHoldWeight && p < packs) w[k] = reinterpret_cast<const P*>(weight)[p];
+        P wp{};
+        if (kHoldW && holds(k)) wp = reinterpret_cast<const P*>(weight)[k * stride + t];
 #pragma unroll
         for (int j = 0; j < W; ++j) {
+            if constexpr (kHoldW) w[k][j] = brrr::to_acc(wp.v[j]);
             sum_w[k][j] = Q(0);
             sum_b[k][j] = Q(0);
         }
     }
+    const auto weight_at = [&](int k, int j) {
+        if constexpr (kHoldW) return w[k][j];
+        else return brrr::to_acc(reinterpret_cast<const P*>(weight)[k * stride + t].v[j]);
+    };
     int64_t row = blockIdx.x;
     S mu = 0, rs = 0;
     if (row < rows) {
@@ -629,46 +660,33 @@ layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__
         cp_async_commit();
         const int64_t next = row + step;
         S mu_next = 0, rs_next = 0;
-        if (kHoldWeight && next < rows) {
+        if (next < rows) {
             mu_next = mean[next];
             rs_next = rstd[next];
         }
-        if constexpr (!kHoldWeight) {
-            mu = mean[row];
-            rs = rstd[row];
-        }
         // All but the kStages - 1 newest groups have landed: this row's among them.
         cp_async_wait<kStages - 1>();
-        P g[kPacks], v[kPacks];
         const P* here = stages + s * 2 * packs;
-#pragma unroll
-        for (int k = 0; k < kPacks; ++k) {
-            const int p = k * stride + t;
-            if (kHoldWeight && p < packs) {
-                g[k] = here[p];
-                v[k] = here[packs + p];
-            }
-        }
         const Affine<T> affine(mu, rs);
-        // Pack k of grad_y, x and weight: held from the row sums to grad_x, or (4 packs) read again.
-        const auto load = [&](int k, int p) {
-            if constexpr (!kHoldWeight) {
-                g[k] = here[p];
-                v[k] = here[packs + p];
-                w[k] = reinterpret_cast<const P*>(weight)[p];
-            }
-        };
-        A sum_wg = 0;
-        A sum_wgx = 0;
+        P g[kPacks];
+        A wg[kKeep ? kPacks : 1][W], xh[kKeep ? kPacks : 1][W];  // kKeep: this row's g * w and xhat
+        A sum_wg = 0, sum_wgx = 0;
 #pragma unroll
         for (int k = 0; k < kPacks; ++k) {
-            if (k * stride + t < packs) {
-                load(k, k * stride + t);
+            if (holds(k)) {
+                const int p = k * stride + t;
+                g[k] = here[p];
+                const P v = here[packs + p];
 #pragma unroll
                 for (int j = 0; j < W; ++j) {
-                    const A wg = brrr::to_acc(g[k].v[j]) * brrr::to_acc(w[k].v[j]);
-                    sum_wg += wg;
-                    sum_wgx += wg * (affine.centred(v[k].v[j]) * affine.r);
+                    const A a = brrr::to_acc(g[k].v[j]) * weight_at(k, j);
+                    const A xhat = affine.centred(v.v[j]) * affine.r;
+                    sum_wg += a;
+                    sum_wgx += a * xhat;
+                    if constexpr (kKeep) {
+                        wg[k][j] = a;
+                        xh[k][j] = xhat;
+                    }
                 }
             }
         }
@@ -679,27 +697,30 @@ layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__
             partial_gx[parity][t / 32] = total_gx;
         }
         __syncthreads();
-        total_g = partial_g[parity][0];
-        total_gx = partial_gx[parity][0];
-        for (int i = 1; i < warps; ++i) {
-            total_g += partial_g[parity][i];
-            total_gx += partial_gx[parity][i];
-        }
+        const int lane = t % 32;
+        total_g = brrr::warp_sum(lane < warps ? partial_g[parity][lane] : S(0));
+        total_gx = brrr::warp_sum(lane < warps ? partial_gx[parity][lane] : S(0));
         parity ^= 1;
-        const A mean_g = static_cast<A>(total_g / cols);
-        const A mean_gx = static_cast<A>(total_gx / cols);
+        const A r = affine.r;
+        const A rg = r * static_cast<A>(total_g / cols);
+        const A rgx = r * static_cast<A>(total_gx / cols);
         T* gxr = grad_x + row * cols;
 #pragma unroll
         for (int k = 0; k < kPacks; ++k) {
-            const int p = k * stride + t;
-            if (p < packs) {
-                load(k, p);
+            if (holds(k)) {
+                const int p = k * stride + t;
+                P v{};
+                if constexpr (!kKeep) {
+                    g[k] = here[p];
+                    v = here[packs + p];
+                }
                 A out[W];
 #pragma unroll
                 for (int j = 0; j < W; ++j) {
                     const A gy = brrr::to_acc(g[k].v[j]);
-                    const A xhat = affine.centred(v[k].v[j]) * affine.r;
-                    out[j] = affine.r * (gy * brrr::to_acc(w[k].v[j]) - mean_g - xhat * mean_gx);
+                    const A a = kKeep ? wg[k][j] : gy * weight_at(k, j);
+                    const A xhat = kKeep ? xh[k][j] : affine.centred(v.v[j]) * r;
+                    out[j] = r * a - rg - xhat * rgx;
                     sum_w[k][j] += static_cast<Q>(gy * xhat);
                     sum_b[k][j] += static_cast<Q>(gy);
                 }
@@ -715,8 +736,8 @@ layernorm_backward_v3_kernel(const T* __restrict__ grad_y, const T* __restrict__
     const int64_t parts = gridDim.x;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-        const int p = k * stride + t;
-        if (p < packs) {
+        if (holds(k)) {
+            const int p = k * stride + t;
             QP pw, pb;
 #pragma unroll
             for (int j = 0; j < W; ++j) {
@@ -841,59 +862,90 @@ static FusedShape fused_shape(int64_t cols) {
     return {k, threads, static_cast<size_t>(2 * cols) * sizeof(part_t<T>)};
 }
 
-// v3's shape for a row of `cols`: packs a thread (1, 2 or 4, as few as keep the block within kV3Threads;
-// 0 where v3 cannot take the row: not whole packs, or longer than 4 x kV3Threads packs, or its
-// kV3Stages rows of grad_y and x past the shared memory a block may have), threads, shared bytes.
-// Measured on an H100 at 4096 x 8192 (benchmarks/results/2026-11-25-h100-rowwise, variants.txt): 512
-// threads of 2 packs (bfloat16) or 4 (float32) ran the backward at 80.5% and 77.6% of copy; 1024 of
-// 1 or 2 at 68.4% and 73.5%; a third or fourth stage changed nothing beyond the runs' spread.
-constexpr int kV3Threads = 512;
-constexpr int kV3Stages = 2;
+// v4's shape for a row of `cols` (v3's): packs a thread (1, 2 or 4, as few as keep the block within
+// kV4Threads; 0 where v4 cannot take the row: not whole packs, or longer than 4 x kV4Threads packs, or
+// its kV4Stages rows of grad_y and x past the shared memory a block may have), threads, shared bytes.
+// Measured on an H100 at 4096 x 8192 (benchmarks/results/2026-11-25-h100-rowwise, variants.txt): v3 at
+// 512 threads of 2 packs (bfloat16) or 4 (float32) ran the backward at 80.5% and 77.6% of copy; 1024
+// of 1 or 2 at 68.4% and 73.5%; a third or fourth stage changed nothing beyond the runs' spread. v4 on
+// an H200: the same (2026-11-29-h200-layernorm-v4).
+constexpr int kV4Threads = 512;
+constexpr int kV4Stages = 2;
 
 template <typename T>
-static FusedShape v3_shape(int64_t cols) {
+static FusedShape v4_shape(int64_t cols) {
     constexpr int W = 16 / sizeof(T);
     if (cols == 0 || cols % W != 0) return {0, 0, 0};
     const int64_t packs = cols / W;
     int limit = 0;
     cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
-    const int64_t smem = static_cast<int64_t>(kV3Stages) * 2 * packs * 16;
+    const int64_t smem = static_cast<int64_t>(kV4Stages) * 2 * packs * 16;
     if (smem > limit) return {0, 0, 0};
     int k = 0;
     for (int c : {1, 2, 4}) {
-        if (k == 0 && packs <= static_cast<int64_t>(c) * kV3Threads) k = c;
+        if (k == 0 && packs <= static_cast<int64_t>(c) * kV4Threads) k = c;
     }
     if (k == 0) return {0, 0, 0};
     const int threads = static_cast<int>((packs + k - 1) / k + 31) / 32 * 32;
     return {k, threads, static_cast<size_t>(smem)};
 }
 
-// v3's blocks: as many as fit on the chip at once, at most one a row.
+// Whether every thread of v4's shape holds all its packs: the kFull instance.
+template <typename T>
+static bool v4_full(int64_t cols, const FusedShape& f) {
+    return cols / (16 / static_cast<int64_t>(sizeof(T))) == static_cast<int64_t>(f.packs_per_thread) * f.threads;
+}
+
+// v4's blocks: as many as fit on the chip at once, at most one a row. Both instances may take the
+// shared memory the shape asks for (past 48 KB a kernel must say so).
 template <typename T, int kPacks>
-static int64_t v3_parts(int64_t rows, const FusedShape& f) {
-    const auto kernel = layernorm_backward_v3_kernel<T, kPacks, kV3Stages, kV3Threads>;
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(f.smem));
+static int64_t v4_parts(int64_t rows, const FusedShape& f) {
+    const auto full = layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, true>;
+    const auto any = layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, false>;
+    cudaFuncSetAttribute(full, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(f.smem));
+    cudaFuncSetAttribute(any, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(f.smem));
     int sms = 0, per_sm = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, f.threads, f.smem);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, any, f.threads, f.smem);
     const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
     return rows < resident ? rows : resident;
 }
 
 template <typename T>
-static int64_t v3_parts_for(int64_t rows, const FusedShape& f) {
-    if (f.packs_per_thread == 1) return v3_parts<T, 1>(rows, f);
-    if (f.packs_per_thread == 2) return v3_parts<T, 2>(rows, f);
-    return v3_parts<T, 4>(rows, f);
+static int64_t v4_parts_for(int64_t rows, const FusedShape& f) {
+    if (f.packs_per_thread == 1) return v4_parts<T, 1>(rows, f);
+    if (f.packs_per_thread == 2) return v4_parts<T, 2>(rows, f);
+    return v4_parts<T, 4>(rows, f);
+}
+
+// What the backward's kernels read and write, for the launchers below.
+template <typename T>
+struct BackwardArgs {
+    const T *grad_y, *x, *weight;
+    const stat_t<T> *mean, *rstd;
+    T* grad_x;
+    part_t<T>* partial;
+    int64_t rows, cols;
+};
+
+template <typename T, int kPacks>
+static void launch_v4(const BackwardArgs<T>& a, const FusedShape& f, unsigned int grid, cudaStream_t stream) {
+    if (v4_full<T>(a.cols, f)) {
+        layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, true><<<grid, f.threads, f.smem, stream>>>(
+            a.grad_y, a.x, a.weight, a.mean, a.rstd, a.grad_x, a.partial, a.rows, a.cols);
+    } else {
+        layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, false><<<grid, f.threads, f.smem, stream>>>(
+            a.grad_y, a.x, a.weight, a.mean, a.rstd, a.grad_x, a.partial, a.rows, a.cols);
+    }
 }
 
 // Elements of part_t<T> scratch the backward needs at [rows, cols] (binding.cpp allocates them): the
-// partial sums of v3, or of v2 where v3 does not take the row, or 0 where neither runs (v1 needs none).
+// partial sums of v4, or of v2 where v4 does not take the row, or 0 where neither runs (v1 needs none).
 template <typename T>
 int64_t layernorm_backward_scratch(int64_t rows, int64_t cols) {
     if (rows == 0) return 0;
-    const FusedShape v3 = v3_shape<T>(cols);
-    if (v3.packs_per_thread != 0) return 2 * v3_parts_for<T>(rows, v3) * cols;
+    const FusedShape v4 = v4_shape<T>(cols);
+    if (v4.packs_per_thread != 0) return 2 * v4_parts_for<T>(rows, v4) * cols;
     const FusedShape f = fused_shape<T>(cols);
     if (f.packs_per_thread == 0) return 0;
     const int64_t parts = f.packs_per_thread == 1 ? fused_parts<T, 1>(rows, cols, f.threads, f.smem)
@@ -925,25 +977,19 @@ void layernorm_backward(const T* grad_y, const T* x, const T* weight, const S* m
     const FusedShape f = fused_shape<T>(cols);
     const bool aligned = brrr::aligned16(grad_y) && brrr::aligned16(x) && brrr::aligned16(weight) &&
                          brrr::aligned16(grad_x) && brrr::aligned16(scratch);
-    const FusedShape v3 = v3_shape<T>(cols);
-    if ((f.packs_per_thread == 0 && v3.packs_per_thread == 0) || rows == 0 || scratch == nullptr || !aligned) {
+    const FusedShape v4 = v4_shape<T>(cols);
+    if ((f.packs_per_thread == 0 && v4.packs_per_thread == 0) || rows == 0 || scratch == nullptr || !aligned) {
         backward_v1(grad_y, x, weight, mean, rstd, grad_x, grad_weight, grad_bias, rows, cols, stream);
         return;
     }
     int64_t parts;
-    if (v3.packs_per_thread != 0) {
-        parts = v3_parts_for<T>(rows, v3);
+    if (v4.packs_per_thread != 0) {
+        parts = v4_parts_for<T>(rows, v4);
+        const BackwardArgs<T> args{grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols};
         const unsigned int grid = static_cast<unsigned int>(parts);
-        if (v3.packs_per_thread == 1) {
-            layernorm_backward_v3_kernel<T, 1, kV3Stages, kV3Threads><<<grid, v3.threads, v3.smem, stream>>>(
-                grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
-        } else if (v3.packs_per_thread == 2) {
-            layernorm_backward_v3_kernel<T, 2, kV3Stages, kV3Threads><<<grid, v3.threads, v3.smem, stream>>>(
-                grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
-        } else {
-            layernorm_backward_v3_kernel<T, 4, kV3Stages, kV3Threads><<<grid, v3.threads, v3.smem, stream>>>(
-                grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
-        }
+        if (v4.packs_per_thread == 1) launch_v4<T, 1>(args, v4, grid, stream);
+        else if (v4.packs_per_thread == 2) launch_v4<T, 2>(args, v4, grid, stream);
+        else launch_v4<T, 4>(args, v4, grid, stream);
     } else if (f.packs_per_thread == 1) {
         parts = fused_parts<T, 1>(rows, cols, f.threads, f.smem);
         layernorm_backward_fused_kernel<T, 1><<<static_cast<unsigned int>(parts), f.threads, f.smem, stream>>>(

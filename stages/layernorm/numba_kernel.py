@@ -7,22 +7,22 @@ Forward, as kernel.cu's launcher picks (rows measured in 16-byte packs: 4 floats
   meeting in shared memory;
 - any other width: v1, a block of THREADS per row striding over it (layernorm_forward_kernel).
 Backward, as kernel.cu's launcher picks:
-- rows of whole packs, up to 4 x V3_THREADS of them: v3 (layernorm_backward_v3_kernel), a grid of
+- rows of whole packs, up to 4 x V4_THREADS of them: v4 (layernorm_backward_v4_kernel), a grid of
   `parts` blocks taking rows parts apart, each thread holding packs t, t + stride, ... (1, 2 or 4 of
-  them, as few as keep the block within V3_THREADS), the two row sums meeting over the block in two
-  slots a warp alternating by row, and the thread's own weight and bias column sums kept across its
-  rows; each block then writes its sums as a row of `partial` ([2 parts, cols]: grad_weight's, then
+  them, as few as keep the block within V4_THREADS), the two row sums meeting over the block in two
+  slots a warp alternating by row (lane l of every warp reads warp l's slot, then a butterfly), and
+  the thread's own weight and bias column sums kept across its rows; each block then writes its sums as a row of `partial` ([2 parts, cols]: grad_weight's, then
   grad_bias's) and layernorm_backward_reduce_kernel adds each column's parts in REDUCE_GROUPS
   interleaved groups, then the groups in order. kernel.cu stages the rows through shared memory with
   cp.async, which numba has no counterpart for: here each thread reads its packs from memory, in the
   same order. v2 (per-block sums in shared memory) is not mirrored: kernel.cu's launcher only takes it
-  where v3 cannot, and no such row fits in both.
+  where v4 cannot, and no such row fits in both.
 - any other row: v1, a block per row for grad_x, and (COLUMNS x ROW_GROUPS) blocks whose threads
   split the rows of COLUMNS columns for grad_weight and grad_bias, then fold the groups.
 
 Some constants are smaller than kernel.cu's, because the simulator pays for every thread: THREADS
-is 64 (kThreads 256), ROW_GROUPS and REDUCE_GROUPS 4 (kRowGroups and kReduceGroups 16), V3_THREADS
-64 (kV3Threads 512) and V3_PARTS 4 (kernel.cu: as many blocks as fit on the GPU at once). The
+is 64 (kThreads 256), ROW_GROUPS and REDUCE_GROUPS 4 (kRowGroups and kReduceGroups 16), V4_THREADS
+64 (kV4Threads 512) and V4_PARTS 4 (kernel.cu: as many blocks as fit on the GPU at once). The
 structure, the reductions and the mapping for those sizes are the same. Statistics and sums are float64 for float32 and float64
 inputs alike (see reference.py for why); elements are read through float() for the reason
 softmax's numba_kernel.py gives.
@@ -51,10 +51,10 @@ WARP_ROWS = 8  # kWarpRows
 PACK_FLOAT = 4  # elements of a 16-byte pack
 PACK_DOUBLE = 2
 MAX_VALUES = MAX_PACKS * PACK_FLOAT  # a thread's packs, in elements
-V3_THREADS = 64  # kernel.cu's kV3Threads is 512 (see the module doc)
-V3_MAX_PACKS = 4  # packs a thread in v3: 1, 2 or 4
-V3_VALUES = V3_MAX_PACKS * PACK_FLOAT
-V3_PARTS = 4  # kernel.cu: as many blocks as fit on the GPU at once (see the module doc)
+V4_THREADS = 64  # kernel.cu's kV4Threads is 512 (see the module doc)
+V4_MAX_PACKS = 4  # packs a thread in v4: 1, 2 or 4
+V4_VALUES = V4_MAX_PACKS * PACK_FLOAT
+V4_PARTS = 4  # kernel.cu: as many blocks as fit on the GPU at once (see the module doc)
 REDUCE_COLUMNS = 32  # kReduceColumns
 REDUCE_GROUPS = 4  # kernel.cu's kReduceGroups is 16 (see the module doc)
 
@@ -249,22 +249,23 @@ def layernorm_backward_weight_kernel(grad_y, x, mean, rstd, grad_weight, grad_bi
         grad_bias[c] = gb
 
 
-# ---- backward v3: a grid of `parts` blocks, each thread's column sums kept across its rows -------
+# ---- backward v4: a grid of `parts` blocks, each thread's column sums kept across its rows -------
 
 
 @cuda.jit
-def layernorm_backward_v3_kernel(grad_y, x, weight, mean, rstd, grad_x, partial, rows, cols, width, k_packs):
+def layernorm_backward_v4_kernel(grad_y, x, weight, mean, rstd, grad_x, partial, rows, cols, width, k_packs):
     # Two slots a warp for each row sum, alternating by row: a thread may write row i + 1's slots while
     # a slower one still reads row i's, and row i + 2's only after all have passed row i + 1's barrier.
     partial_g = cuda.shared.array((2, MAX_WARPS), dtype=float64)
     partial_gx = cuda.shared.array((2, MAX_WARPS), dtype=float64)
     packs = cols // width
     t = cuda.threadIdx.x
+    lane = t % 32
     stride = cuda.blockDim.x
     warps = stride // 32
-    sum_w = cuda.local.array(V3_VALUES, dtype=float64)  # pack k, element j at k * width + j
-    sum_b = cuda.local.array(V3_VALUES, dtype=float64)
-    for i in range(V3_VALUES):
+    sum_w = cuda.local.array(V4_VALUES, dtype=float64)  # pack k, element j at k * width + j
+    sum_b = cuda.local.array(V4_VALUES, dtype=float64)
+    for i in range(V4_VALUES):
         sum_w[i] = 0.0
         sum_b[i] = 0.0
     parity = 0
@@ -288,14 +289,12 @@ def layernorm_backward_v3_kernel(grad_y, x, weight, mean, rstd, grad_x, partial,
             partial_g[parity, t // 32] = total_wg
             partial_gx[parity, t // 32] = total_wgx
         cuda.syncthreads()
-        total_wg = partial_g[parity, 0]
-        total_wgx = partial_gx[parity, 0]
-        for i in range(1, warps):
-            total_wg += partial_g[parity, i]
-            total_wgx += partial_gx[parity, i]
+        # Lane l takes warp l's sum and the butterfly adds them: every warp the same bits.
+        total_wg = warp_sum(partial_g[parity, lane] if lane < warps else 0.0)
+        total_wgx = warp_sum(partial_gx[parity, lane] if lane < warps else 0.0)
         parity ^= 1
-        mean_g = total_wg / cols
-        mean_gx = total_wgx / cols
+        r_mean_g = r * (total_wg / cols)
+        r_mean_gx = r * (total_wgx / cols)
         for k in range(k_packs):
             p = k * stride + t
             if p < packs:
@@ -303,7 +302,7 @@ def layernorm_backward_v3_kernel(grad_y, x, weight, mean, rstd, grad_x, partial,
                     c = p * width + j
                     gy = float(grad_y[row, c])
                     xhat = (float(x[row, c]) - mu) * r
-                    grad_x[row, c] = r * (gy * float(weight[c]) - mean_g - xhat * mean_gx)
+                    grad_x[row, c] = r * (gy * float(weight[c])) - r_mean_g - xhat * r_mean_gx
                     sum_w[k * width + j] += gy * xhat
                     sum_b[k * width + j] += gy
         row += cuda.gridDim.x
@@ -343,17 +342,17 @@ def layernorm_backward_reduce_kernel(partial, grad_weight, grad_bias, parts, col
             grad_weight[column] = total
 
 
-def _v3_packs(cols: int, width: int) -> int:
-    """kernel.cu's v3_shape: packs a thread (1, 2 or 4, as few as keep a block within V3_THREADS), 0
-    where v3 does not take the row."""
+def _v4_packs(cols: int, width: int) -> int:
+    """kernel.cu's v4_shape: packs a thread (1, 2 or 4, as few as keep a block within V4_THREADS), 0
+    where v4 does not take the row."""
     if not cols or cols % width:
         return 0
     packs = cols // width
-    if packs <= V3_THREADS:
+    if packs <= V4_THREADS:
         return 1
-    if packs <= 2 * V3_THREADS:
+    if packs <= 2 * V4_THREADS:
         return 2
-    return V3_MAX_PACKS if packs <= V3_MAX_PACKS * V3_THREADS else 0
+    return V4_MAX_PACKS if packs <= V4_MAX_PACKS * V4_THREADS else 0
 
 
 # ---- launchers --------------------------------------------------------------------------------
@@ -416,12 +415,12 @@ def backward(grad_y: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: 
     grad_weight = torch.empty_like(weight)
     grad_bias = torch.empty_like(weight)
     width = PACK_DOUBLE if x.dtype == torch.float64 else PACK_FLOAT
-    k_packs = _v3_packs(cols, width)
+    k_packs = _v4_packs(cols, width)
     if rows and k_packs:
         threads = cdiv(cdiv(cols // width, k_packs), 32) * 32
-        parts = min(rows, V3_PARTS)
+        parts = min(rows, V4_PARTS)
         partial = torch.empty(2 * parts, cols, dtype=torch.float64, device=x.device)
-        launch(layernorm_backward_v3_kernel, parts, threads, grad_y, x, weight, mean, rstd, grad_x, partial, rows, cols,
+        launch(layernorm_backward_v4_kernel, parts, threads, grad_y, x, weight, mean, rstd, grad_x, partial, rows, cols,
                width, k_packs)
         launch(layernorm_backward_reduce_kernel, cdiv(2 * cols, REDUCE_COLUMNS), (REDUCE_COLUMNS, REDUCE_GROUPS),
                partial, grad_weight, grad_bias, parts, cols)
