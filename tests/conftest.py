@@ -62,10 +62,14 @@ KNOWN_SPILLS = {
                                                          "52 B spilled (issue 26: the bf16 backward is under target)",
     # The kFull instances (no slot tests) hoist all of a thread's loads; where the statistics are double
     # (float, double) some pass the 64 registers a 1024-thread launch bound allows. Untimed on a GPU: the
-    # bench size, 8192 columns, takes <float, 8, true> and <__nv_bfloat16, 4, true>, which do not spill.
-    "layernorm_forward_block_kernel<float, 4, true>": "8 B spilled (float rows of 513-1024 packs that fill their threads)",
-    "layernorm_forward_block_kernel<double, 2, true>": "32 B spilled (double rows of 129-512 packs that fill their threads)",
-    "layernorm_forward_block_kernel<double, 8, true>": "24 B spilled (double rows of 1025-8192 packs that fill their threads)",
+    # bench size, 8192 columns, takes <float, 8, true, 1024, 0> and <__nv_bfloat16, 8, true, 128, 6>,
+    # which do not spill.
+    "layernorm_forward_block_kernel<float, 4, true, 1024, 0>": "8 B spilled (float rows of 513-1024 packs that fill "
+                                                               "their threads)",
+    "layernorm_forward_block_kernel<double, 2, true, 1024, 0>": "20 B spilled (double rows of 129-512 packs that fill "
+                                                                "their threads)",
+    "layernorm_forward_block_kernel<double, 8, true, 1024, 0>": "16 B spilled (double rows of 1025-8192 packs that "
+                                                                "fill their threads)",
     # v4 backward: 16-bit rows of 1025-2048 packs (4 a thread) hold neither weight nor products, as v3, yet
     # float16's kFull instance still passes the 128 registers a 512-thread block allows by one.
     "layernorm_backward_v4_kernel<__half, 4, 2, 512, true>": "4 B spilled (float16 rows of 1025-2048 packs that "

@@ -709,6 +709,56 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
     }
 }
 
+// kernel.cu's block kernel under launch bounds of its own block size (kMaxT threads, at least kMinBlocks
+// blocks an SM) at the bench's width: packs x threads = the row's packs, each instance launched only
+// where its threads hold the row exactly (kFull). Under the 1024-thread bound every instance had at
+// most 64 registers, where bfloat16 rows of 8 packs a thread spilled; bfloat16's 8 x 128 at 6 blocks
+// an SM ships (kernel.cu's kNarrow*).
+template <typename T, int kPacks, int kMaxT, int kMinBlocks>
+void try_bounded(Problem<T>& p, std::vector<Row>& rows) {
+    constexpr int W = 16 / sizeof(T);
+    if (p.cols / W != static_cast<int64_t>(kPacks) * kMaxT) return;
+    const auto kernel = layernorm_forward_block_kernel<T, kPacks, true, kMaxT, kMinBlocks>;
+    cudaFuncAttributes attr;
+    CHECK(cudaFuncGetAttributes(&attr, kernel));
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kMaxT, 0));
+    rows.push_back(p.forward(std::string("fwd bounded, ") + std::to_string(kPacks) + " packs x " + std::to_string(kMaxT) +
+                                 " threads, min " + std::to_string(kMinBlocks) + " blocks: " +
+                                 std::to_string(attr.numRegs) + " regs, " + std::to_string(attr.localSizeBytes) +
+                                 " B local, " + std::to_string(per_sm) + "/SM " + bench::name<T>(),
+                             [&p, kernel] {
+                                 kernel<<<static_cast<unsigned>(p.rows), kMaxT>>>(p.x, p.w, p.b, p.y, p.mean, p.rstd,
+                                                                                 p.cols, stat_t<T>(1e-5));
+                             }));
+}
+
+template <typename T>
+void bounded_variants(Problem<T>& p, std::vector<Row>& rows) {
+    using S = stat_t<T>;
+    rows.push_back(p.forward(std::string("fwd (ships: v2) ") + bench::name<T>(), [&] {
+        layernorm_forward<T, S>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, 1e-5, 0);
+    }));
+    if constexpr (sizeof(T) == 2) {
+        try_bounded<T, 4, 256, 1>(p, rows);
+        try_bounded<T, 4, 256, 6>(p, rows);
+        try_bounded<T, 8, 128, 1>(p, rows);
+        try_bounded<T, 8, 128, 6>(p, rows);
+        try_bounded<T, 8, 128, 8>(p, rows);
+        try_bounded<T, 16, 64, 1>(p, rows);
+        try_bounded<T, 16, 64, 8>(p, rows);
+        try_bounded<T, 16, 64, 12>(p, rows);
+    } else {
+        try_bounded<T, 8, 256, 1>(p, rows);
+        try_bounded<T, 8, 256, 3>(p, rows);
+        try_bounded<T, 16, 128, 1>(p, rows);
+        try_bounded<T, 16, 128, 4>(p, rows);
+        try_bounded<T, 16, 128, 5>(p, rows);
+        try_bounded<T, 32, 64, 1>(p, rows);
+        try_bounded<T, 32, 64, 6>(p, rows);
+    }
+}
+
 template <typename T>
 void run(double copy, std::vector<Row>& rows) {
     using S = stat_t<T>;
@@ -716,6 +766,10 @@ void run(double copy, std::vector<Row>& rows) {
     rows.push_back(p.forward(std::string("fwd (ships: v2) ") + bench::name<T>(), [&] {
         layernorm_forward<T, S>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, 1e-5, 0);
     }));
+    if (std::getenv("BOUNDED")) {
+        bounded_variants(p, rows);
+        return;
+    }
     if (!std::getenv("BWD_ONLY")) forward_variants(p, rows);
     // The backward reads the shipped forward's mean and rstd.
     layernorm_forward<T, S>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, 1e-5, 0);

@@ -46,7 +46,8 @@ constexpr int kRowGroups = 16; // ... and 16 warps split the rows: each column's
 
 // v2's register paths. A thread holds up to kMaxPacks<T> 16-byte packs of its row: 8 for float
 // and double (32 registers); 4 for bfloat16, whose 32 values the compiler keeps as floats (8 packs
-// spilled 224 bytes). Rows of up to kWarpPacks * 32 packs take a warp each (no barrier at all),
+// spilled 224 bytes under the 1024-thread bound), except 16-bit rows of 513-1024 packs, which take
+// 8 packs a thread under a 128-thread bound (kNarrowPacks, below launch_block). Rows of up to kWarpPacks * 32 packs take a warp each (no barrier at all),
 // longer ones a block of up to kMaxThreads threads, as few packs a thread as keeps the block within
 // kTargetThreads.
 template <typename T> constexpr int kMaxPacks = sizeof(T) == 2 ? 4 : 8;
@@ -258,14 +259,15 @@ layernorm_forward_warp_kernel(const T* __restrict__ x, const T* __restrict__ wei
                                     eps, threadIdx.x, 32, nullptr, nullptr);
 }
 
-// Longer rows: one block per row, blockDim.x a multiple of 32 with blockDim.x * kPacks >= packs.
-template <typename T, int kPacks, bool kFull>
-__global__ void __launch_bounds__(kMaxThreads)
+// Longer rows: one block per row, blockDim.x a multiple of 32 with blockDim.x * kPacks >= packs, at
+// most kMaxT threads and at least kMinBlocks blocks an SM (the register bound: 64 a thread at 1024).
+template <typename T, int kPacks, bool kFull, int kMaxT = kMaxThreads, int kMinBlocks = 0>
+__global__ void __launch_bounds__(kMaxT, kMinBlocks)
 layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
                                int64_t cols, stat_t<T> eps) {
-    __shared__ stat_t<T> partial_sum[kMaxThreads / 32];
-    __shared__ stat_t<T> partial_squares[kMaxThreads / 32];
+    __shared__ stat_t<T> partial_sum[kMaxT / 32];
+    __shared__ stat_t<T> partial_squares[kMaxT / 32];
     const int64_t row = blockIdx.x;
     const int packs = static_cast<int>(cols / (16 / sizeof(T)));
     normalise_row<T, kPacks, true, kFull>(x + row * cols, weight, bias, y + row * cols, mean + row, rstd + row, packs,
@@ -766,18 +768,29 @@ static void launch_warp(const T* x, const T* weight, const T* bias, T* y, stat_t
         x, weight, bias, y, mean, rstd, rows, cols, eps);
 }
 
-template <typename T, int kPacks>
+template <typename T, int kPacks, int kMaxT = kMaxThreads, int kMinBlocks = 0>
 static void launch_block(const T* x, const T* weight, const T* bias, T* y, stat_t<T>* mean, stat_t<T>* rstd,
                          int64_t rows, int64_t cols, int64_t packs, stat_t<T> eps, cudaStream_t stream) {
     const int threads = static_cast<int>((packs + kPacks - 1) / kPacks + 31) / 32 * 32;
+    const unsigned int grid = static_cast<unsigned int>(rows);
     if (packs == static_cast<int64_t>(kPacks) * threads) {
-        layernorm_forward_block_kernel<T, kPacks, true><<<static_cast<unsigned int>(rows), threads, 0, stream>>>(
+        layernorm_forward_block_kernel<T, kPacks, true, kMaxT, kMinBlocks><<<grid, threads, 0, stream>>>(
             x, weight, bias, y, mean, rstd, cols, eps);
     } else {
-        layernorm_forward_block_kernel<T, kPacks, false><<<static_cast<unsigned int>(rows), threads, 0, stream>>>(
+        layernorm_forward_block_kernel<T, kPacks, false, kMaxT, kMinBlocks><<<grid, threads, 0, stream>>>(
             x, weight, bias, y, mean, rstd, cols, eps);
     }
 }
+
+// 16-bit rows of 513-1024 packs: 8 packs a thread, at most 128 threads, 6 blocks an SM (80 registers).
+// The 1024-thread bound held every instance to 64 registers, where 8 packs of bfloat16 spilled, so
+// these rows took 4 packs and 256 threads: 4 rows an SM. Measured on an H200 at 4096 x 8192 bfloat16
+// (benchmarks/results/2026-11-29-h200-layernorm-v4, variants-bounded.txt): 40.0 -> 38.9 us (79.0% ->
+// 81.3% of copy); 6 rows an SM hold more of the row loads in flight. 8 blocks (64 registers) spilled
+// and ran at 41%; 16 packs x 64 threads at 75%; float32 gained nothing from any bound (89.0-89.2%).
+constexpr int kNarrowPacks = 8;
+constexpr int kNarrowThreads = 128;
+constexpr int kNarrowBlocks = 6;
 
 // S is stat_t<T>, spelled out so binding.cpp can declare this without kernel.cu's traits.
 template <typename T, typename S>
@@ -797,6 +810,13 @@ void layernorm_forward(const T* x, const T* weight, const T* bias, T* y, S* mean
         else if (packs <= 64) launch_warp<T, 2>(x, weight, bias, y, mean, rstd, rows, cols, e, stream);
         else launch_warp<T, 4>(x, weight, bias, y, mean, rstd, rows, cols, e, stream);
     } else if (packed && packs <= static_cast<int64_t>(kMaxThreads) * kMaxPacks<T>) {
+        if constexpr (sizeof(T) == 2) {
+            if (packs > 2 * kTargetThreads && packs <= kNarrowPacks * kNarrowThreads) {
+                launch_block<T, kNarrowPacks, kNarrowThreads, kNarrowBlocks>(x, weight, bias, y, mean, rstd, rows, cols,
+                                                                            packs, e, stream);
+                return;
+            }
+        }
         if (packs <= 2 * kTargetThreads) {
             launch_block<T, 2>(x, weight, bias, y, mean, rstd, rows, cols, packs, e, stream);
         } else if (kMaxPacks<T> == 4 || packs <= 4 * kTargetThreads) {

@@ -19,7 +19,8 @@ LONG_ROW = 4096 * CUDA_BLOCK
 # are not whole packs (1, 4099, 2051, 70001) and rows past the registers (40000, and 30000 doubles).
 # The last two are also the non-contiguous cases. 2048, 8192 and 16384 columns fill their threads
 # exactly (the kFull instances, no slot tests): the forward's block path at 2, 4 and 8 packs a thread
-# and the backward's v4 at 1, 2 and 4 (bfloat16 and float16 at 16384; 8192 is the bench's width).
+# (16-bit rows of 513-1024 packs, as 8192 and 6000 columns, take 8 packs and at most 128 threads) and
+# the backward's v4 at 1, 2 and 4 (bfloat16 and float16 at 16384; 8192 is the bench's width).
 GPU_SIZES = ((1, 1), (37, 64), (19, 120), (37, 200), (19, 480), (7, 1000), (17, 2000), (65, 3000), (5, 6000),
              (3, 30000), (2, 40000), (33, 4099), (1025, 2051), (3, 70001), (37, 2048), (9, 8192), (3, 16384))
 MAX_GPU_ROWS = max(rows for rows, _ in GPU_SIZES)
