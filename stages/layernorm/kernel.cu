@@ -37,6 +37,10 @@
 //       v2 181.1 us, 74.1%). A forward on the same plan (persistent grid, the row staged by cp.async)
 //       ran slower than v2's block path (bfloat16 54.4 against 51.7 us, float32 99.4 against 96.3): it
 //       stays in that benchmark, not here.
+//   backward v4 (layernorm_backward, what ships), v3 with fewer instructions an element (its section
+//       says which): on an H200, backward alone bfloat16 69.5 -> 65.5 us (72.3% of copy), float32
+//       144.3 -> 118.2 us (80.1%); forward+backward 85.3% float32, 78.3% bfloat16 (brrr bench,
+//       benchmarks/results/2026-11-29-h200-layernorm-narrow).
 #include "brrr_kernel.cuh"
 
 constexpr int kThreads = 256;  // v1 and backward: a multiple of 32, the reduction works in whole warps
