@@ -11,9 +11,10 @@ Backward, as kernel.cu's launcher picks:
   `parts` blocks taking rows parts apart, each thread holding packs t, t + stride, ... (1, 2 or 4 of
   them, as few as keep the block within V4_THREADS), the two row sums meeting over the block in two
   slots a warp alternating by row (lane l of every warp reads warp l's slot, then a butterfly), and
-  the thread's own weight and bias column sums kept across its rows; each block then writes its sums as a row of `partial` ([2 parts, cols]: grad_weight's, then
-  grad_bias's) and layernorm_backward_reduce_kernel adds each column's parts in REDUCE_GROUPS
-  interleaved groups, then the groups in order. kernel.cu stages the rows through shared memory with
+  the thread's own weight and bias column sums kept across its rows; each block then writes its sums
+  as a row of `partial` ([2 parts, cols]: grad_weight's, then grad_bias's) and
+  layernorm_backward_reduce_kernel adds each column's parts in REDUCE_GROUPS interleaved groups, then
+  the groups in order. kernel.cu stages the rows through shared memory with
   cp.async, which numba has no counterpart for: here each thread reads its packs from memory, in the
   same order. v2 (per-block sums in shared memory) is not mirrored: kernel.cu's launcher only takes it
   where v4 cannot, and no such row fits in both.

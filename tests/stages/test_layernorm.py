@@ -71,9 +71,15 @@ def test_cuda_stage_compiles_all_three_dtypes_without_spills() -> None:
             assert f"layernorm_{k}_kernel<{t}>" in kernels
         for packs in (1, 2, 4):
             assert f"layernorm_forward_warp_kernel<{t}, {packs}>" in kernels
-        for packs in (2, 4) if t == "__nv_bfloat16" else (2, 4, 8):
+        # (packs, launch bound, blocks an SM): bfloat16's rows of 513-1024 packs take 8 packs under 128 threads
+        shapes = ((2, 1024, 0), (4, 1024, 0), (8, 128, 6)) if t == "__nv_bfloat16" else ((2, 1024, 0), (4, 1024, 0),
+                                                                                        (8, 1024, 0))
+        for packs, bound, blocks in shapes:
             for full in ("true", "false"):  # rows whose threads hold every pack (no slot tests), and the rest
-                assert f"layernorm_forward_block_kernel<{t}, {packs}, {full}>" in kernels
+                assert f"layernorm_forward_block_kernel<{t}, {packs}, {full}, {bound}, {blocks}>" in kernels
+        for packs in (1, 2, 4):
+            for full in ("true", "false"):
+                assert f"layernorm_backward_v4_kernel<{t}, {packs}, 2, 512, {full}>" in kernels
     spilled = {name for name, k in kernels.items() if k["spill_stores"]}
     assert spilled <= set(KNOWN_SPILLS), f"kernels that spill: {sorted(spilled - set(KNOWN_SPILLS))}"
 
