@@ -583,7 +583,7 @@ __device__ __forceinline__ void stage_row(brrr::Pack<T, 16 / sizeof(T)>* stage, 
 // Nsight Compute on v3 at 4096 x 8192 on an H200: 63% of DRAM peak at 25% occupancy (114-128
 // registers), a warp issuing every 6.1 cycles with 4 warps a scheduler: instructions, not bytes, set
 // its pace. What v4 changes, each measured alone on the H200 (benchmarks/results/2026-11-29-h200-
-// layernorm-v4, variants.txt; the backward with its reduction, L2 flushed):
+// layernorm-v4, variants-flags.txt; the backward with its reduction, L2 flushed):
 //   - weight is held widened (acc_t) for all the block's rows, up to 16 values a thread, where v3 held
 //     its packs (or, at 4 packs, read them again every row) and widened every element twice a row;
 //   - kFull instances for rows whose threads all hold kPacks packs: no slot tests (the softmax's v4);
