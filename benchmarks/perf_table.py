@@ -90,6 +90,8 @@ def table(folders: list[Path]) -> str:
             faster = comp is None or comp["ms"] != comp["ms"] or cuda["ms"] <= comp["ms"] * 1.02
             ok = cuda["copy_fraction"] >= goal and faster
             got = f"{cuda['ms'] * 1e3:.1f} us, {pct(cuda)}"
+            if cuda.get("same_copy_fraction", float("nan")) == cuda.get("same_copy_fraction"):  # bench since 2026-11-29
+                got += f" ({100 * cuda['same_copy_fraction']:.0f}% of a same-size copy)"
             want = f">= {100 * goal:.0f}%, >= compile"
             ind_text = indep_text(ind) if ind else "-"
         mark = "" if ok else "**under target**"

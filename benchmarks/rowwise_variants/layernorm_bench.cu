@@ -219,6 +219,66 @@ layernorm_forward_widened_kernel(const T* __restrict__ x, const T* __restrict__ 
     }
 }
 
+// ---- forward "float sums" (not shipped): float32's statistics summed in float a pack -------------
+// The shipped float32 forward keeps its sums in double: each element converted twice (F2F.F64.F32,
+// a quarter of the FP64 rate) and added in double, two passes. Here each pack's 4 elements are
+// summed in float and only the pack's sum goes to double (4x fewer conversions and double adds).
+// kShift: the first pass sums x - c, c the thread's first element (so a row's large common offset
+// does not round away in float; the thread's n * c is added back in double); the second pass
+// centres with normalise_row's hi + lo split of the double mean. !kShift: plain float sums (what an
+// all-float kernel such as torch.compile's does; the bound on what fewer conversions can gain).
+template <int kPacks, bool kShift, int kMaxT, int kMinB = 0>
+__global__ void __launch_bounds__(kMaxT, kMinB)
+layernorm_forward_float_sums_kernel(const float* __restrict__ x, const float* __restrict__ weight,
+                                    const float* __restrict__ bias, float* __restrict__ y, double* __restrict__ mean,
+                                    double* __restrict__ rstd, int64_t cols, double eps) {
+    using P = brrr::Pack<float, 4>;
+    __shared__ double partial_sum[kMaxT / 32];
+    __shared__ double partial_squares[kMaxT / 32];
+    const int64_t row = blockIdx.x;
+    const int t = threadIdx.x, stride = blockDim.x;
+    P v[kPacks];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) v[k] = reinterpret_cast<const P*>(x + row * cols)[k * stride + t];
+    const float c = kShift ? v[0].v[0] : 0.f;
+    double total = kShift ? static_cast<double>(c) * (4 * kPacks) : 0.0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        float s = (v[k].v[0] - c) + (v[k].v[1] - c);
+        s += (v[k].v[2] - c) + (v[k].v[3] - c);
+        total += s;
+    }
+    const double mu = row_sum<true>(total, partial_sum) / cols;
+    const Affine<float> affine(mu, 1.0);
+    double squares = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        float s = 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const float d = affine.centred(v[k].v[j]);
+            s = fmaf(d, d, s);
+        }
+        squares += s;
+    }
+    const double r = 1.0 / sqrt(row_sum<true>(squares, partial_squares) / cols + eps);
+    const Affine<float> out_affine(mu, r);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * stride + t;
+        const P w = reinterpret_cast<const P*>(weight)[p];
+        const P b = reinterpret_cast<const P*>(bias)[p];
+        float out[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) out[j] = out_affine(v[k].v[j], w.v[j], b.v[j]);
+        reinterpret_cast<P*>(y + row * cols)[p] = round_pack<float, 4>(out);
+    }
+    if (t == 0) {
+        mean[row] = mu;
+        rstd[row] = r;
+    }
+}
+
 // ---- backward v3 (shipped until v4): kernel.cu's header says what it changed from v2; v4 (kernel.cu)
 // says what it changes from this. The v4 flags measured one at a time (kFull, kept products, the
 // lanes' butterfly, float groups of rows) are in benchmarks/results/2026-11-29-h200-layernorm-v4.
@@ -657,6 +717,32 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
         rows.push_back(p.forward(std::string("fwd block kernel, 8 packs a thread ") + bench::name<T>(), [&] {
             launch_block<T, 8>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, packs, 1e-5, 0);
         }));
+    }
+    if constexpr (sizeof(T) == 4) {
+        // float sums: packs a thread x threads = the row's packs exactly
+        const auto float_sums = [&](auto packs_a_thread, auto shift, auto min_blocks) {
+            constexpr int K = decltype(packs_a_thread)::value;
+            constexpr bool kS = decltype(shift)::value;
+            constexpr int kB = decltype(min_blocks)::value;
+            constexpr int kT = 2048 / K;  // the bench's 8192 floats are 2048 packs
+            if (packs != 2048) return;
+            const int threads = kT;
+            rows.push_back(p.forward(std::string("fwd float sums") + (kS ? " shifted, " : ", ") + std::to_string(K) +
+                                         " packs a thread, min " + std::to_string(kB) + " blocks " + bench::name<T>(),
+                                     [&p, threads] {
+                                         layernorm_forward_float_sums_kernel<K, kS, kT, kB><<<static_cast<unsigned>(p.rows), threads>>>(
+                                             p.x, p.w, p.b, p.y, p.mean, p.rstd, p.cols, 1e-5);
+                                     }));
+        };
+        using I0 = std::integral_constant<int, 0>;
+        float_sums(std::integral_constant<int, 8>{}, std::true_type{}, I0{});
+        float_sums(std::integral_constant<int, 8>{}, std::true_type{}, std::integral_constant<int, 4>{});
+        float_sums(std::integral_constant<int, 8>{}, std::false_type{}, I0{});
+        float_sums(std::integral_constant<int, 8>{}, std::false_type{}, std::integral_constant<int, 4>{});
+        float_sums(std::integral_constant<int, 4>{}, std::true_type{}, I0{});
+        float_sums(std::integral_constant<int, 4>{}, std::true_type{}, std::integral_constant<int, 2>{});
+        float_sums(std::integral_constant<int, 16>{}, std::true_type{}, I0{});
+        if (std::getenv("FLOAT_SUMS")) return;
     }
     const auto wb_early = [&](auto packs_a_thread) {
         constexpr int K = decltype(packs_a_thread)::value;

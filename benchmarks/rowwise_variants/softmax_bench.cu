@@ -172,6 +172,87 @@ __global__ void __launch_bounds__(TPR, kMin) fwd_kernel(const T* __restrict__ x,
     }
 }
 
+// Staged forward: a persistent grid, each block taking rows gridDim.x apart, each row's packs copied
+// into shared memory by cp.async kStages - 1 rows ahead of the one worked on, so the block always has
+// loads in flight, also while its threads wait at the row's barriers (the register kernel has none
+// then). A thread reads back only the slots it copied itself, so cp.async.wait_group alone orders
+// them; the reductions' shared slots alternate between rows, so one row's reads never meet the
+// next one's writes. Online (max, sum) pairs: one barrier a row.
+__device__ __forceinline__ void cp16(void* to, const void* from) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(to))),
+                 "l"(from));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+template <typename T, int TPR, int P, int kStages, int kMin>
+__global__ void __launch_bounds__(TPR, kMin) fwd_staged_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
+                                                               int cols) {
+    constexpr int W = 16 / sizeof(T);
+    constexpr int kWarps = TPR / 32;
+    extern __shared__ uint4 stage[];  // [kStages][P][TPR]
+    __shared__ float part_m[2][kWarps], part_s[2][kWarps];
+    const auto issue = [&](int64_t row, int s) {
+        if (row < rows) {
+            const uint4* in = reinterpret_cast<const uint4*>(x + row * cols) + threadIdx.x;
+#pragma unroll
+            for (int k = 0; k < P; ++k) cp16(&stage[(s * P + k) * TPR + threadIdx.x], in + k * TPR);
+        }
+        cp_commit();  // an empty group past the last row keeps the count of groups the same
+    };
+    int64_t row = blockIdx.x;
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) issue(row + s * static_cast<int64_t>(gridDim.x), s);
+    for (int it = 0; row < rows; ++it, row += gridDim.x) {
+        issue(row + (kStages - 1) * static_cast<int64_t>(gridDim.x), (it + kStages - 1) % kStages);
+        cp_wait<kStages - 1>();
+        uint4 r[P];
+#pragma unroll
+        for (int k = 0; k < P; ++k) r[k] = stage[((it % kStages) * P + k) * TPR + threadIdx.x];
+        const float m = pack_max<T>(r, P);
+        const float ml2 = m * kLog2e;
+        float kept[P][W];
+        float s = 0;
+#pragma unroll
+        for (int k = 0; k < P; ++k)
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                kept[k][j] = exp_rel<T, false>(elem<T>(r[k], j), m, ml2);
+                s += kept[k][j];
+            }
+        float wm = m, ws = s;
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) {
+            const float om = __shfl_xor_sync(0xffffffffu, wm, o), os = __shfl_xor_sync(0xffffffffu, ws, o);
+            const float nm = fmaxf(wm, om);
+            ws = ws * exp_rel<T, false>(wm, nm, nm * kLog2e) + os * exp_rel<T, false>(om, nm, nm * kLog2e);
+            wm = nm;
+        }
+        if (threadIdx.x % 32 == 0) {
+            part_m[it & 1][threadIdx.x / 32] = wm;
+            part_s[it & 1][threadIdx.x / 32] = ws;
+        }
+        __syncthreads();
+        float M = part_m[it & 1][0];
+#pragma unroll
+        for (int w = 1; w < kWarps; ++w) M = fmaxf(M, part_m[it & 1][w]);
+        float S = 0;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) S += part_s[it & 1][w] * exp_rel<T, false>(part_m[it & 1][w], M, M * kLog2e);
+        const float scale = exp_rel<T, false>(m, M, M * kLog2e) / S;
+        uint4* out = reinterpret_cast<uint4*>(y + row * cols) + threadIdx.x;
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+            float o[W];
+#pragma unroll
+            for (int j = 0; j < W; ++j) o[j] = kept[k][j] * scale;
+            out[k * TPR] = pack<T>(o);
+        }
+    }
+    cp_wait<0>();
+}
+
 // Backward: grad_x = y * (g - sum(g * y)), one row a block (kPersist: a grid of G blocks takes rows
 // G apart and loads the next row's packs before reducing this one).
 template <typename T, int TPR, int P, int kMin, bool kPersist, bool kStream>
@@ -323,6 +404,24 @@ void fwd(Problem<T>& p, std::vector<Row>& rows, const char* what) {
                              }));
 }
 
+template <typename T, int TPR, int P, int kStages, int kMin>
+void fwd_staged(Problem<T>& p, std::vector<Row>& rows, int per_sm_cap = 0) {
+    if (p.cols != static_cast<int64_t>(TPR) * P * (16 / sizeof(T))) return;
+    const auto kern = fwd_staged_kernel<T, TPR, P, kStages, kMin>;
+    const int smem = kStages * P * TPR * 16;
+    CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int per_sm = 0, sms = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, TPR, smem));
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    if (per_sm_cap > 0) per_sm = std::min(per_sm, per_sm_cap);
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(p.rows, static_cast<int64_t>(sms) * per_sm));
+    rows.push_back(p.forward("fwd staged " + std::to_string(kStages) + " rows, " + std::to_string(TPR) + " x " +
+                                 std::to_string(P) + " packs, " + std::to_string(per_sm) + "/SM",
+                             [&p, grid, smem, kern] {
+                                 kern<<<grid, TPR, smem>>>(p.x, p.y, p.rows, static_cast<int>(p.cols));
+                             }));
+}
+
 template <typename T, int TPR, int P, int kMin, bool kPersist, bool kStream>
 void bwd(Problem<T>& p, std::vector<Row>& rows, const char* what) {
     if (p.cols != static_cast<int64_t>(TPR) * P * (16 / sizeof(T))) return;
@@ -345,6 +444,20 @@ void run(double copy, std::vector<Row>& rows) {
     rows.push_back(p.forward("fwd (ships)", [&] { softmax_forward<T>(p.x, p.y, p.rows, p.cols, 0); }));
     constexpr bool kF = sizeof(T) == 4;  // float32's P doubles for the same threads
     constexpr int P256 = kF ? 8 : 4;
+    if (std::getenv("STAGED")) {
+        fwd<T, 256, P256, 1, true, true>(p, rows, "fwd online keep");
+        fwd_staged<T, 256, P256, 2, 1>(p, rows);
+        fwd_staged<T, 256, P256, 3, 1>(p, rows);
+        fwd_staged<T, 256, P256, 4, 1>(p, rows);
+        fwd_staged<T, 256, P256, 3, 1>(p, rows, 2);
+        fwd_staged<T, 128, P256 * 2, 2, 1>(p, rows);
+        fwd_staged<T, 128, P256 * 2, 3, 1>(p, rows);
+        fwd_staged<T, 128, P256 * 2, 3, 4>(p, rows);
+        fwd_staged<T, 512, P256 / 2, 2, 1>(p, rows);
+        fwd_staged<T, 512, P256 / 2, 3, 1>(p, rows);
+        fwd_staged<T, 1024, P256 / 4, 2, 1>(p, rows);
+        return;
+    }
     fwd<T, 256, P256, 1, false, false>(p, rows, "fwd lean");
     fwd<T, 256, P256, 1, false, true>(p, rows, "fwd lean keep");
     fwd<T, 256, P256, 1, true, false>(p, rows, "fwd online");
@@ -399,6 +512,27 @@ void copies(double copy) {
     CHECK(cudaFree(d));
 }
 
+// Copies of the sizes the row ops move (a bfloat16 4096 x 8192 tensor is 64 MiB read and 64 MiB
+// written): what a load/store kernel reaches at that size, where a launch, the grid's ramp and its
+// last wave weigh more than in the 1 GiB copy the % column divides by.
+void copy_sizes(double copy) {
+    for (const int64_t mib : {16, 32, 64, 128, 256, 1024}) {
+        const int64_t n = mib * (1ll << 20) / 16;
+        uint4 *s, *d;
+        CHECK(cudaMalloc(&s, n * 16));
+        CHECK(cudaMalloc(&d, n * 16));
+        CHECK(cudaMemset(s, 0x3c, n * 16));
+        const unsigned blocks = static_cast<unsigned>((n + 255) / 256);
+        const double k_us = bench::median_us([&] { copy_unrolled<1, false><<<blocks, 256>>>(s, d, n); }, 30);
+        const double m_us = bench::median_us([&] { CHECK(cudaMemcpyAsync(d, s, n * 16, cudaMemcpyDeviceToDevice)); }, 30);
+        const auto pct = [&](double us) { return 100.0 * 2.0 * n * 16 / us / 1e3 / copy; };
+        std::printf("copy %5lld MiB: 1-pack kernel %8.1f us %6.1f%%, cudaMemcpy %8.1f us %6.1f%%\n",
+                    static_cast<long long>(mib), k_us, pct(k_us), m_us, pct(m_us));
+        CHECK(cudaFree(s));
+        CHECK(cudaFree(d));
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -407,6 +541,8 @@ int main() {
     std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
     const double copy = bench::copy_gbps();
     copies(copy);
+    copy_sizes(copy);
+    if (std::getenv("SIZES_ONLY")) return 0;
     std::vector<Row> rows;
     run<__nv_bfloat16>(copy, rows);
     run<float>(copy, rows);

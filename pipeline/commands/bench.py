@@ -10,8 +10,11 @@ the host issues the next ones):
 - host time (`host_ms`): how long the host takes to issue one call (Python, autograd, launches).
   Where it is the larger, the op is host-bound at that size: back to back, it runs at host speed.
 Achieved bandwidth counts the bytes an op must move at least (each input read once, each result
-written once) over the device time, and is set against a device-to-device copy measured in the
-same run.
+written once) over the device time, and is set against two copies measured in the same run: a
+1 GiB device-to-device copy (`% copy`, the bandwidth the card has), and a copy moving the case's
+own bytes (`% same`). At tens of MiB a copy itself falls short of the 1 GiB rate (the launch, the
+grid's ramp and its last wave weigh more: 88.7% at 64 MiB on an H200), so `% same` says how much
+of the gap an op could still close and how much no load/store kernel of that size can.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class Timing:
     copy_fraction: float
     speedup_vs_eager: float | None = None
     host_ms: float = float("nan")  # host time to issue a call
+    same_copy_fraction: float = float("nan")  # a copy of the same bytes' time over this call's
 
     @property
     def host_bound(self) -> bool:
@@ -152,6 +156,19 @@ def copy_bandwidth(nbytes: int = 1 << 30) -> float:
     return 2 * nbytes / ms / 1e6
 
 
+_same_copy_ms: dict[int, float] = {}
+
+
+def same_copy_ms(moved: int) -> float:
+    """Device ms of a copy moving `moved` bytes (read + write), its buffers rotated past L2 as a
+    case's inputs are; measured once a size."""
+    if moved not in _same_copy_ms:
+        n = max(1, moved // 8)  # float32 elements read, and as many written
+        pairs = [(torch.empty(n, device="cuda").uniform_(), torch.empty(n, device="cuda")) for _ in range(_sets_for(moved))]
+        _same_copy_ms[moved] = time_ms(lambda i: pairs[i][1].copy_(pairs[i][0]), len(pairs)).device_ms
+    return _same_copy_ms[moved]
+
+
 def _sets_for(nbytes: int) -> int:
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
     return max(1, min(8, -(-L2_MULTIPLE * l2 // max(nbytes, 1))))
@@ -227,7 +244,7 @@ def bench_op(op: Op, case: Case, sets: list[Inputs], impls: dict[str, Callable[.
         gbps = moved / ms / 1e6
         eager_ms = ms if name == "eager" else eager_ms
         results.append(Timing(*named, name, ms, gbps, gbps / copy_gbps, eager_ms / ms if eager_ms else None,
-                              timed.host_ms))
+                              timed.host_ms, same_copy_ms(moved) / ms))
     return results
 
 
@@ -269,13 +286,14 @@ def format_table(rows: list[Timing], copy_gbps: float, device: str) -> str:
     lines = [f"{device}: device-to-device copy {copy_gbps:.0f} GB/s (read + write)",
              "ms: GPU time a call with the host ahead (what a step pays while the GPU is the bottleneck); "
              "host ms: time to issue a call (* where it is the larger: host-bound back to back)",
+             "% copy: of a 1 GiB copy's bandwidth; % same: of a copy moving the same bytes (the ceiling at this size)",
              f"{'op':10s} {'size':>16s} {'dtype':8s} {'pass':16s} {'impl':22s} {'ms':>9s} {'GB/s':>7s} "
-             f"{'% copy':>7s} {'vs eager':>8s} {'host ms':>9s}"]
+             f"{'% copy':>7s} {'% same':>7s} {'vs eager':>8s} {'host ms':>9s}"]
     for r in rows:
         vs = f"{r.speedup_vs_eager:.2f}x" if r.speedup_vs_eager else "-"
         mark = "*" if r.host_bound else " "
         lines.append(f"{r.op:10s} {r.size:>16s} {r.dtype:8s} {r.pass_:16s} {r.impl:22s} {r.ms:9.4f} {r.gbps:7.0f} "
-                     f"{100 * r.copy_fraction:6.1f}% {vs:>8s} {r.host_ms:8.4f}{mark}")
+                     f"{100 * r.copy_fraction:6.1f}% {100 * r.same_copy_fraction:6.1f}% {vs:>8s} {r.host_ms:8.4f}{mark}")
     return "\n".join(lines)
 
 

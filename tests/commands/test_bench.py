@@ -25,8 +25,19 @@ def test_bench_times_first_versions_only_when_they_match_the_reference(tmp_path:
     rows = json.loads(out.read_text())["rows"]
     forward = {r["impl"]: r for r in rows if r["pass_"] == "forward"}
     assert forward["cuda"]["ms"] > 0 and forward["cuda v2"]["ms"] > 0
+    assert 0 < forward["cuda"]["same_copy_fraction"] < 2  # a copy of the same bytes was timed beside it
     assert "cuda v1 (failed: cuda v1 disagrees with forward)" in forward
     assert not any(r["impl"].startswith("cuda v") for r in rows if r["pass_"] == "forward+backward")
     trace = json.loads((tmp_path / "trace.json").read_text())
     names = {e.get("name", "") for e in trace["traceEvents"]}
     assert any(n.startswith("sigmoid cuda v2 ") for n in names) and any(n.startswith("sigmoid eager ") for n in names)
+
+
+def test_table_sets_each_row_against_both_copies() -> None:
+    from brrr_kernels.commands.bench import Timing, format_table
+
+    row = Timing("softmax", "(4096, 8192)", "bfloat16", "forward", "cuda", 0.0371, 3617.0, 0.854, 3.1, 0.022, 0.962)
+    text = format_table([row], 4244.0, "H200")
+    header = next(ln for ln in text.splitlines() if ln.startswith("op "))
+    assert "% copy  % same vs eager" in header
+    assert "  85.4%   96.2%    3.10x" in text.splitlines()[-1]
