@@ -1,4 +1,4 @@
-// Times stages/matmul/kernel.cu's float32 kernels (v3, v4: the file itself is #included, so what is
+// Times stages/matmul/kernel.cu's float32 kernels (v3, v4, v5: the file itself is #included, so what is
 // timed is what binding.cpp launches) beside cuBLAS's SGEMM with TF32 off (CUBLAS_DEFAULT_MATH), in
 // one process. Each is checked against cuBLAS on fresh random inputs (relative Frobenius error; c is
 // poisoned with NaN first, so an unwritten element shows) before it is timed: cudaEvents around each
@@ -46,7 +46,9 @@ __global__ void fill_random(float* x, int64_t count, uint64_t seed) {
 using Launch = void (*)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t,
                         int64_t, cudaStream_t);
 struct Variant { const char* name; Launch launch; };
-const Variant kVariants[] = {{"v3 blocked (k 8)", &matmul_blocked<float>}, {"v4 shipped (prefetched, k 16)", &matmul_product<float>}};
+const Variant kVariants[] = {{"v3 blocked (k 8)", &matmul_blocked<float>},
+                             {"v4 prefetched (k 16)", &matmul_prefetched<float>},
+                             {"v5 shipped (float4 loads, warp tiles)", &matmul_product<float>}};
 
 // A [m, k] as binding.cpp reads it: row-major (forward, grad_a's grad_c) or a^T's strides (grad_b).
 // B [k, n]: row-major (forward, grad_b's grad_c) or b^T's strides (grad_a).

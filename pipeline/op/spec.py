@@ -65,6 +65,11 @@ class Layout:
         their outputs differently (a forward and a backward of one shape) overrides this one."""
         return self.place(index, shape, itemsize)
 
+    def place_for(self, check: str, output: str, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        """`place_in` for the check that wrote the output (forward, backward, forward_v2, ...): a
+        layout whose first versions (binding.cpp's forward_vN) map threads differently overrides this one."""
+        return self.place_in(output, index, shape, itemsize)
+
 
 def one_per_thread(block: int, pack_bytes: int = 0) -> Layout:
     """1-D grid, one thread per element (or per `pack_bytes` pack) of the flattened output."""

@@ -123,8 +123,8 @@ class RowBuilder:
             # A layout declares what was not observed (a GPU's threads); the simulator's writers come first.
             if row.worst is not None and row.worst.block is None and layout is not None and row.stage != "reference":
                 itemsize = getattr(torch, row.dtype).itemsize if hasattr(torch, row.dtype) else 1
-                row.worst.block, row.worst.thread = layout.place_in(row.worst.tensor, row.worst.flat_index,
-                                                                    row.worst.shape, itemsize)
+                row.worst.block, row.worst.thread = layout.place_for(row.check, row.worst.tensor, row.worst.flat_index,
+                                                                     row.worst.shape, itemsize)
                 row.worst.placed = "intended"
         row.cases = list(self.covered)
         if self.spread_seconds:

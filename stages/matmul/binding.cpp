@@ -1,5 +1,5 @@
 // Matrix product, CUDA C stage, host side: forward and backward on torch tensors (the functions
-// every stage defines), plus forward_v1 / _v2 / _v3, the earlier kernels, for brrr bench to time
+// every stage defines), plus forward_v1 .. _v4, the earlier kernels, for brrr bench to time
 // beside forward. The strides that let backward reuse the forward kernels on b^T and a^T are
 // worked out here and passed to kernel.cu's launchers as plain integers.
 #include <cstdint>
@@ -17,10 +17,11 @@
 MATMUL_LAUNCHER(matmul_naive)    // v1: one thread an element, no shared memory
 MATMUL_LAUNCHER(matmul_tiled)    // v2: 16x16 shared-memory tiles
 MATMUL_LAUNCHER(matmul_blocked)  // v3 (128x128 tiles, 8x8 a thread) where it applies, v2 otherwise
+MATMUL_LAUNCHER(matmul_prefetched)  // v4 (v3's tiles, k-steps of 16 double-buffered) where it applies, v2 otherwise
 MATMUL_LAUNCHER(matmul_product)  // the best kernel for the dtype and shape
 #undef MATMUL_LAUNCHER
 
-enum class Version { naive, tiled, blocked, best };
+enum class Version { naive, tiled, blocked, prefetched, best };
 
 static at::Tensor product(const at::Tensor& a, int64_t a_rs, int64_t a_cs, const at::Tensor& b, int64_t b_rs,
                           int64_t b_cs, int64_t m, int64_t k, int64_t n, Version version = Version::best) {
@@ -37,6 +38,9 @@ static at::Tensor product(const at::Tensor& a, int64_t a_rs, int64_t a_cs, const
             case Version::naive: matmul_naive(ap, a_rs, a_cs, bp, b_rs, b_cs, cp, m, k, n, brrr::stream()); break;
             case Version::tiled: matmul_tiled(ap, a_rs, a_cs, bp, b_rs, b_cs, cp, m, k, n, brrr::stream()); break;
             case Version::blocked: matmul_blocked(ap, a_rs, a_cs, bp, b_rs, b_cs, cp, m, k, n, brrr::stream()); break;
+            case Version::prefetched:
+                matmul_prefetched(ap, a_rs, a_cs, bp, b_rs, b_cs, cp, m, k, n, brrr::stream());
+                break;
             case Version::best: matmul_product(ap, a_rs, a_cs, bp, b_rs, b_cs, cp, m, k, n, brrr::stream()); break;
         }
     });
@@ -65,6 +69,7 @@ at::Tensor forward(at::Tensor a, at::Tensor b) { return forward_with(a, b, Versi
 at::Tensor forward_v1(at::Tensor a, at::Tensor b) { return forward_with(a, b, Version::naive); }
 at::Tensor forward_v2(at::Tensor a, at::Tensor b) { return forward_with(a, b, Version::tiled); }
 at::Tensor forward_v3(at::Tensor a, at::Tensor b) { return forward_with(a, b, Version::blocked); }
+at::Tensor forward_v4(at::Tensor a, at::Tensor b) { return forward_with(a, b, Version::prefetched); }
 
 std::tuple<at::Tensor, at::Tensor> backward(at::Tensor grad_c, at::Tensor a, at::Tensor b) {
     check_operands(a, b);
@@ -90,4 +95,5 @@ BRRR_BIND(m) {
     m.def("forward_v1", &forward_v1);
     m.def("forward_v2", &forward_v2);
     m.def("forward_v3", &forward_v3);
+    m.def("forward_v4", &forward_v4);
 }

