@@ -12,8 +12,8 @@
 //   v5 vectorised_matmul_kernel: v4's steps, each operand loaded 16 bytes at a time along whichever
 //                             of its strides is 1, and each warp over a 32x64 tile of c
 //
-// forward and backward run v5 for float32 products whose output has rows and columns in multiples
-// of 128, v2 otherwise (float64 always); binding.cpp registers v1 to v4 as forward_v1 .. _v4 for
+// forward and backward run v5 for float32 products (any shape; 16-byte loads where the output's
+// rows and columns are multiples of 128), v2 for float64; binding.cpp registers v1 to v4 as forward_v1 .. _v4 for
 // brrr bench to time beside forward (and validate checks them).
 //
 // Napkin math at 4096^3 float32: 2 * 4096^3 = 1.37e11 flops, 2.05 ms at the H100 SXM's 67 TFLOP/s
@@ -283,9 +283,10 @@ prefetched_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs
 //   grad_a) or along m (a^T: grad_b), B along n (row-major) or along k (b^T: grad_a). Along k a float4
 //   holds 4 k of one row of A (column of B), stored into the transposed tile one element at a time;
 //   along m or n it holds 4 rows (columns) of one k and is stored whole. Both tiles are padded by 4
-//   floats a k, so those element stores meet at most two to a bank. Where a float4 cannot be read (k
-//   not a multiple of 16, a stride of 1 missing, a pointer not 16-byte aligned) the same elements are
-//   read one at a time, zeros past k (kVec false): the thread layout is the same either way.
+//   floats a k, so those element stores meet at most two to a bank. Where a float4 cannot be read (m
+//   or n not a multiple of 128, k not of 16, a stride of 1 missing, a pointer not 16-byte aligned) the
+//   same elements are read one at a time, zeros past k, m and n, and c is stored only inside m and n
+//   (kVec false): the thread layout is the same either way, for every float32 shape.
 // - warp tiles. v4's 16 x 16 threads make a warp 2 x 16 threads, which reads B's whole 128-column row
 //   each k (two wavefronts a float4 load, 6 a k). Here the block's 8 warps are 4 x 2, each over 32 rows
 //   and 64 columns of c with its lanes 4 x 8, and thread t owns rows row_base + 0..3 and row_base + 16
@@ -311,7 +312,9 @@ vectorised_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs
     const int a_r = kAk ? t / 4 : (t % 32) * 4, a_k = kAk ? (t % 4) * 4 : t / 32;
     const int b_c = kBk ? t / 4 : (t % 32) * 4, b_k = kBk ? (t % 4) * 4 : t / 32;
     const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kBlock;
-    for (int64_t tile_row = blockIdx.y; tile_row < m / kBlock; tile_row += gridDim.y) {
+    // Element loads take any shape: tiles past m or n hold zeros there and store nothing there.
+    const int64_t tile_rows = kVec ? m / kBlock : (m + kBlock - 1) / kBlock;
+    for (int64_t tile_row = blockIdx.y; tile_row < tile_rows; tile_row += gridDim.y) {
         const int64_t row0 = tile_row * kBlock;
         float acc[8][8] = {};
         float4 a_next[2], b_next[2];
@@ -322,19 +325,23 @@ vectorised_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs
         const auto a_kk = [&](int q, int e) { return kAk ? a_k + e : a_k + 8 * q; };
         const auto b_off = [&](int q, int e) { return kBk ? 64 * q * b_cs + e * b_rs : e * b_cs + 8 * q * b_rs; };
         const auto b_kk = [&](int q, int e) { return kBk ? b_k + e : b_k + 8 * q; };
+        const auto a_row = [&](int q, int e) { return kAk ? a_r + 64 * q : a_r + e; };
+        const auto b_col = [&](int q, int e) { return kBk ? b_c + 64 * q : b_c + e; };
         auto fetch = [&](int64_t k0) {
 #pragma unroll
             for (int q = 0; q < 2; ++q) {
                 if constexpr (kVec) {  // k is a multiple of kStepK here: no step runs past it
                     a_next[q] = *reinterpret_cast<const float4*>(a_at + a_off(q, 0) + k0 * a_cs);
                     b_next[q] = *reinterpret_cast<const float4*>(b_at + b_off(q, 0) + k0 * b_rs);
-                } else {  // zeros past k (in both tiles: a stale NaN times 0 is NaN)
+                } else {  // zeros past k, m and n (in both tiles: a stale NaN times 0 is NaN)
                     float* av = reinterpret_cast<float*>(&a_next[q]);
                     float* bv = reinterpret_cast<float*>(&b_next[q]);
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
-                        av[e] = k0 + a_kk(q, e) < k ? a_at[a_off(q, e) + k0 * a_cs] : 0.0f;
-                        bv[e] = k0 + b_kk(q, e) < k ? b_at[b_off(q, e) + k0 * b_rs] : 0.0f;
+                        const bool a_in = k0 + a_kk(q, e) < k && row0 + a_row(q, e) < m;
+                        const bool b_in = k0 + b_kk(q, e) < k && col0 + b_col(q, e) < n;
+                        av[e] = a_in ? a_at[a_off(q, e) + k0 * a_cs] : 0.0f;
+                        bv[e] = b_in ? b_at[b_off(q, e) + k0 * b_rs] : 0.0f;
                     }
                 }
             }
@@ -378,7 +385,10 @@ vectorised_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs
         for (int i = 0; i < 8; ++i) {
             const int64_t row = row0 + row_base + (i / 4) * kV5RowHalf + i % 4;
 #pragma unroll
-            for (int j = 0; j < 8; ++j) c[row * n + col0 + col_base + (j / 4) * kV5ColHalf + j % 4] = acc[i][j];
+            for (int j = 0; j < 8; ++j) {
+                const int64_t col = col0 + col_base + (j / 4) * kV5ColHalf + j % 4;
+                if (kVec || (row < m && col < n)) c[row * n + col] = acc[i][j];
+            }
         }
     }
 }
@@ -436,8 +446,8 @@ void matmul_prefetched(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64
 }
 
 // v5's instance for the operands' strides: float4 loads for the three pairs binding.cpp passes
-// (forward: A along k, B along n; grad_a: A along k, B along k; grad_b: A along m, B along n) when k
-// is a multiple of 16 and the pointers 16-byte aligned, element loads otherwise.
+// (forward: A along k, B along n; grad_a: A along k, B along k; grad_b: A along m, B along n) when m
+// and n are multiples of 128, k of 16 and the pointers 16-byte aligned, element loads otherwise.
 template <bool kAk, bool kBk, bool kVec>
 static void launch_v5(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs,
                       float* c, int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
@@ -447,7 +457,8 @@ static void launch_v5(const float* a, int64_t a_rs, int64_t a_cs, const float* b
 
 static void matmul_vectorised(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
                               int64_t b_cs, float* c, int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
-    const bool whole = k % kStepK == 0 && brrr::aligned16(a) && brrr::aligned16(b);
+    const bool whole = m % kBlock == 0 && n % kBlock == 0 && k > 0 && k % kStepK == 0 && brrr::aligned16(a) &&
+                       brrr::aligned16(b);
     const bool a_k = whole && a_cs == 1 && a_rs % 4 == 0, a_m = whole && a_rs == 1 && a_cs % 4 == 0;
     const bool b_n = whole && b_cs == 1 && b_rs % 4 == 0, b_k = whole && b_rs == 1 && b_cs % 4 == 0;
     if (a_k && b_n) launch_v5<true, false, true>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
@@ -456,19 +467,17 @@ static void matmul_vectorised(const float* a, int64_t a_rs, int64_t a_cs, const 
     else launch_v5<true, false, false>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
 }
 
-// What forward and backward use: v5 where it applies (float32, c's rows and columns multiples of
-// 128), v2 otherwise. The choice of thread layout depends only on the dtype and c's shape (v5's
-// instances share one), which is what spec.py's cuda layout needs to name the right thread.
+// What forward and backward use: v5 for float32 (every shape), v2 for float64. The thread layout
+// depends only on the dtype (v5's instances share one), which is what spec.py's cuda layout needs to
+// name the right thread.
 template <typename T>
 void matmul_product(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
                     int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     if constexpr (std::is_same_v<T, float>) {
-        if (m % kBlock == 0 && n % kBlock == 0) {
-            matmul_vectorised(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
-            return;
-        }
+        matmul_vectorised(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
+    } else {
+        matmul_tiled(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
     }
-    matmul_tiled(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
 }
 
 // The dtypes binding.cpp dispatches to.

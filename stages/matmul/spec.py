@@ -48,17 +48,21 @@ def vectorised_locate(index: int, shape: tuple[int, ...]) -> Place:
 
 @dataclass(frozen=True)
 class CudaLayout(Layout):
-    """kernel.cu's matmul_product runs v5 on float32 outputs whose rows and columns are multiples of
-    128 and v2 otherwise: a choice made on the dtype and output shape alone, so it can be followed
-    here. forward_v3 and forward_v4 run v3 and v4 on the same outputs, with v3's threads."""
+    """kernel.cu's matmul_product runs v5 on every float32 output and v2 on float64: a choice made on
+    the dtype alone, so it can be followed here. forward_v3 and forward_v4 run v3 and v4 (v3's threads)
+    on float32 outputs of 128-multiple rows and columns, and v2 on the rest; forward_v1 and _v2 take
+    16x16 tiles of threads."""
 
     def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
         return self.place_for("forward", "c", index, shape, itemsize)
 
     def place_for(self, check: str, output: str, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
-        if itemsize == 4 and shape[0] % CUDA_BLOCK == 0 and shape[1] % CUDA_BLOCK == 0:
-            return (blocked_locate if check in FIRST_VERSIONS_128 else vectorised_locate)(index, shape)
-        return self.locate(index, shape)
+        if itemsize != 4 or check in ("forward_v1", "forward_v2"):
+            return self.locate(index, shape)
+        if check in FIRST_VERSIONS_128:
+            whole = shape[0] % CUDA_BLOCK == 0 and shape[1] % CUDA_BLOCK == 0
+            return blocked_locate(index, shape) if whole else self.locate(index, shape)
+        return vectorised_locate(index, shape)
 
 
 def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
@@ -127,14 +131,16 @@ SPEC = OpSpec(
     make_inputs=make_inputs,
     # (M, K, N): every dimension ends in a partial 4-wide tile; (6, 5, 7) spans two in all three.
     sim_sizes=((1, 1, 1), (5, 7, 3), (6, 5, 7)),
-    # float32 c, grad_a and grad_b run kernel.cu's v5 where their rows and columns are multiples of
-    # 128, v2 (16x16) otherwise. (128, 5, 128): c in v5's element loads, one partial k-step of 16;
-    # (128, 128, 128): c and both gradients in v5's float4 loads, small enough for the CPU execution;
-    # (128, 131, 256): c in v5's element loads, two column blocks, nine k-steps through the two
-    # buffers, the last 3 deep, both gradients in v2; (256, 384, 128): c and both gradients in v5's
-    # float4 loads, one instance each (A along k and B along n, A and B along k, A along m and B
-    # along n). The rest, and float64, run v2. forward_v3 and forward_v4 (v3 and v4) run on the same
-    # sizes. The last two are also the non-contiguous cases.
+    # float32 c, grad_a and grad_b run kernel.cu's v5, with float4 loads where their rows and
+    # columns are multiples of 128 (and k of 16), element loads otherwise; float64 runs v2 (16x16).
+    # (33, 65, 17) and (257, 511, 129): v5's edge tiles, partial in rows, columns and k;
+    # (128, 5, 128): c in element loads, one partial k-step of 16; (128, 128, 128): c and both
+    # gradients in float4 loads, small enough for the CPU execution; (128, 131, 256): c in element
+    # loads, two column blocks, nine k-steps through the two buffers, the last 3 deep; (256, 384,
+    # 128): c and both gradients in float4 loads, one instance each (A along k and B along n, A and B
+    # along k, A along m and B along n). forward_v3 and forward_v4 (v3 and v4 where rows and columns
+    # are multiples of 128, v2 otherwise) run on the same sizes. The last two are also the
+    # non-contiguous cases.
     gpu_sizes=((1, 1, 1), (33, 65, 17), (128, 5, 128), (128, 128, 128), (128, 131, 256), (256, 384, 128),
                (257, 511, 129), (1000, 1027, 999)),
     gradcheck_size=(2, 3, 2),
@@ -145,9 +151,9 @@ SPEC = OpSpec(
                            scale=scale) for name, scale in (("c", c_terms), ("grad_a", grad_a_terms),
                                                             ("grad_b", grad_b_terms))),
     layouts={"numba": tiled(NUMBA_TILE),
-             "cuda": CudaLayout(tiled(CUDA_TILE).locate, f"float32 outputs of {CUDA_BLOCK}-multiple rows and "
-                                f"columns: an 8x8 block per thread, {CUDA_BLOCK}x{CUDA_BLOCK} tiles, warps over "
-                                f"32x64 (forward_v3, _v4: 16x16 threads over the tile); otherwise "
-                                f"one thread per output element, {CUDA_TILE}x{CUDA_TILE} tiles")},
+             "cuda": CudaLayout(tiled(CUDA_TILE).locate, f"float32: an 8x8 block per thread, "
+                                f"{CUDA_BLOCK}x{CUDA_BLOCK} tiles, warps over 32x64 (forward_v3, _v4: 16x16 "
+                                f"threads over the tile, outputs of {CUDA_BLOCK}-multiple rows and columns); "
+                                f"float64: one thread per output element, {CUDA_TILE}x{CUDA_TILE} tiles")},
     bench_sizes=((4096, 4096, 4096),),
 )
