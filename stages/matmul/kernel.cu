@@ -209,6 +209,27 @@ blocked_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs, c
 // The thread owning each element of c (micro) and the k order of its sum are v3's.
 constexpr int kStepK = 16;
 
+// v4's and v5's walk through k: step 0's tiles fetched into registers and stashed in buffer 0, then
+// each step fetches the next step's elements (in flight during this step's FMAs), multiplies from
+// its buffer and stashes the next step in the other one. One barrier a step is enough: it orders
+// this step's stores before the next step's reads, and this step's reads of a buffer before the
+// stores into it a step later.
+template <typename Fetch, typename Stash, typename Multiply>
+__device__ __forceinline__ void double_buffered_steps(int64_t k, Fetch fetch, Stash stash, Multiply multiply) {
+    fetch(0);
+    stash(0);
+    __syncthreads();  // step 0's tiles stored: every thread reads elements others wrote
+    int buf = 0;
+    for (int64_t k0 = 0; k0 < k; k0 += kStepK) {
+        const bool more = k0 + kStepK < k;
+        if (more) fetch(k0 + kStepK);  // in flight during the FMAs below
+        multiply(buf);
+        if (more) stash(buf ^ 1);  // the buffer every thread finished reading before the last barrier
+        buf ^= 1;
+        __syncthreads();  // stores seen before the next step's reads; this step's reads done before its stores
+    }
+}
+
 __global__ void __launch_bounds__(kThreads, 2)
 prefetched_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs, const float* __restrict__ b,
                          int64_t b_rs, int64_t b_cs, float* __restrict__ c, int64_t m, int64_t k, int64_t n) {
@@ -247,21 +268,12 @@ prefetched_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs
 #pragma unroll
             for (int i = 0; i < 8; ++i) b_buf[buf][b_row + 2 * i][b_col] = b_next[i];
         };
-        fetch(0);
-        stash(0);
-        __syncthreads();  // step 0's tiles stored: every thread reads elements others wrote
-        int buf = 0;
-        for (int64_t k0 = 0; k0 < k; k0 += kStepK) {
-            const bool more = k0 + kStepK < k;
-            if (more) fetch(k0 + kStepK);  // in flight during the FMAs below
+        double_buffered_steps(k, fetch, stash, [&](int buf) {
 #pragma unroll
             for (int kk = 0; kk < kStepK; ++kk) {
                 outer_product<kHalf, kHalf>(acc, &a_buf[buf][kk][ty * 4], &b_buf[buf][kk][tx * 4]);
             }
-            if (more) stash(buf ^ 1);  // the buffer every thread finished reading before the last barrier
-            buf ^= 1;
-            __syncthreads();  // stores seen before the next step's reads; this step's reads done before its stores
-        }
+        });
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
             const int64_t row = row0 + micro(i, ty);
@@ -365,21 +377,12 @@ vectorised_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs
                 }
             }
         };
-        fetch(0);
-        stash(0);
-        __syncthreads();  // step 0's tiles stored: every thread reads elements others wrote
-        int buf = 0;
-        for (int64_t k0 = 0; k0 < k; k0 += kStepK) {
-            const bool more = k0 + kStepK < k;
-            if (more) fetch(k0 + kStepK);  // in flight during the FMAs below
+        double_buffered_steps(k, fetch, stash, [&](int buf) {
 #pragma unroll
             for (int kk = 0; kk < kStepK; ++kk) {
                 outer_product<kV5RowHalf, kV5ColHalf>(acc, &a_buf[buf][kk][row_base], &b_buf[buf][kk][col_base]);
             }
-            if (more) stash(buf ^ 1);  // the buffer every thread finished reading before the last barrier
-            buf ^= 1;
-            __syncthreads();  // stores seen before the next step's reads; this step's reads done before its stores
-        }
+        });
         // Scalar stores (float4 ones measured 2% slower: 2026-11-29-h200-matmul-v5).
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
