@@ -88,6 +88,18 @@ __device__ __forceinline__ float exp_rel(float v, float m, float m_l2) {
     else return expf(v - m);
 }
 
+// A warp's (max, sum of exp(x - max)) pairs folded by a butterfly, every lane left with the warp's pair.
+template <typename T, bool kFast>
+__device__ __forceinline__ void warp_online(float& wm, float& ws) {
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) {
+        const float om = __shfl_xor_sync(0xffffffffu, wm, o), os = __shfl_xor_sync(0xffffffffu, ws, o);
+        const float nm = fmaxf(wm, om);
+        ws = ws * exp_rel<T, kFast>(wm, nm, nm * kLog2e) + os * exp_rel<T, kFast>(om, nm, nm * kLog2e);
+        wm = nm;
+    }
+}
+
 template <int kWarps>
 __device__ __forceinline__ float block_fold(float v, float* part, bool is_max) {
     if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
@@ -131,13 +143,7 @@ __global__ void __launch_bounds__(TPR, kMin) fwd_kernel(const T* __restrict__ x,
         float s = sum_exps(m);
         // (max, sum) pairs: warp butterfly, then one shared round folded in a fixed order.
         float wm = m, ws = s;
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) {
-            const float om = __shfl_xor_sync(0xffffffffu, wm, o), os = __shfl_xor_sync(0xffffffffu, ws, o);
-            const float nm = fmaxf(wm, om);
-            ws = ws * exp_rel<T, kFast>(wm, nm, nm * kLog2e) + os * exp_rel<T, kFast>(om, nm, nm * kLog2e);
-            wm = nm;
-        }
+        warp_online<T, kFast>(wm, ws);
         if (threadIdx.x % 32 == 0) {
             part_a[threadIdx.x / 32] = wm;
             part_b[threadIdx.x / 32] = ws;
@@ -222,13 +228,7 @@ __global__ void __launch_bounds__(TPR, kMin) fwd_staged_kernel(const T* __restri
                 s += kept[k][j];
             }
         float wm = m, ws = s;
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) {
-            const float om = __shfl_xor_sync(0xffffffffu, wm, o), os = __shfl_xor_sync(0xffffffffu, ws, o);
-            const float nm = fmaxf(wm, om);
-            ws = ws * exp_rel<T, false>(wm, nm, nm * kLog2e) + os * exp_rel<T, false>(om, nm, nm * kLog2e);
-            wm = nm;
-        }
+        warp_online<T, false>(wm, ws);
         if (threadIdx.x % 32 == 0) {
             part_m[it & 1][threadIdx.x / 32] = wm;
             part_s[it & 1][threadIdx.x / 32] = ws;
