@@ -215,7 +215,7 @@ MISSING_BARRIERS = [
                    "            for (int kk = 0; kk < kTile; ++kk) {",
                    "\n#pragma unroll\n            for (int kk = 0; kk < kTile; ++kk) {",
                    "a_tile[ty][tx] = a[row * a_rs + ka * a_cs];", "acc += a_tile[ty][kk] * b_tile[kk][tx];", "a_tile",
-                   lambda ext: ext.forward(torch.randn(6, 5), torch.randn(5, 7))),
+                   lambda ext: ext.forward(torch.randn(6, 5).double(), torch.randn(5, 7).double())),  # v2: float64
     MissingBarrier("softmax", "    __syncthreads();\n    A r = part[first];\n    for (int w = 1; w < tpr / 32; ++w) r = max(",
                    "    A r = part[first];\n    for (int w = 1; w < tpr / 32; ++w) r = max(",
                    "if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;", "A r = part[first];", "part_max",

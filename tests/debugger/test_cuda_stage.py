@@ -35,12 +35,12 @@ def test_index_stops_in_the_thread_that_computes_it() -> None:
 
 @needs_gdb
 def test_next_over_a_barrier_stays_in_the_thread() -> None:
-    # matmul's tiled kernel (the simulator sizes are not multiples of 128): 25 steps pass the
-    # `tiles loaded` __syncthreads, while the block's other 255 threads run to it
+    # matmul's tiled kernel (what float64 runs): 25 steps pass the `tiles loaded` __syncthreads,
+    # while the block's other 255 threads run to it
     barrier = next(i for i, line in enumerate((STAGES / "matmul" / "kernel.cu").read_text().splitlines(), 1)
                    if "tiles loaded" in line and "__syncthreads" in line)
     out = brrr("debug", "matmul", "--stage", "cuda", "--block", "0,0", "--thread", "3,2",
-               "--kernel", "tiled_matmul_kernel", stdin="next\n" * 25 + "print threadIdx\nprint tx\nprint ty\nkill\n")
+               "--kernel", "tiled_matmul_kernel", "--dtype", "float64", stdin="next\n" * 25 + "print threadIdx\nprint tx\nprint ty\nkill\n")
     text = out.stdout + out.stderr
     assert f"{barrier}\t            __syncthreads();" in text, text
     after = text.split(f"{barrier}\t            __syncthreads();", 1)[1]
