@@ -186,6 +186,9 @@ COMMANDS: tuple[Command, ...] = (
                     help="mutate numba_kernel.py (default; runs in the simulator) or kernel.cu (where the cuda stage runs)"),
                 arg("--kind", action="append", metavar="KIND", choices=MUTANT_KINDS,
                     help="only mutants of this kind (repeatable; default: all)"),
+                arg("--lines", metavar="A-B",
+                    help="only mutants on these lines of the file (A-B, A- to the end, or A; the op's own "
+                         "bugs/*.bug files run always): the lines a change touched"),
                 FRESH_SEED,
                 arg("--jobs", type=int, default=None, metavar="N", help="mutants validated at once (default: CPUs)"),
                 arg("--timeout", type=float, default=None, metavar="S",

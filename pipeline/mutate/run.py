@@ -387,8 +387,37 @@ def hang_limit(clean_seconds: float) -> float:
     return max(HANG_FLOOR, HANG_FACTOR * clean_seconds)
 
 
-def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "numba",
-           kinds: tuple[Kind, ...] = ()) -> Report:
+@dataclass(frozen=True)
+class Pick:
+    """Which mutants run: of these kinds (every kind if none), standard ones on these lines of the file
+    (first, last; every line if None). The op's own bugs/*.bug files have no one line: they run unless
+    kinds leaves them out."""
+
+    kinds: tuple[Kind, ...] = ()
+    lines: tuple[int, int] | None = None
+
+    def keeps(self, mutant: Mutant) -> bool:
+        if self.kinds and mutant.kind not in self.kinds:
+            return False
+        if self.lines is None or mutant.kind == Kind.KNOWN:
+            return True
+        return self.lines[0] <= mutant.line <= self.lines[1]
+
+
+def parse_lines(text: str) -> tuple[int, int]:
+    """--lines A-B, A- (to the end) or A (one line), 1-based and inclusive."""
+    first, dash, last = text.partition("-")
+    try:
+        lo = int(first)
+        hi = int(last) if last else (10**9 if dash else lo)
+    except ValueError:
+        raise UsageError(f"--lines expects A-B, A- or A (line numbers), got {text!r}") from None
+    if lo < 1 or hi < lo:
+        raise UsageError(f"--lines {text}: the first line must be 1 or more, and not after the last")
+    return lo, hi
+
+
+def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "numba", pick: Pick = Pick()) -> Report:
     """Plant every standard bug in one stage of the op and validate each mutant (and the op as it is).
     `limit`: seconds after which a mutant hangs; None: hang_limit of the op's own time in this run."""
     from ..base.files import shown
@@ -406,8 +435,7 @@ def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "n
     except SyntaxError as e:  # the stage file itself does not parse: its file and line, not an internal error
         raise OpLoadError(f"{op.path(stage)}:{e.lineno}: syntax error: {e.msg}", hint=(e.text or "").rstrip()) from e
     mutants += known_bugs(op.folder, file)
-    if kinds:
-        mutants = [m for m in mutants if m.kind in kinds]
+    mutants = [m for m in mutants if pick.keeps(m)]
     report = Report(op=op.name, folder=shown(op.folder), seed=seed, stage=stage)
     explained = dict(op.spec.mutants)
     tasks = [Task(str(op.folder), seed, None, stage)] + [Task(str(op.folder), seed, m, stage) for m in mutants]
@@ -506,8 +534,8 @@ def main(args: argparse.Namespace) -> int:
     from ..base.files import write_atomic
 
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
-    report = mutate(args.op, seed, jobs=args.jobs or workers.cpus(), limit=args.timeout, stage=args.stage,
-                           kinds=tuple(Kind(k) for k in args.kind or ()))
+    pick = Pick(tuple(Kind(k) for k in args.kind or ()), parse_lines(args.lines) if args.lines else None)
+    report = mutate(args.op, seed, jobs=args.jobs or workers.cpus(), limit=args.timeout, stage=args.stage, pick=pick)
     print(format_report(report))
     if args.json:
         write_atomic(args.json, report.as_json())

@@ -40,7 +40,8 @@ def test_next_over_a_barrier_stays_in_the_thread() -> None:
     barrier = next(i for i, line in enumerate((STAGES / "matmul" / "kernel.cu").read_text().splitlines(), 1)
                    if "tiles loaded" in line and "__syncthreads" in line)
     out = brrr("debug", "matmul", "--stage", "cuda", "--block", "0,0", "--thread", "3,2",
-               "--kernel", "tiled_matmul_kernel", "--dtype", "float64", stdin="next\n" * 25 + "print threadIdx\nprint tx\nprint ty\nkill\n")
+               "--kernel", "tiled_matmul_kernel", "--dtype", "float64",
+               stdin="next\n" * 25 + "print threadIdx\nprint tx\nprint ty\nkill\n")
     text = out.stdout + out.stderr
     assert f"{barrier}\t            __syncthreads();" in text, text
     after = text.split(f"{barrier}\t            __syncthreads();", 1)[1]

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
 from conftest import brrr, copy_op
 
-from brrr_kernels.mutate.run import Report, Result, Verdict, format_report, lines_run
+from brrr_kernels.base.errors import UsageError
+from brrr_kernels.mutate.run import Pick, Report, Result, Verdict, format_report, lines_run, parse_lines
+from brrr_kernels.mutate.standard_bugs import Edit, Kind, Mutant
 
 
 def test_input_writes_are_all_killed_grad_y_and_saved_y_included(tmp_path) -> None:
@@ -21,6 +24,24 @@ def test_input_writes_are_all_killed_grad_y_and_saved_y_included(tmp_path) -> No
     assert "numba backward wrote into grad_y" in reasons["grad_y[i] = 2 * grad_y[i] + 1 added"]
     assert "backward wrote into y (saved for backward)" in reasons["y[i] = 2 * y[i] + 1 added"]
     assert "mutation score 3/3 = 100%" in run.stdout
+
+
+@pytest.mark.parametrize("text, lines", [("40-60", (40, 60)), ("7", (7, 7)), ("300-", (300, 10**9))])
+def test_lines_select_the_standard_mutants_on_them_and_every_known_bug(text: str, lines: tuple[int, int]) -> None:
+    pick = Pick(lines=parse_lines(text))
+    assert pick.lines == lines
+    at = [Mutant(Kind.INDEX, "kernel.cu", n, "x[i] -> x[i + 1]", Edit(n, 0, n, 1, "")) for n in (6, 7, 40, 60, 61, 300)]
+    kept = {m.line for m in at if pick.keeps(m)}
+    assert kept == {n for n in (6, 7, 40, 60, 61, 300) if lines[0] <= n <= lines[1]}
+    assert pick.keeps(Mutant(Kind.KNOWN, "kernel.cu", 0, "bugs/x.bug", Edit(1, 0, 1, 0, "")))
+    assert not Pick(kinds=(Kind.INDEX,), lines=lines).keeps(Mutant(Kind.KNOWN, "kernel.cu", 0, "bugs/x.bug",
+                                                                     Edit(1, 0, 1, 0, "")))
+
+
+@pytest.mark.parametrize("text", ["9-3", "0-4", "a-b", "-5", ""])
+def test_lines_that_name_no_range_are_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError, match="--lines"):
+        parse_lines(text)
 
 
 def test_a_survivor_fails_the_command_unless_the_spec_explains_it(tmp_path) -> None:
