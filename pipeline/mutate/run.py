@@ -435,6 +435,7 @@ def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "n
     except SyntaxError as e:  # the stage file itself does not parse: its file and line, not an internal error
         raise OpLoadError(f"{op.path(stage)}:{e.lineno}: syntax error: {e.msg}", hint=(e.text or "").rstrip()) from e
     mutants += known_bugs(op.folder, file)
+    every_key = {m.key for m in mutants}  # an explanation is stale only if it names none of them
     mutants = [m for m in mutants if pick.keeps(m)]
     report = Report(op=op.name, folder=shown(op.folder), seed=seed, stage=stage)
     explained = dict(op.spec.mutants)
@@ -468,8 +469,7 @@ def mutate(name: str, seed: int, jobs: int, limit: float | None, stage: str = "n
     finally:
         pool.close(kill=not finished)
         scratch.remove()
-    keys = {m.key for m in mutants}
-    report.stale = [k for k in explained if k not in keys]
+    report.stale = [k for k in explained if k not in every_key]
     order = {m.key: i for i, m in enumerate(mutants)}
     report.results.sort(key=lambda r: order.get(r.key, 0))
     return report

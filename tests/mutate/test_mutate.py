@@ -60,6 +60,20 @@ def test_a_survivor_fails_the_command_unless_the_spec_explains_it(tmp_path) -> N
     assert "mutation score 0/2 = 0%" in run.stdout
 
 
+def test_an_explanation_outside_the_lines_run_is_not_stale(tmp_path) -> None:
+    """--lines 48 runs the survivor on line 48 alone; the spec's explanation of line 39's mutant still
+    names a mutant of the file, so it is not reported stale."""
+    folder = copy_op("sigmoid", tmp_path)
+    spec = folder / "spec.py"
+    key = "numba_kernel.py:39:39: grid cdiv(n, BLOCK) -> max(1, cdiv(n, BLOCK) - 1)"
+    text = spec.read_text().replace("sim_sizes=(1, BLOCK - 1, BLOCK + 1, 3 * BLOCK + 17)", "sim_sizes=(1,)")
+    spec.write_text(text.replace("    huge=huge,", f"    huge=huge,\n    mutants={{{key!r}: 'a test: one size only'}},"))
+    run = brrr("mutate", str(folder), "--kind", "last block", "--lines", "48", "--seed", "1")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "survivor: numba_kernel.py:48:40" in run.stdout and "(1 mutants:" in run.stdout, run.stdout
+    assert "stale" not in run.stdout, run.stdout
+
+
 def test_the_score_leaves_out_equivalent_mutants_and_lists_survivors_with_their_diff() -> None:
     results = [Result("a", "index", Verdict.KILLED, "numba forward float32: ..."),
                Result("b", "comparison", Verdict.EQUIVALENT, "same bits"),
