@@ -8,7 +8,11 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
 - `ldmatrix.sync.aligned.m8n8.x1/.x2/.x4{.trans}{.shared{::cta}}.b16`;
 - `cp.async.ca/.cg.shared{::cta}.global{.L2::64B/128B/256B} [dst], [src], size{, src_size}`,
   `cp.async.commit_group`, `cp.async.wait_group N`, `cp.async.wait_all`: include/cpu/brrr_cpu_async.h;
-- `cvt.rna.tf32.f32`, `cvt.rn.bf16x2.f32` and `cvt.rn.f16x2.f32`.
+- `cvt.rna.tf32.f32`, `cvt.rn.bf16x2.f32` and `cvt.rn.f16x2.f32`;
+- `wgmma.mma_async.sync.aligned.m64nNk16.f32.AB.AB` (AB = bf16 or f16) with both operands in shared
+  memory (descriptors), alone or in the block `{ .reg .pred p; setp.ne.b32 p, %N, 0; wgmma ... p, ...; }`
+  that passes scale-d as a predicate; `wgmma.fence`, `.commit_group`, `.wait_group N` and
+  `fence.proxy.async`: include/cpu/brrr_cpu_wgmma.h.
 
 Each becomes one line of C++ (a block that packs the operands into 32-bit registers, calls the
 runtime, and unpacks the results), so kernel.cu's line numbers stay. An instruction of these families
@@ -165,10 +169,51 @@ def _cp_async(s: _Statement, instr: str, groups: list[list[str]]) -> str:
     return f"{RUNTIME}cp_async({to}, {source}, {size}, {read}, __FILE__, __LINE__);"
 
 
+_WGMMA_HINT = ("brrr emulates wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (or .f16.f16) d, a-desc, b-desc, "
+               "scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b with both operands in shared memory and "
+               "float32 accumulators (\"+f\"), plus wgmma.fence, .commit_group and .wait_group")
+# The block CUTLASS and most Hopper kernels wrap a wgmma in, to pass scale-d as a predicate.
+_PREDICATED = re.compile(r"^\{\s*\.reg\s+\.pred\s+(\w+)\s*;\s*setp\.ne\.b32\s+(\w+)\s*,\s*(%\d+)\s*,\s*0\s*;"
+                         r"\s*(wgmma\.mma_async[^;]*?)\s*;?\s*\}$")
+
+
+def _wgmma(s: _Statement, instr: str, groups: list[list[str]], predicate: tuple[str, str] | None) -> str:
+    if instr == "wgmma.fence.sync.aligned" and not groups:
+        return f"{RUNTIME}wgmma_fence(__FILE__, __LINE__);"
+    if instr == "wgmma.commit_group.sync.aligned" and not groups:
+        return f"{RUNTIME}wgmma_commit_group(__FILE__, __LINE__);"
+    if instr == "wgmma.wait_group.sync.aligned" and len(groups) == 1:
+        return f"{RUNTIME}wgmma_wait_group({s.value(groups[0][0])}, __FILE__, __LINE__);"
+    m = re.fullmatch(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(bf16|f16)\.(bf16|f16)", instr)
+    if not m or m.group(2) != m.group(3) or len(groups) != 8 or int(m.group(1)) % 8 or not 8 <= int(m.group(1)) <= 256:
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _WGMMA_HINT)
+    n, ab = int(m.group(1)), _TYPES[m.group(2)]
+    d = groups[0]
+    if len(d) != n // 2 or any(len(g) != 1 for g in groups[1:]):
+        raise UnsupportedPtx(f'inline PTX "{s.template}": m64n{n}k16 with float32 accumulators takes {n // 2} '
+                             "destination registers a thread and shared-memory descriptors for A and B", _WGMMA_HINT)
+    for ref in d:
+        if s.operand(ref).constraint not in ("+f", "=f"):
+            raise UnsupportedPtx(f'inline PTX "{s.template}": the accumulator {ref} is not a float output ("+f")',
+                                 _WGMMA_HINT)
+    scale_d = groups[3][0]
+    if predicate and scale_d == predicate[0]:
+        scale_d = predicate[1]
+    pointers = ", ".join(f"&({s.operand(r).expr})" for r in d)
+    rest = ", ".join(s.value(g[0]) for g in groups[4:])
+    return (f"{{ float* const brrr_d[{len(d)}] = {{{pointers}}}; {RUNTIME}wgmma_mma_async<{n}, {RUNTIME}Type::{ab}>"
+            f"(brrr_d, {s.value(groups[1][0])}, {s.value(groups[2][0])}, {s.value(scale_d)}, {rest}, "
+            "__FILE__, __LINE__); }")
+
+
 def translate(template: str, sections: list[str]) -> str | None:
     """C++ for one PTX instruction of these families, None for any other; UnsupportedPtx for a form
     of them brrr does not emulate. `template` is the asm string with whitespace collapsed and the
     trailing ';' dropped; `sections` the asm body split at its top-level ':'."""
+    predicate = None
+    if (block := _PREDICATED.match(template)) and block.group(1) == block.group(2):
+        predicate = (block.group(1), block.group(3))
+        template = block.group(4)
     if ";" in template:
         return None
     m = re.match(r"^([a-z][\w.:]*)\s*(.*)$", template)
@@ -176,7 +221,9 @@ def translate(template: str, sections: list[str]) -> str | None:
         return None
     instr, args = m.group(1), m.group(2)
     family = instr.split(".")[0] if not instr.startswith("cp.async") else "cp.async"
-    if family not in ("mma", "ldmatrix", "cp.async") and instr not in _CVT:
+    if re.fullmatch(r"fence\.proxy\.async(\.shared::(cta|cluster)|\.global)?", instr) and not args:
+        return f"{RUNTIME}fence_proxy_async(__FILE__, __LINE__);"
+    if family not in ("mma", "ldmatrix", "cp.async", "wgmma") and instr not in _CVT:
         return None
     if instr.startswith("cp.async.bulk"):
         raise UnsupportedPtx(f'inline PTX "{template}"', _CP_ASYNC_HINT + " (not the bulk copies of sm_90)")
@@ -187,6 +234,8 @@ def translate(template: str, sections: list[str]) -> str | None:
             raise UnsupportedPtx(f'inline PTX "{template}"', f"{instr} takes {_CVT[instr]} source operands")
         sources = ", ".join(s.value(g[0]) for g in groups[1:])
         return f"{RUNTIME}set_reg({s.operand(groups[0][0]).expr}, {RUNTIME}{instr.replace('.', '_')}({sources}));"
+    if family == "wgmma":
+        return _wgmma(s, instr, groups, predicate)
     if family == "mma":
         return _mma(s, instr, groups)
     if family == "ldmatrix":

@@ -1,6 +1,6 @@
 // Tensor-core matrix product, CUDA C stage, host side: forward and backward on bfloat16 tensors with
-// kernel.cu's v3, plus forward_v1 (the naive kernel) and forward_v2 (v2's mma kernel) for brrr bench to
-// time beside forward. Backward runs the same mma kernel on the tensors as they are: which operand is
+// kernel.cu's v4 (wgmma) where the GPU has it and v3 elsewhere, plus forward_v1 (the naive kernel),
+// forward_v2 (v2's mma kernel) and forward_v3 for brrr bench to time beside forward. Backward runs the same mma kernel on the tensors as they are: which operand is
 // stored transposed is a template argument of kernel.cu's launcher, not a copy.
 #include <cstdint>
 #include <limits>
@@ -18,6 +18,10 @@ void matmul_tc_mma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, 
 template <bool AKContig, bool BKContig>
 bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
                          int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+// v4 (wgmma, sm_90a only): the same contract as v3.
+template <bool AKContig, bool BKContig>
+bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                     int64_t m, int64_t k, int64_t n, cudaStream_t stream);
 
 constexpr int64_t kTile = 128;          // kernel.cu's kTileMN: v2's gridDim.y counts column tiles of c
 constexpr int64_t kNaiveTile = 16;     // kernel.cu's kNaiveTile: v1's gridDim.y counts 16-column tiles
@@ -38,28 +42,46 @@ static bool make_output(at::Tensor& c, const at::Tensor& like, int64_t m, int64_
     return m > 0 && n > 0;  // k = 0 still launches: the kernel writes the zeros of an empty sum
 }
 
-// v3's launch, refused with the sizes when c has more tiles than its 1-D grid counts.
+enum class Version { Pipelined, Wgmma };
+
+// v4 where the GPU has wgmma: compute capability 9.0 exactly (brrr builds it as sm_90a; the CPU
+// execution reports 9.0 and emulates wgmma); v3 on every other GPU.
+static Version fastest() {
+    int device = 0, major = 0, minor = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    return major == 9 && minor == 0 ? Version::Wgmma : Version::Pipelined;
+}
+
+// v3's or v4's launch, refused with the sizes when c has more tiles than a 1-D grid counts.
 template <bool AKContig, bool BKContig>
-static void pipelined(const at::Tensor& a, int64_t lda, const at::Tensor& b, int64_t ldb, at::Tensor& c, int64_t k) {
+static void pipelined(const at::Tensor& a, int64_t lda, const at::Tensor& b, int64_t ldb, at::Tensor& c, int64_t k,
+                      Version version = fastest()) {
     const int64_t m = c.size(0), n = c.size(1);
-    const bool launched = matmul_tc_pipelined<AKContig, BKContig>(brrr::data<at::BFloat16>(a), lda,
-                                                                   brrr::data<at::BFloat16>(b), ldb,
-                                                                   brrr::data<at::BFloat16>(c), m, k, n, brrr::stream());
+    auto* launch = version == Version::Wgmma ? matmul_tc_wgmma<AKContig, BKContig> : matmul_tc_pipelined<AKContig, BKContig>;
+    const bool launched = launch(brrr::data<at::BFloat16>(a), lda, brrr::data<at::BFloat16>(b), ldb,
+                                 brrr::data<at::BFloat16>(c), m, k, n, brrr::stream());
     TORCH_CHECK(launched, "matmul_tc: a ", m, " x ", n, " product has more tiles than a grid counts");
     BRRR_CHECK_LAUNCH();
 }
 
-at::Tensor forward(at::Tensor a, at::Tensor b) {
+// c = a @ b by `version`; row-major A is K-contiguous, row-major B is B^T stored MN-contiguous.
+static at::Tensor product(const at::Tensor& a, const at::Tensor& b, Version version) {
     check_operands(a, b);
     BRRR_DEVICE_GUARD(a);
     auto ac = a.contiguous();
     auto bc = b.contiguous();
     const int64_t m = ac.size(0), k = ac.size(1), n = bc.size(1);
     at::Tensor c;
-    // A row-major is K-contiguous; B row-major is B^T stored MN-contiguous.
-    if (make_output(c, ac, m, n)) pipelined<true, false>(ac, k, bc, n, c, k);
+    if (make_output(c, ac, m, n)) pipelined<true, false>(ac, k, bc, n, c, k, version);
     return c;
 }
+
+at::Tensor forward(at::Tensor a, at::Tensor b) { return product(a, b, fastest()); }
+
+// v3 on any GPU, for brrr bench beside v4.
+at::Tensor forward_v3(at::Tensor a, at::Tensor b) { return product(a, b, Version::Pipelined); }
 
 // v2 (kernel.cu's mma_kernel), for brrr bench: its grid counts column tiles in gridDim.y.
 at::Tensor forward_v2(at::Tensor a, at::Tensor b) {
@@ -122,4 +144,5 @@ BRRR_BIND(m) {
     m.def("backward", &backward);
     m.def("forward_v1", &forward_v1);
     m.def("forward_v2", &forward_v2);
+    m.def("forward_v3", &forward_v3);
 }

@@ -89,6 +89,7 @@ struct Staged {
     static constexpr int cols = KContig ? K : MN;
     static constexpr int ld = cols + kPad;
     static constexpr int elems = rows * ld;
+    static constexpr int at(int r, int cc) { return r * ld + cc; }  // element (r, cc) of the staged tile
 };
 
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
@@ -282,9 +283,10 @@ __device__ __forceinline__ void copy_chunk(__nv_bfloat16* dst, const __nv_bfloat
 // is row r + i * row_step, column cc of the staged tile (chunk t + i * Threads in stage_tile's order).
 // Each step only moves the address of chunk 0 and the count of x's rows or columns left, so a chunk
 // costs a compare, a select and its copy, not v2's 64-bit index arithmetic (issue slots the mma's need).
-template <bool KContig, int MN, int K, int Threads>
+// S: how the tile is staged (v3's padded rows, Staged, or v4's swizzled ones); S::at(r + row_step, cc)
+// must be S::at(r, cc) + S::at(row_step, 0).
+template <bool KContig, int MN, int K, int Threads, class S = Staged<KContig, MN, K>>
 struct TileCopy {
-    using S = Staged<KContig, MN, K>;
     static constexpr int per_row = S::cols / kChunk;     // chunks in a staged row
     static constexpr int row_step = Threads / per_row;   // staged rows between a thread's chunks
     static constexpr int count = S::rows / row_step;     // chunks a thread copies a step
@@ -310,7 +312,7 @@ struct TileCopy {
         row_stride = row_step * ld;
         rows_left = (KContig ? mn : k) - row0 - r;
         cols_left = (KContig ? k : mn) - col0 - cc;
-        offset = r * S::ld + cc;
+        offset = S::at(r, cc);
         step_stride = KContig ? K : K * ld;
     }
 
@@ -319,14 +321,14 @@ struct TileCopy {
         if (vec && rows_left > (count - 1) * row_step && cols_left >= kChunk) {
             // Every chunk whole inside x, as in all but the edge tiles: no chunk needs its own test.
 #pragma unroll
-            for (int i = 0; i < count; ++i) copy_chunk(tile + offset + i * row_step * S::ld, at + i * row_stride, kChunk);
+            for (int i = 0; i < count; ++i) copy_chunk(tile + offset + i * S::at(row_step, 0), at + i * row_stride, kChunk);
         } else {
             const int in_row = cols_left <= 0 ? 0 : cols_left < kChunk ? static_cast<int>(cols_left) : kChunk;
 #pragma unroll
             for (int i = 0; i < count; ++i) {
                 const int valid = rows_left > i * row_step ? in_row : 0;  // elements of chunk i inside x
                 const __nv_bfloat16* src = valid > 0 ? at + i * row_stride : x;
-                __nv_bfloat16* dst = tile + offset + i * row_step * S::ld;
+                __nv_bfloat16* dst = tile + offset + i * S::at(row_step, 0);
                 if (vec) {
                     copy_chunk(dst, src, valid);
                 } else {
@@ -446,6 +448,189 @@ mma_pipelined_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_ve
     store_tile<T>(acc, c, row0 + wm, col0 + wn, m, n);
 }
 
+// ---- v4: wgmma (Hopper's warpgroup product) from 128-byte swizzled shared tiles ------------------
+
+// How v4 stages a tile: the layout wgmma's descriptors call "128-byte swizzle". A K-contiguous tile
+// is MN rows of 64 elements (128 bytes, one swizzle row); an MN-contiguous one is K rows of 64-element
+// blocks, block after block. In each row the eight 16-byte chunks are permuted, chunk c stored at
+// c ^ (row % 8): the 8 rows a chunk's column crosses land in 8 different 4-bank groups, for the
+// cp.async writes here and for the tensor cores' reads.
+template <bool KContig, int MN, int K>
+struct Swizzled {
+    static_assert(KContig ? K == 64 : (MN % 64 == 0 && K % 8 == 0), "whole 128-byte swizzle rows");
+    static constexpr int rows = KContig ? MN : K;
+    static constexpr int cols = KContig ? K : MN;
+    static constexpr int elems = MN * K;
+    static constexpr int at(int r, int cc) {
+        return KContig ? r * 64 + ((cc / kChunk) ^ (r % 8)) * kChunk
+                       : cc / 64 * (K * 64) + r * 64 + ((cc % 64 / kChunk) ^ (r % 8)) * kChunk;
+    }
+    // Bytes between 8-row groups (SBO) and, MN-contiguous, between 64-element blocks (LBO), as the
+    // descriptor wants them; a K-contiguous tile has one block along k, its LBO is not read.
+    static constexpr uint32_t sbo = 8 * 128;
+    static constexpr uint32_t lbo = KContig ? 16 : K * 128;
+    // Where the k16 slice kk of the operand's rows (along MN) from mn0 on starts.
+    static constexpr int slice(int mn0, int kk) { return KContig ? mn0 * 64 + kk : mn0 / 64 * (K * 64) + kk * 64; }
+};
+
+// A wgmma shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): the start address,
+// LBO and SBO in 16-byte units, 14 bits each, and layout 1 in bits 62-63: the 128-byte swizzle.
+__device__ __forceinline__ uint64_t descriptor(const __nv_bfloat16* start, uint32_t lbo, uint32_t sbo) {
+    return static_cast<uint64_t>((shared_address(start) >> 4) & 0x3fffu) |
+           static_cast<uint64_t>((lbo >> 4) & 0x3fffu) << 16 | static_cast<uint64_t>((sbo >> 4) & 0x3fffu) << 32 |
+           1ull << 62;
+}
+
+// wgmma.mma_async m64nNk16, bfloat16 in, float32 sums: d (this thread's N / 2 accumulators) += A B
+// for the warpgroup's 64 x 16 A and 16 x N B, both read from shared memory by the tensor cores.
+// Trans: the operand is MN-major there (imm-trans). Asynchronous: d is not to be read before a
+// wgmma.wait_group that covers it.
+template <int TransA, int TransB>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransA), "n"(TransB));
+}
+
+template <int TransA, int TransB>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+                 "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransA), "n"(TransB));
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// cp.async writes through the generic proxy, wgmma reads through the async one: each thread fences its
+// landed copies before the barrier that lets the warpgroups read them.
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// A block's tiling for v4: a 128 x BN tile of c, two warpgroups of 64 x BN each (one wgmma m64nBNk16 a
+// k16 slice), k-steps of 64 through Stages buffers, blocks in groups of GroupM row tiles.
+template <int BN, int Stages, int GroupM>
+struct WgTiling {
+    static constexpr int bm = 128, bn = BN, bk = 64, stages = Stages, group_m = GroupM;
+    static constexpr int threads = 256;
+    static_assert(BN == 128 || BN == 256, "wgmma_m64n128k16 or wgmma_m64n256k16");
+    static_assert(Stages >= 3, "two steps in flight besides the one copied");
+    // store_tile's view of a warp's part: one m16 row of BN / 16 column pairs of n8 tiles.
+    static constexpr int mi = 1, nj = BN / 16;
+    // The tiles, plus up to 1 KiB to start them at a multiple of 1024 bytes (the swizzle's repeat).
+    static constexpr int shared_bytes() { return Stages * (bm + BN) * bk * 2 + 1024; }
+};
+
+using WgmmaTiling = WgTiling<256, 4, 8>;
+
+template <class T, bool AKContig, bool BKContig>
+__device__ __forceinline__ void wgmma_step(const __nv_bfloat16* at, const __nv_bfloat16* bt, int wg,
+                                           float (&d)[T::bn / 2]) {
+    using SA = Swizzled<AKContig, T::bm, T::bk>;
+    using SB = Swizzled<BKContig, T::bn, T::bk>;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < T::bk; kk += 16) {
+        const uint64_t da = descriptor(at + SA::slice(64 * wg, kk), SA::lbo, SA::sbo);
+        const uint64_t db = descriptor(bt + SB::slice(0, kk), SB::lbo, SB::sbo);
+        if constexpr (T::bn == 256) wgmma_m64n256k16<!AKContig, !BKContig>(d, da, db);
+        else wgmma_m64n128k16<!AKContig, !BKContig>(d, da, db);
+    }
+    wgmma_commit();
+}
+
+// c [m, n] = A [m, k] @ B [k, n] as mma_pipelined_kernel, the tensor cores reading the staged tiles
+// themselves. Step s: wait for its copies and fence them; one barrier (after it every warpgroup has
+// finished step s - 2's products, so that buffer is free); copy step s + Stages - 2 into it; issue
+// step s's four wgmma's and wait for step s - 1's, leaving one group in flight.
+template <class T, bool AKContig, bool BKContig>
+__global__ void __launch_bounds__(T::threads, 1)
+wgmma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const __nv_bfloat16* __restrict__ b,
+             int64_t ldb, bool b_vec, __nv_bfloat16* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using SA = Swizzled<AKContig, T::bm, T::bk>;
+    using SB = Swizzled<BKContig, T::bn, T::bk>;
+    extern __shared__ __align__(16) unsigned char staged[];
+    const uint32_t skip = (1024 - shared_address(staged) % 1024) % 1024;
+    __nv_bfloat16* a_tiles = reinterpret_cast<__nv_bfloat16*>(staged + skip);
+    __nv_bfloat16* b_tiles = a_tiles + T::stages * SA::elems;
+    const int wg = threadIdx.x / 128;  // the warpgroup: rows 64 wg .. 64 wg + 63 of the tile
+    int64_t tile_m, tile_n;
+    tile_of<T::group_m>(blockIdx.x, (m + T::bm - 1) / T::bm, (n + T::bn - 1) / T::bn, tile_m, tile_n);
+    const int64_t row0 = tile_m * T::bm;
+    const int64_t col0 = tile_n * T::bn;
+    float acc[T::mi][2 * T::nj][4] = {};
+    float(&d)[T::bn / 2] = reinterpret_cast<float(&)[T::bn / 2]>(acc);
+    const int64_t steps = (k + T::bk - 1) / T::bk;
+    TileCopy<AKContig, T::bm, T::bk, T::threads, SA> a_copy(a, lda, row0, m, k, a_vec);
+    TileCopy<BKContig, T::bn, T::bk, T::threads, SB> b_copy(b, ldb, col0, n, k, b_vec);
+#pragma unroll
+    for (int s = 0; s < T::stages - 2; ++s) {
+        if (s < steps) {
+            a_copy.copy(a_tiles + s * SA::elems);
+            b_copy.copy(b_tiles + s * SB::elems);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(T::stages - 3));  // step s's copies, this thread's
+        fence_async_shared();
+        __syncthreads();
+        const int read = static_cast<int>(s % T::stages);
+        const int write = static_cast<int>((s + T::stages - 2) % T::stages);
+        if (s + T::stages - 2 < steps) {
+            a_copy.copy(a_tiles + write * SA::elems);
+            b_copy.copy(b_tiles + write * SB::elems);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+        wgmma_step<T, AKContig, BKContig>(a_tiles + read * SA::elems, b_tiles + read * SB::elems, wg, d);
+        wgmma_wait<1>();
+    }
+    wgmma_wait<0>();
+    store_tile<T>(acc, c, row0 + 64 * wg + 16 * (threadIdx.x / 32 % 4), col0, m, n);
+#else
+    __trap();  // built for a GPU without wgmma (sm_90a): matmul_tc_wgmma is not launched there
+#endif
+}
+
 // ---- launchers ---------------------------------------------------------------------------------
 
 // c [m, n] row-major, m, n > 0 (binding.cpp returns empty outputs itself); k = 0 writes zeros.
@@ -486,6 +671,26 @@ bool matmul_tc_pipelined_with(const __nv_bfloat16* a, int64_t lda, const __nv_bf
     return true;
 }
 
+// v4 with tiling T, operands as matmul_tc_mma's; false when c has more tiles than a 1-D grid counts.
+template <class T, bool AKContig, bool BKContig>
+bool matmul_tc_wgmma_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                          int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    const int64_t tiles = ((m + T::bm - 1) / T::bm) * ((n + T::bn - 1) / T::bn);
+    if (tiles > 0x7fffffff) return false;
+    auto* kernel = wgmma_kernel<T, AKContig, BKContig>;
+    constexpr int bytes = T::shared_bytes();
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    kernel<<<static_cast<unsigned int>(tiles), T::threads, bytes, stream>>>(a, lda, vectorizable(a, lda), b, ldb,
+                                                                           vectorizable(b, ldb), c, m, k, n);
+    return true;
+}
+
+template <bool AKContig, bool BKContig>
+bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                     int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    return matmul_tc_wgmma_with<WgmmaTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
+}
+
 template <bool AKContig, bool BKContig>
 bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
                          int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
@@ -497,7 +702,9 @@ bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat1
     template void matmul_tc_mma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,       \
                                         __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);            \
     template bool matmul_tc_pipelined<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t, \
-                                              __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);
+                                              __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);         \
+    template bool matmul_tc_wgmma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,     \
+                                          __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);
 MATMUL_TC_INSTANTIATE(true, false)
 MATMUL_TC_INSTANTIATE(true, true)
 MATMUL_TC_INSTANTIATE(false, false)

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "brrr_cpu_async.h"
+#include "brrr_cpu_wgmma.h"
 
 // Defined by brrr_cpu_memcheck.cpp where a checked build links it in: an access at the kernel's
 // line (bounds and races), and the destination bytes of a copy in flight and landed.
@@ -31,6 +32,8 @@ struct ThreadCopies {
     std::deque<std::vector<Copy>> groups;   // committed, oldest first
     const BarrierState* waiting = nullptr;  // the cuda::barrier this thread waits on, and for which phase
     unsigned waiting_phase = 0;
+    std::vector<wgmma::Op> products;                // wgmma.mma_async issued since the last commit_group
+    std::deque<std::vector<wgmma::Op>> product_groups;  // committed, oldest first
 };
 
 // Per OS thread (a block's fibers never leave theirs): the running block's copies. A new block (its
@@ -239,3 +242,64 @@ void barrier_wait(BarrierState* b, unsigned phase, const char* file, int line) {
 }
 
 }  // namespace brrr_cpu::async
+
+// ---- wgmma.mma_async ------------------------------------------------------------------------------
+namespace brrr_cpu::wgmma {
+
+namespace {
+
+// The op's products for the calling thread (linear index `linear` of its block), into its registers.
+void run(const Op& op, int linear) {
+    using brrr_cpu::async::shared_pointer;
+    const int warp = linear / 32 % 4, lane = linear % 32;
+    const Descriptor a = decode(op.desc_a), b = decode(op.desc_b);
+    if (a.base_offset || b.base_offset) {
+        fault("wgmma", "a matrix descriptor with a base offset (bits 49-51): brrr emulates base offset 0, a "
+                       "swizzle pattern that starts at a multiple of its repeat", op.file, op.line);
+    }
+    auto element = [&](const Descriptor& d, bool mn_major, int mn, int k) -> float {
+        const auto* p = static_cast<const uint16_t*>(shared_pointer(element_address(d, mn_major, mn, k), op.file, op.line));
+        return brrr_cpu::mma::widen(op.ab, *p);
+    };
+    float rows[2][16];  // the thread's two rows of A
+    for (int h = 0; h < 2; ++h) {
+        for (int k = 0; k < 16; ++k) rows[h][k] = op.scale_a * element(a, op.trans_a, 16 * warp + lane / 4 + 8 * h, k);
+    }
+    for (int i = 0; i < op.n / 2; ++i) {
+        const brrr_cpu::mma::Coord c = accumulator_at(warp, lane, i);
+        float sum = op.accumulate ? *op.d[i] : 0.0f;
+        for (int k = 0; k < 16; ++k) sum = sum + rows[(i >> 1) & 1][k] * (op.scale_b * element(b, op.trans_b, c.col, k));
+        *op.d[i] = sum;
+    }
+}
+
+}  // namespace
+
+void issue(const Op& op) {
+    Fiber& f = brrr_cpu::async::current("wgmma.mma_async", op.file, op.line);
+    if (f.block->threads % 128 != 0) {
+        fault("wgmma", "wgmma.mma_async in a block of " + std::to_string(f.block->threads) +
+                           " threads: a warpgroup is 4 whole warps, so a block of wgmma's is a multiple of 128",
+              op.file, op.line);
+    }
+    brrr_cpu::async::state.threads[f.linear].products.push_back(op);
+}
+
+void commit(const char* file, int line) {
+    Fiber& f = brrr_cpu::async::current("wgmma.commit_group", file, line);
+    auto& t = brrr_cpu::async::state.threads[f.linear];
+    t.product_groups.push_back(std::move(t.products));
+    t.products.clear();
+}
+
+void wait(int newest, const char* file, int line) {
+    Fiber& f = brrr_cpu::async::current("wgmma.wait_group", file, line);
+    if (newest < 0) fault("wgmma", "wait for all but the newest " + std::to_string(newest) + " groups", file, line);
+    auto& t = brrr_cpu::async::state.threads[f.linear];
+    while (t.product_groups.size() > static_cast<size_t>(newest)) {
+        for (const Op& op : t.product_groups.front()) run(op, f.linear);
+        t.product_groups.pop_front();
+    }
+}
+
+}  // namespace brrr_cpu::wgmma
