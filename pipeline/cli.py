@@ -92,7 +92,7 @@ COMMANDS: tuple[Command, ...] = (
         arg("--fail-fast", action="store_true",
             help="stop each op at its first failing row: the verdict sooner, without the rest of the report (the "
                  "other checks, dtypes and stages after it)"),
-        arg("--arch", default=None, help="target for the no-GPU compile check (default sm_90)"),
+        arg("--arch", default=None, help="target for the no-GPU compile check (default sm_90a)"),
         arg("--jobs", type=int, default=None, metavar="N",
             help="validate up to N ops at once, one process each (default: the number of CPUs)"),
         arg("--watch", action="store_true", help="stay running: validate again, in this warm process, each time a file "
@@ -144,7 +144,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("build", "compile an op's CUDA C stage only: kernel.cu (nvcc) and binding.cpp (c++); on a GPU, link and "
                      "load them too", "commands.build:main", (
                 arg("ops", nargs="+", metavar="OP|PATH"),
-                arg("--arch", default=None, help="target architecture (default: the GPU's, or sm_90 without one)"),
+                arg("--arch", default=None, help="target architecture (default: the GPU's, or sm_90a without one)"),
                 arg("--resources", action="store_true", help="print registers, shared memory, spills and stack per kernel"),
                 arg("--verbose", action="store_true", help="show the build commands' output"),
             ), "Compile only. Exit 0: compiled; 1: the compiler failed (its errors shown against the op's own file "

@@ -1,13 +1,13 @@
-// Times stages/matmul_tc/kernel.cu's v2 and v3 tilings beside cuBLAS (bf16 in, f32 accumulation,
+// Times stages/matmul_tc/kernel.cu's v2, v3 and v4 tilings beside cuBLAS (bf16 in, f32 accumulation,
 // bf16 out) in one process: the shipped kernel code itself is #included, so what is timed is what
 // binding.cpp launches. Each variant is checked against cuBLAS on fresh random inputs (relative
 // Frobenius error, and every element written: c is poisoned with NaN first) before it is timed.
 // Timing: cudaEvents around each launch, 3 warm-ups, the median of 20.
 //
-// build: nvcc -std=c++20 -O3 --expt-relaxed-constexpr -arch=sm_90 -I pipeline/include \
+// build: nvcc -std=c++20 -O3 --expt-relaxed-constexpr -arch=sm_90a -I pipeline/include \
 //          benchmarks/matmul_tc_variants/bench.cu -lcublas -o /tmp/tc_bench
 // run:   /tmp/tc_bench            (all sizes, all variants)
-//        /tmp/tc_bench ncu        (the shipped v3 once at 4096^3, for Nsight Compute)
+//        /tmp/tc_bench ncu        (the shipped v4 once at 4096^3, for Nsight Compute)
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -66,6 +66,12 @@ bool v2_launch(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int6
              &matmul_tc_pipelined_with<Tiling<__VA_ARGS__>, true, true>,                               \
              &matmul_tc_pipelined_with<Tiling<__VA_ARGS__>, false, false>}}
 
+#define V4(NAME, ...)                                                                                  \
+    Variant{NAME,                                                                                      \
+            {&matmul_tc_wgmma_with<WgTiling<__VA_ARGS__>, true, false>,                                \
+             &matmul_tc_wgmma_with<WgTiling<__VA_ARGS__>, true, true>,                                 \
+             &matmul_tc_wgmma_with<WgTiling<__VA_ARGS__>, false, false>}}
+
 const Variant kVariants[] = {
     {"v2 128x128x32 4w 2st", {&v2_launch<true, false>, &v2_launch<true, true>, &v2_launch<false, false>}},
     {"v3 shipped (TcTiling)", {&matmul_tc_pipelined<true, false>, &matmul_tc_pipelined<true, true>,
@@ -77,6 +83,13 @@ const Variant kVariants[] = {
     V3("128x128x32 8w(64x32) 4st 2b", 128, 128, 32, 2, 4, 4, 8, 2),
     V3("128x128x64 8w(64x32) 3st g1 2b", 128, 128, 64, 2, 4, 3, 1, 2),
     V3("128x128x64 4w(64x64) 3st 2b", 128, 128, 64, 2, 2, 3, 8, 2),
+    {"v4 shipped (WgmmaTiling)", {&matmul_tc_wgmma<true, false>, &matmul_tc_wgmma<true, true>,
+                                  &matmul_tc_wgmma<false, false>}},
+    //   BN, Stages, GroupM (BM 128, BK 64, two warpgroups)
+    V4("v4 128x256 3st g8", 256, 3, 8),
+    V4("v4 128x256 4st g16", 256, 4, 16),
+    V4("v4 128x128 4st g8", 128, 4, 8),
+    V4("v4 128x128 6st g8", 128, 6, 8),
 };
 
 struct Problem {
@@ -167,7 +180,7 @@ int main(int argc, char** argv) {
         CHECK(cudaGetLastError());
         const double flops = 2.0 * s.m * s.n * s.k;
         if (ncu) {
-            matmul_tc_pipelined<true, false>(p.a, s.k, p.b, s.n, p.c, s.m, s.k, s.n, 0);
+            matmul_tc_wgmma<true, false>(p.a, s.k, p.b, s.n, p.c, s.m, s.k, s.n, 0);
             CHECK(cudaGetLastError());
             CHECK(cudaDeviceSynchronize());
             std::printf("ncu launch done\n");
@@ -184,7 +197,7 @@ int main(int argc, char** argv) {
             std::printf("%s\n", line);
             table.push_back(line);
             for (const Variant& v : kVariants) {
-                if (s.m == 8192 && std::string(v.name).rfind("v2", 0) != 0 && std::string(v.name).rfind("v3 shipped", 0) != 0)
+                if (s.m == 8192 && std::string(v.name).rfind("v2", 0) != 0 && std::string(v.name).find("shipped") == std::string::npos)
                     continue;  // 8192^3: the shipped kernel and v2 only
                 CHECK(cudaMemset(p.c, 0xff, s.m * s.n * 2));  // NaN poison: an unwritten element shows
                 const int64_t lda = l.ak ? s.k : s.m, ldb = l.bk ? s.k : s.n;

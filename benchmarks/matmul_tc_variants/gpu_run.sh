@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a lent GPU (from the repo root): build bench.cu against the machine's cuBLAS, time every
-# tiling beside cuBLAS, Nsight Compute on the shipped v3 at 4096^3 (NCU=0 skips it), and with
+# tiling beside cuBLAS, Nsight Compute on the shipped v4 at 4096^3 (NCU=0 skips it), and with
 # VALIDATE=1 `brrr validate matmul_tc --stage cuda` and with BENCH=1 `brrr bench matmul_tc` on the GPU.
 # Logs under $OUT.
 set -uo pipefail
@@ -24,14 +24,14 @@ if [ -z "$inc" ] || [ "$inc" = . ]; then
 fi
 echo "cublas: include $inc lib $lib" | tee -a "$OUT/env.txt"
 start=$(date +%s)
-nvcc -std=c++20 -O3 --expt-relaxed-constexpr -arch=sm_90 -Xptxas -v -I pipeline/include -I "$inc" \
+nvcc -std=c++20 -O3 --expt-relaxed-constexpr -arch=sm_90a -Xptxas -v -I pipeline/include -I "$inc" \
   "$here/bench.cu" -L "$lib" -lcublas -Xlinker -rpath,"$lib" -o /tmp/tc_bench >"$OUT/ptxas.txt" 2>&1 ||
   { tail -30 "$OUT/ptxas.txt"; exit 1; }
 echo "== build: $(( $(date +%s) - start )) s"
 timeout 150 /tmp/tc_bench 2>&1 | tee "$OUT/variants.txt"
 if [ "${NCU:-1}" != 0 ]; then
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-  sections=(--clock-control none --kernel-name regex:mma_pipelined --launch-count 1 --section SpeedOfLight
+  sections=(--clock-control none --kernel-name regex:wgmma_kernel --launch-count 1 --section SpeedOfLight
             --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables
             --section Occupancy --section WarpStateStats --section LaunchStats --section InstructionStats)
   metrics="dram__bytes.sum.per_second,lts__t_bytes.sum.per_second,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"

@@ -44,7 +44,7 @@ from ..op.spec import Op
 CPU_WHEEL_SHIM = INCLUDE_DIR / "cpu_wheel_shim"
 # Searched last (-idirafter): the CUDA library headers torch's CUDAContext.h includes, for toolkits without them.
 LIBRARY_SHIM = INCLUDE_DIR / "cuda_library_shim"
-DEFAULT_ARCH = "sm_90"
+DEFAULT_ARCH = "sm_90a"  # Hopper with its arch-specific instructions (wgmma), as device_arch names an H100/H200
 SYSTEM_CUDA = Path("/usr/local/cuda")
 NVCC_FLAGS = ("-std=c++20", "-O3", "--expt-relaxed-constexpr", "-lineinfo", "-Xcompiler", "-fPIC")
 CXX_FLAGS = ("-std=c++20", "-O2", "-fPIC")
@@ -481,7 +481,9 @@ def device_arch() -> str:
     import torch
 
     major, minor = torch.cuda.get_device_capability()
-    return f"sm_{major}{minor}"
+    # 9.0 builds as sm_90a: the code then runs on 9.0 devices alone, which this build is for, and may
+    # use wgmma and the other instructions sm_90 leaves out.
+    return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
 
 
 def _link_command(library: Path, namespace_source: Path, objects: list[Path], libs: tuple[str, ...]) -> list[str]:

@@ -559,7 +559,10 @@ struct WgTiling {
     static constexpr int shared_bytes() { return Stages * (bm + BN) * bk * 2 + 1024; }
 };
 
+// The ones v4 ships (matmul_tc_wgmma picks): the best of benchmarks/matmul_tc_variants' at 4096^3
+// and at 1024^3 on an H200.
 using WgmmaTiling = WgTiling<256, 4, 8>;
+using WgmmaSmallTiling = WgTiling<128, 4, 8>;
 
 template <class T, bool AKContig, bool BKContig>
 __device__ __forceinline__ void wgmma_step(const __nv_bfloat16* at, const __nv_bfloat16* bt, int wg,
@@ -686,15 +689,29 @@ bool matmul_tc_wgmma_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat
 }
 
 template <bool AKContig, bool BKContig>
-bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
-                     int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
-    return matmul_tc_wgmma_with<WgmmaTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
-}
-
-template <bool AKContig, bool BKContig>
 bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
                          int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     return matmul_tc_pipelined_with<TcTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
+}
+
+// The v4 binding.cpp launches where the GPU has wgmma, by the product's shape (H200, 2026-11-29,
+// benchmarks/results/2026-11-29-h200-matmul-tc-v4):
+// - an operand cp.async cannot move (rows not whole 16-byte chunks): v3, whose two blocks an SM hide
+//   the plain loads better than v4's one (4095 x 4093 x 4097: v3 59.8% of cuBLAS, v4 50.6%);
+// - fewer 128 x 256 tiles than SMs: 128 x 128 ones, to fill more of them (1024^3: 106% against 79%).
+template <bool AKContig, bool BKContig>
+bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                     int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    if (!vectorizable(a, lda) || !vectorizable(b, ldb)) {
+        return matmul_tc_pipelined<AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
+    }
+    int device = 0, sms = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (((m + WgmmaTiling::bm - 1) / WgmmaTiling::bm) * ((n + WgmmaTiling::bn - 1) / WgmmaTiling::bn) < sms) {
+        return matmul_tc_wgmma_with<WgmmaSmallTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
+    }
+    return matmul_tc_wgmma_with<WgmmaTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
 }
 
 // The three products binding.cpp asks for: a @ b (forward), grad_c @ b^T (grad_a), a^T @ grad_c (grad_b).

@@ -8,17 +8,23 @@ import torch
 from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 from brrr_kernels.op.tolerances import tensor_core_bound
 
-# kernel.cu's TcTiling (v3, the kernel binding.cpp launches): a block of 2 x 4 warps computes a 128 x 128
-# tile of c, each warp a 64 x 32 part; blocks go through the tiles in groups of 8 row tiles.
+# kernel.cu's TcTiling (v3, forward_v3, and the kernel for operands cp.async cannot move): a block of
+# 2 x 4 warps computes a 128 x 128 tile of c, each warp a 64 x 32 part; blocks go through the tiles in
+# groups of 8 row tiles.
 CUDA_TILE = (128, 128)
 CUDA_WARPS = (2, 4)
 CUDA_GROUP_M = 8
+# kernel.cu's v4 (forward and backward where the GPU has wgmma): two warpgroups of 64 rows of a
+# 128 x 256 tile (WgmmaTiling), or of a 128 x 128 one (WgmmaSmallTiling) where the large tiles are
+# fewer than the GPU's SMs (132 on an H100 or H200), in the same groups of 8 row tiles.
+WGMMA_TILES = ((128, 256), (128, 128))
+GPU_SMS = 132
 
 
-def cuda_block(tile_m: int, tile_n: int, shape: tuple[int, ...]) -> int:
+def cuda_block(tile_m: int, tile_n: int, shape: tuple[int, ...], tile: tuple[int, int] = CUDA_TILE) -> int:
     """kernel.cu's tile_of inverted: the 1-D block index that computes tile (tile_m, tile_n) of c."""
-    tiles_m = -(-shape[0] // CUDA_TILE[0])
-    tiles_n = -(-shape[-1] // CUDA_TILE[1])
+    tiles_m = -(-shape[0] // tile[0])
+    tiles_n = -(-shape[-1] // tile[1])
     first = tile_m // CUDA_GROUP_M * CUDA_GROUP_M
     rows = min(tiles_m - first, CUDA_GROUP_M)
     return first * tiles_n + tile_n * rows + tile_m - first
@@ -33,6 +39,24 @@ def mma_locate(index: int, shape: tuple[int, ...]) -> Place:
     warp = row % CUDA_TILE[0] // warp_m * CUDA_WARPS[1] + col % CUDA_TILE[1] // warp_n
     block = cuda_block(row // CUDA_TILE[0], col // CUDA_TILE[1], shape)
     return (block, 0, 0), (32 * warp + 4 * (row % 8) + col % 8 // 2, 0, 0)
+
+
+def wgmma_locate(index: int, shape: tuple[int, ...]) -> Place:
+    """kernel.cu's wgmma_kernel: warpgroup r % 128 / 64 of the tile's block, its warp r % 64 / 16, lane
+    4 (r % 8) + (c % 8) / 2 (wgmma's accumulator layout, mma.sync's in each 16-row slab)."""
+    large, small = WGMMA_TILES
+    tile = large if -(-shape[0] // large[0]) * -(-shape[-1] // large[1]) >= GPU_SMS else small
+    row, col = divmod(index, shape[-1])
+    block = cuda_block(row // tile[0], col // tile[1], shape, tile)
+    return (block, 0, 0), (row % 128 // 16 * 32 + 4 * (row % 8) + col % 8 // 2, 0, 0)
+
+
+class TensorCoreLayout(Layout):
+    """v4's mapping for forward and backward, v3's for forward_v3 (forward_v1 and _v2 map their own way,
+    named here by v3's)."""
+
+    def place_for(self, check: str, output: str, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
+        return (wgmma_locate if check in ("forward", "backward") else mma_locate)(index, shape)
 
 
 def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
@@ -99,7 +123,8 @@ OUTPUTS = (("c", c_terms, lambda t: t["a"].shape[1]),  # each product's K: c sum
 
 SPEC = OpSpec(
     name="matmul_tc",
-    doc="bfloat16 on the tensor cores: mma.sync m16n8k16, ldmatrix, a 3-stage cp.async pipeline, 128x128 tiles of 8 warps",
+    doc="bfloat16 on the tensor cores: wgmma on 128-byte swizzled tiles a 4-stage cp.async pipeline fills (v4, Hopper), "
+        "mma.sync with ldmatrix elsewhere (v3)",
     inputs=("a", "b"),
     outputs=("c",),
     saved=("a", "b"),
@@ -117,10 +142,13 @@ SPEC = OpSpec(
     # products (forward, grad_a from grad_c and b, grad_b from a and grad_c); (257, 64, 136) three row
     # tiles; (40, 296, 24) five k-steps in forward, so the 3 buffers are reused (the wait and the barrier
     # that frees a buffer) and the last step is partial; (1100, 16, 300) nine row tiles, two groups of
-    # tile_of (8, then 1) and three column tiles. The CPU execution runs these (up to 2^18 input
+    # tile_of (8, then 1) and three column tiles. v4 (wgmma) takes every product whose operands are
+    # whole 16-byte rows: (130, 72, 200), (257, 64, 136) and (40, 296, 24) in its 128x128 tiles (fewer
+    # 128x256 tiles than SMs), (520, 64, 256) in its 128x256 ones where the SMs are few (the CPU
+    # execution has 4), (1024, 4096, 2048) on a GPU. The CPU execution runs these (up to 2^18 input
     # elements); a GPU the larger ones too.
     gpu_sizes=((1, 1, 1), (130, 72, 200), (129, 37, 131), (200, 40, 131), (70, 33, 136), (257, 64, 136),
-               (40, 296, 24), (1100, 16, 300), (1000, 1027, 999), (1024, 4096, 2048)),
+               (40, 296, 24), (1100, 16, 300), (520, 64, 256), (1000, 1027, 999), (1024, 4096, 2048)),
     gradcheck_size=(2, 3, 2),
     edge_cases={"K=1, outer product": outer_product, "K=0, empty sum": empty_sum,
                 "huge mixed-sign, exact": huge_mixed_sign},
@@ -138,8 +166,9 @@ SPEC = OpSpec(
         "numba": (torch.float64, torch.bfloat16),
         "cuda": (torch.bfloat16,),  # the tensor cores' input type
     },
-    layouts={"cuda": Layout(mma_locate, f"{CUDA_TILE[0]}x{CUDA_TILE[1]} tiles of {CUDA_WARPS[0]}x{CUDA_WARPS[1]} warps "
-                            f"in groups of {CUDA_GROUP_M} row tiles, each warp a {CUDA_TILE[0] // CUDA_WARPS[0]}x"
-                            f"{CUDA_TILE[1] // CUDA_WARPS[1]} part in mma.sync's accumulator layout")},
+    layouts={"cuda": TensorCoreLayout(wgmma_locate, "v4: 128x256 tiles (128x128 where those are fewer than an "
+                                      "H100's 132 SMs) of two warpgroups, in groups of 8 row tiles, wgmma's accumulator "
+                                      "layout; operands whose rows are not whole 16-byte chunks take v3's 128x128 tiles "
+                                      "of 2x4 warps")},
     bench_sizes=((4096, 4096, 4096),),
 )
