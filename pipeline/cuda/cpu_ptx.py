@@ -184,6 +184,9 @@ def _wgmma(s: _Statement, instr: str, groups: list[list[str]], predicate: tuple[
         return f"{RUNTIME}wgmma_commit_group(__FILE__, __LINE__);"
     if instr == "wgmma.wait_group.sync.aligned" and len(groups) == 1:
         return f"{RUNTIME}wgmma_wait_group({s.value(groups[0][0])}, __FILE__, __LINE__);"
+    if instr.startswith("wgmma.mma_async") and len(groups) > 1 and len(groups[1]) > 1:
+        raise UnsupportedPtx(f'inline PTX "{s.template}": A from registers (wgmma\'s register form)',
+                             "brrr emulates wgmma with both operands in shared memory (two descriptors)")
     m = re.fullmatch(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(bf16|f16)\.(bf16|f16)", instr)
     if not m or m.group(2) != m.group(3) or len(groups) != 8 or int(m.group(1)) % 8 or not 8 <= int(m.group(1)) <= 256:
         raise UnsupportedPtx(f'inline PTX "{s.template}"', _WGMMA_HINT)

@@ -185,12 +185,47 @@ def test_planted_misuse_is_a_fault_naming_the_line(program: Path, case: str, mar
     ('asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1}, [%2];" : "=r"(d), "=r"(d) : "r"(a));',
      "ldmatrix.sync.aligned.m8n8.x4"),
     ('asm volatile("cp.async.bulk.shared::cluster.global [%0], [%1], 16;" :: "r"(a), "l"(p));', "cp.async.bulk"),
+    # wgmma with A from registers (brrr emulates both operands in shared memory), too few accumulators,
+    # float16 accumulators
+    ('asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, 1, '
+     '1, 1, 0;" : "+f"(d), "+f"(d), "+f"(d), "+f"(d) : "r"(a), "r"(a), "r"(a), "r"(a), "l"(q));',
+     "A from registers"),
+    ('asm volatile("wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;" '
+     ': "+f"(d), "+f"(d), "+f"(d), "+f"(d) : "l"(q), "l"(q));', "takes 8 destination registers"),
+    ('asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%0, %1}, %2, %3, 1, 1, 1, 0, 0;" '
+     ': "+r"(a), "+r"(b) : "l"(q), "l"(q));', "wgmma.mma_async.sync.aligned.m64n8k16.f16"),
 ])
 def test_tensor_core_ptx_brrr_does_not_emulate_is_an_error_naming_line_and_instruction(asm: str, named: str) -> None:
-    source = "__global__ void k(float* p) {\n    unsigned a = 0, b = 0; float c = 0, d = 0;\n    " + asm + "\n}\n"
+    source = ("__global__ void k(float* p) {\n    unsigned a = 0, b = 0; float c = 0, d = 0; unsigned long long q = 0;\n    "
+              + asm + "\n}\n")
     with pytest.raises(CpuSourceError) as e:
         rewrite(source, Path("kernel.cu"))
     assert "kernel.cu:3: not supported on the CPU" in str(e.value) and named in str(e.value)
+
+
+def test_wgmma_in_cutlass_predicated_block_becomes_one_call_on_its_line() -> None:
+    """The `{ .reg .pred p; setp.ne.b32 p, %N, 0; wgmma ... p, ...; }` block Hopper kernels pass scale-d in:
+    one call with the accumulators by address (written at the wait), scale-d from operand N, on the
+    asm's own line; the fence, commit and wait beside it."""
+    regs = ", ".join(f"%{i}" for i in range(4))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(4))
+    source = ("__global__ void k(float* d, unsigned long long x, unsigned long long y, int s) {\n"
+              '    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");\n'
+              f'    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %6, 0;\\n"\n'
+              f'    "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {{{regs}}}, %4, %5, p, 1, 1, 0, 1;\\n}}\\n"\n'
+              f'                 : {outs} : "l"(x), "l"(y), "r"(s));\n'
+              '    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");\n'
+              '    asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(0) : "memory");\n'
+              '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n}\n')
+    lines = rewrite(source, Path("kernel.cu")).splitlines()
+    text = "\n".join(lines)
+    assert "wgmma_fence(" in text and "wgmma_commit_group(" in text and "fence_proxy_async(" in text
+    assert "wgmma_wait_group((0)," in text
+    call = next(i for i, line in enumerate(lines) if "wgmma_mma_async<8," in line)
+    assert "&(d[0])" in lines[call] and "&(d[3])" in lines[call] and "(s)" in lines[call], lines[call]
+    assert ", 1, 1, 0, 1, __FILE__" in lines[call], lines[call]
+    asm_line = next(i for i, line in enumerate(source.splitlines()) if "wgmma.mma_async" in line) - 1  # its asm(
+    assert lines[1].startswith("#line 1") and call - 2 == asm_line, "on the asm statement's own line of kernel.cu"
 
 
 @pytest.mark.parametrize("case", ["mma_bf16_k16", "mma_tf32_k8", "ldmatrix_gemm", "wmma_half_32x8x16", "wmma_gemm"])
