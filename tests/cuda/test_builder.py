@@ -61,16 +61,16 @@ def test_each_object_key_covers_its_own_source_only(tmp_path: Path) -> None:
 @needs_nvcc
 def test_a_kernel_edit_recompiles_kernel_cu_only_and_a_corrupt_object_is_rebuilt(tmp_path: Path) -> None:
     op = load_op(str(copy_op("sigmoid", tmp_path)))
-    kernel, binding = builder.compile_objects(op, "sm_90")
+    kernel, binding = builder.compile_objects(op, builder.DEFAULT_ARCH)
     again = builder.compile_check(op)
     assert again.cached and again.kernels == kernel.kernels
     assert {"sigmoid_forward_kernel<float, 4>", "sigmoid_backward_kernel<double, 2>"} <= {k.kernel for k in kernel.kernels}
     source = op.path("cuda")
     source.write_text(source.read_text() + "\n// an edit: kernel.cu's text changed, binding.cpp's did not\n")
-    edited, binding_again = builder.compile_objects(op, "sm_90")
+    edited, binding_again = builder.compile_objects(op, builder.DEFAULT_ARCH)
     assert not edited.cached and binding_again.cached and binding_again.path == binding.path
     edited.path.write_bytes(edited.path.read_bytes()[:100])  # a truncated object
-    rebuilt, _ = builder.compile_objects(op, "sm_90")
+    rebuilt, _ = builder.compile_objects(op, builder.DEFAULT_ARCH)
     assert not rebuilt.cached and rebuilt.path.stat().st_size > 100
     assert json.loads(rebuilt.path.with_suffix(".json").read_text())["kernels"]
 
