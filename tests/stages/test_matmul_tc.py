@@ -57,6 +57,15 @@ def test_wgmma_bugs_fail_forward(mutant, bug: str) -> None:
     assert FORWARD in bad, sorted(bad)
 
 
+@pytest.mark.skipif(HAS_GPU, reason="names the CPU execution's race report; a GPU's timing need not show it")
+def test_a_copy_into_a_buffer_an_unfinished_wgmma_reads_is_a_race_naming_both_lines(mutant) -> None:
+    """wgmma.wait_group 2 where the pipeline needs 1: the next copies go into a buffer the tensor cores
+    may still read. The CPU execution marks what each issued wgmma reads until its wait completes it."""
+    bad = failed(validate(mutant("matmul_tc", "cuda_wgmma_wait_too_late"), "cuda", fail_fast=True))
+    detail = bad[FORWARD].detail
+    assert "race on shared memory" in detail and "which a wgmma.mma_async issued at line" in detail, detail
+
+
 @pytest.mark.parametrize("bug", ["no_barrier_after_loads", "accumulator_rows_wrong"])
 def test_numba_stage_bugs_fail(mutant, bug: str) -> None:
     bad = failed(validate(mutant("matmul_tc", bug), "numba"))

@@ -27,14 +27,23 @@ struct Copy {
     const void* pc;
 };
 
+// A wgmma.mma_async waiting for its group's wait: the op, and the shared-memory elements it reads for
+// this thread (offsets, 2 bytes each) with their values at the issue.
+struct Product {
+    wgmma::Op op;
+    std::vector<uint32_t> reads;
+    std::vector<uint16_t> seen;
+};
+
 struct ThreadCopies {
     std::vector<Copy> open;                 // issued since the last commit
     std::deque<std::vector<Copy>> groups;   // committed, oldest first
     const BarrierState* waiting = nullptr;  // the cuda::barrier this thread waits on, and for which phase
     unsigned waiting_phase = 0;
-    std::vector<wgmma::Op> products;                // wgmma.mma_async issued since the last commit_group
-    std::deque<std::vector<wgmma::Op>> product_groups;  // committed, oldest first
+    std::vector<Product> products;                // wgmma.mma_async issued since the last commit_group
+    std::deque<std::vector<Product>> product_groups;  // committed, oldest first
 };
+
 
 // Per OS thread (a block's fibers never leave theirs): the running block's copies. A new block (its
 // serial) starts empty: what an earlier block left in flight never lands in this one.
@@ -42,6 +51,10 @@ struct BlockCopies {
     uint64_t serial = 0;
     std::vector<ThreadCopies> threads;
     std::unordered_map<const BarrierState*, std::vector<Copy>> barriers;
+    // For each byte of shared memory, how many issued and not yet completed wgmma's read it, and the
+    // line of the last that did: a copy into such a byte races with the tensor cores.
+    std::vector<uint16_t> product_reads;
+    std::vector<int> product_line;
 };
 thread_local BlockCopies state;
 
@@ -52,6 +65,8 @@ Fiber& current(const char* what, const char* file, int line) {
         state.serial = b.serial;
         state.threads.assign(static_cast<size_t>(b.threads), ThreadCopies{});
         state.barriers.clear();
+        state.product_reads.assign(b.arena.size(), 0);
+        state.product_line.assign(b.arena.size(), 0);
     }
     return f;
 }
@@ -129,6 +144,16 @@ void copy(Kind kind, void* dst, const void* src, size_t size, size_t src_size, s
     if (brrr_cpu_access_checked) {
         if (src_size) brrr_cpu_access_checked(src, src_size, 0, where.pc);
         brrr_cpu_access_checked(dst, size, 1, where.pc);
+    }
+    if (is_shared(dst)) {
+        const size_t at = static_cast<size_t>(static_cast<const char*>(dst) - arena(*f.block));
+        for (size_t i = at; i < at + size && i < state.product_reads.size(); ++i) {
+            if (!state.product_reads[i]) continue;
+            fault("race on shared memory", std::string(kind_name(kind)) + " into shared memory at offset " +
+                      std::to_string(i) + ", which a wgmma.mma_async issued at line " + std::to_string(state.product_line[i]) +
+                      " reads and no wgmma.wait_group has completed yet: the copy may land while the tensor cores read it",
+                  where.file, where.line);
+        }
     }
     Copy c{static_cast<char*>(dst), std::vector<unsigned char>(size, 0), where.pc};
     if (src_size) std::memcpy(c.data.data(), src, src_size);
@@ -248,27 +273,56 @@ namespace brrr_cpu::wgmma {
 
 namespace {
 
-// The op's products for the calling thread (linear index `linear` of its block), into its registers.
-void run(const Op& op, int linear) {
-    using brrr_cpu::async::shared_pointer;
+using brrr_cpu::async::Product;
+
+// Where the op reads, for the calling thread: its two rows of A and its columns of B, 16 k each.
+std::vector<uint32_t> operand_reads(const Op& op, int linear) {
     const int warp = linear / 32 % 4, lane = linear % 32;
     const Descriptor a = decode(op.desc_a), b = decode(op.desc_b);
     if (a.base_offset || b.base_offset) {
         fault("wgmma", "a matrix descriptor with a base offset (bits 49-51): brrr emulates base offset 0, a "
                        "swizzle pattern that starts at a multiple of its repeat", op.file, op.line);
     }
-    auto element = [&](const Descriptor& d, bool mn_major, int mn, int k) -> float {
-        const auto* p = static_cast<const uint16_t*>(shared_pointer(element_address(d, mn_major, mn, k), op.file, op.line));
-        return brrr_cpu::mma::widen(op.ab, *p);
-    };
-    float rows[2][16];  // the thread's two rows of A
+    std::vector<uint32_t> at;
+    at.reserve(32 + 4 * op.n);
     for (int h = 0; h < 2; ++h) {
-        for (int k = 0; k < 16; ++k) rows[h][k] = op.scale_a * element(a, op.trans_a, 16 * warp + lane / 4 + 8 * h, k);
+        for (int k = 0; k < 16; ++k) at.push_back(element_address(a, op.trans_a, 16 * warp + lane / 4 + 8 * h, k));
+    }
+    for (int i = 0; i < op.n / 2; i += 4) {  // each n8 tile's registers 4j, 4j + 1 hold its two columns
+        for (int q = 0; q < 2; ++q) {
+            const int col = accumulator_at(warp, lane, i + q).col;
+            for (int k = 0; k < 16; ++k) at.push_back(element_address(b, op.trans_b, col, k));
+        }
+    }
+    return at;
+}
+
+uint16_t value_at(uint32_t offset, const Op& op) {
+    return *static_cast<const uint16_t*>(brrr_cpu::async::shared_pointer(offset, op.file, op.line));
+}
+
+// The product, for the calling thread (its element order is operand_reads'), into its registers.
+void run(const Product& p, const char* file, int line) {
+    const Op& op = p.op;
+    auto& counts = brrr_cpu::async::state.product_reads;
+    std::vector<float> v(p.reads.size());
+    for (size_t i = 0; i < p.reads.size(); ++i) {
+        const uint16_t now = value_at(p.reads[i], op);
+        if (now != p.seen[i]) {
+            fault("race on shared memory", "the wgmma.mma_async issued at line " + std::to_string(op.line) +
+                                                " reads shared memory at offset " + std::to_string(p.reads[i]) +
+                                                ", which changed before this wgmma.wait_group completed it: the "
+                                                "tensor cores may read an operand at any time until then",
+                  file, line);
+        }
+        v[i] = brrr_cpu::mma::widen(op.ab, now);
+        for (uint32_t b = p.reads[i]; b < p.reads[i] + 2 && b < counts.size(); ++b) counts[b] -= counts[b] > 0;
     }
     for (int i = 0; i < op.n / 2; ++i) {
-        const brrr_cpu::mma::Coord c = accumulator_at(warp, lane, i);
+        const float* row = &v[16 * ((i >> 1) & 1)];
+        const float* col = &v[32 + 16 * ((i >> 2) * 2 + (i & 1))];
         float sum = op.accumulate ? *op.d[i] : 0.0f;
-        for (int k = 0; k < 16; ++k) sum = sum + rows[(i >> 1) & 1][k] * (op.scale_b * element(b, op.trans_b, c.col, k));
+        for (int k = 0; k < 16; ++k) sum = sum + (op.scale_a * row[k]) * (op.scale_b * col[k]);
         *op.d[i] = sum;
     }
 }
@@ -282,7 +336,17 @@ void issue(const Op& op) {
                            " threads: a warpgroup is 4 whole warps, so a block of wgmma's is a multiple of 128",
               op.file, op.line);
     }
-    brrr_cpu::async::state.threads[f.linear].products.push_back(op);
+    Product p{op, operand_reads(op, f.linear), {}};
+    auto& st = brrr_cpu::async::state;
+    p.seen.reserve(p.reads.size());
+    for (uint32_t at : p.reads) {
+        p.seen.push_back(value_at(at, op));
+        for (uint32_t b = at; b < at + 2 && b < st.product_reads.size(); ++b) {
+            ++st.product_reads[b];
+            st.product_line[b] = op.line;
+        }
+    }
+    st.threads[f.linear].products.push_back(std::move(p));
 }
 
 void commit(const char* file, int line) {
@@ -297,7 +361,7 @@ void wait(int newest, const char* file, int line) {
     if (newest < 0) fault("wgmma", "wait for all but the newest " + std::to_string(newest) + " groups", file, line);
     auto& t = brrr_cpu::async::state.threads[f.linear];
     while (t.product_groups.size() > static_cast<size_t>(newest)) {
-        for (const Op& op : t.product_groups.front()) run(op, f.linear);
+        for (const Product& p : t.product_groups.front()) run(p, file, line);
         t.product_groups.pop_front();
     }
 }
