@@ -46,8 +46,17 @@ def pct(row: dict | None) -> str:
 
 
 def indep_text(ind: dict) -> str:
-    """gpu_indep's brrr and compile times (its own sizes: mul's operands and 16-bit sigmoid differ from bench's)."""
+    """gpu_indep's brrr and compile times (its own sizes: mul's operands and 16-bit sigmoid differ from
+    bench's), or tc_indep's brrr and cuBLAS ones."""
+    if "cublas" in ind["ms"]:
+        return f"{ind['ms']['brrr'] * 1e3:.0f} us, cuBLAS {ind['ms']['cublas'] * 1e3:.0f} us"
     return ", ".join(f"{ind['ms'][k] * 1e3:.0f} us" for k in ("brrr", "compile") if k in ind["ms"])
+
+
+def tc_indep_by_key(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
+    """benchmarks/tc_indep.py's rows at bench's size (4096^3), keyed as gpu_indep's."""
+    return {("matmul_tc", "bfloat16", INDEP_PASS[r["phase"]]): {"ms": {"brrr": r["brrr_ms"], "cublas": r["cublas_ms"]}}
+            for r in rows if r["size"] == [4096, 4096, 4096]}
 
 
 def merged(folders: list[Path]) -> tuple[dict, dict, dict[tuple[str, str, str], str]]:
@@ -62,6 +71,9 @@ def merged(folders: list[Path]) -> tuple[dict, dict, dict[tuple[str, str, str], 
         indep_path = folder / "indep.json"
         if indep_path.exists():
             indep.update(indep_by_key(json.loads(indep_path.read_text())))
+        tc_path = folder / "tc_indep.json"
+        if tc_path.exists():
+            indep.update(tc_indep_by_key(json.loads(tc_path.read_text())))
     return bench, indep, source
 
 
