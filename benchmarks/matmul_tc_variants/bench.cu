@@ -1,4 +1,4 @@
-// Times stages/matmul_tc/kernel.cu's v2, v3 and v4 tilings beside cuBLAS (bf16 in, f32 accumulation,
+// Times stages/matmul_tc/kernel.cu's v2, v3, v4 and v5 tilings beside cuBLAS (bf16 in, f32 accumulation,
 // bf16 out) in one process: the shipped kernel code itself is #included, so what is timed is what
 // binding.cpp launches. Each variant is checked against cuBLAS on fresh random inputs (relative
 // Frobenius error, and every element written: c is poisoned with NaN first) before it is timed.
@@ -90,6 +90,10 @@ const Variant kVariants[] = {
     V4("v4 128x256 4st g16", 256, 4, 16),
     V4("v4 128x128 4st g8", 128, 4, 8),
     V4("v4 128x128 6st g8", 128, 6, 8),
+    {"v5 TMA (TmaMatmulTiling)", {&matmul_tc_tma<true, false>, &matmul_tc_tma<true, true>, &matmul_tc_tma<false, false>}},
+    {"v5 TMA 128x128 6st",
+     {&matmul_tc_tma_with<TmaTiling<128, 6, 8>, true, false>, &matmul_tc_tma_with<TmaTiling<128, 6, 8>, true, true>,
+      &matmul_tc_tma_with<TmaTiling<128, 6, 8>, false, false>}},
 };
 
 struct Problem {
@@ -197,7 +201,8 @@ int main(int argc, char** argv) {
             std::printf("%s\n", line);
             table.push_back(line);
             for (const Variant& v : kVariants) {
-                if (s.m == 8192 && std::string(v.name).rfind("v2", 0) != 0 && std::string(v.name).find("shipped") == std::string::npos)
+                if (s.m == 8192 && std::string(v.name).rfind("v2", 0) != 0 && std::string(v.name).find("shipped") == std::string::npos &&
+                    std::string(v.name).find("TmaMatmulTiling") == std::string::npos)
                     continue;  // 8192^3: the shipped kernel and v2 only
                 CHECK(cudaMemset(p.c, 0xff, s.m * s.n * 2));  // NaN poison: an unwritten element shows
                 const int64_t lda = l.ak ? s.k : s.m, ldb = l.bk ? s.k : s.n;

@@ -12,7 +12,12 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
 - `wgmma.mma_async.sync.aligned.m64nNk16.f32.AB.AB` (AB = bf16 or f16) with both operands in shared
   memory (descriptors), alone or in the block `{ .reg .pred p; setp.ne.b32 p, %N, 0; wgmma ... p, ...; }`
   that passes scale-d as a predicate; `wgmma.fence`, `.commit_group`, `.wait_group N` and
-  `fence.proxy.async`: include/cpu/brrr_cpu_wgmma.h.
+  `fence.proxy.async`: include/cpu/brrr_cpu_wgmma.h;
+- `mbarrier.init`, `.arrive` (a count, `.expect_tx`), `.expect_tx`, `.inval`, and `mbarrier.try_wait` /
+  `.test_wait` (`.parity` or a token) in the blocks kernels wrap them in (a wait loop of `bra`s, or a
+  `selp` of the predicate); `cp.async.bulk.tensor.1d`-`.5d` tiled loads that complete an mbarrier's
+  transaction bytes; `fence.mbarrier_init`, `prefetch.tensormap` (nothing to do on the CPU):
+  include/cpu/brrr_cpu_tma.h.
 
 Each becomes one line of C++ (a block that packs the operands into 32-bit registers, calls the
 runtime, and unpacks the results), so kernel.cu's line numbers stay. An instruction of these families
@@ -209,10 +214,92 @@ def _wgmma(s: _Statement, instr: str, groups: list[list[str]], predicate: tuple[
             "__FILE__, __LINE__); }")
 
 
+_MBARRIER_HINT = ("brrr emulates mbarrier.init, .arrive{.expect_tx} (a count, a state output or _), .expect_tx, .inval, "
+                  "and .try_wait/.test_wait{.parity} in a wait loop or a selp of the predicate")
+_TENSOR_HINT = ("brrr emulates cp.async.bulk.tensor.Nd.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes "
+                "[dst], [map, {c0, ...}], [mbar] (loads into shared memory; no multicast, no im2col, no stores)")
+_SPACE = r"(\.(relaxed|release|acquire)\.(cta|cluster))?(\.shared(::cta|::cluster)?)?"
+
+
+def _mbarrier(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+    flat = [g[0] for g in groups]
+    if re.fullmatch(r"mbarrier\.init" + _SPACE + r"\.b64", instr) and len(flat) == 2:
+        return f"{RUNTIME}mbarrier_init({s.address(flat[0], 'shared_address')}, {s.value(flat[1])}, __FILE__, __LINE__);"
+    if re.fullmatch(r"mbarrier\.inval" + _SPACE + r"\.b64", instr) and len(flat) == 1:
+        return f"{RUNTIME}no_op(__FILE__, __LINE__);"
+    if re.fullmatch(r"mbarrier\.expect_tx" + _SPACE + r"\.b64", instr) and len(flat) == 2:
+        return f"{RUNTIME}mbarrier_expect_tx({s.address(flat[0], 'shared_address')}, {s.value(flat[1])}, __FILE__, __LINE__);"
+    m = re.fullmatch(r"mbarrier\.arrive(\.expect_tx)?" + _SPACE + r"\.b64", instr)
+    if m and len(flat) in (2, 3):
+        at = s.address(flat[1], "shared_address")
+        count, tx = ("1", s.value(flat[2])) if m.group(1) else (s.value(flat[2]) if len(flat) == 3 else "1", "0")
+        call = f"{RUNTIME}mbarrier_arrive({at}, {count}, {tx}, __FILE__, __LINE__)"
+        if flat[0] == "_":
+            return f"(void){call};"
+        out = s.operand(flat[0])
+        return f"({out.expr}) = {call};"
+    raise UnsupportedPtx(f'inline PTX "{s.template}"', _MBARRIER_HINT)
+
+
+def _tensor(s: _Statement, instr: str, args: str) -> str:
+    m = re.fullmatch(r"cp\.async\.bulk\.tensor\.([1-5])d\.shared::(cluster|cta)\.global(\.tile)?"
+                     r"\.mbarrier::complete_tx::bytes(\.L2::cache_hint)?", instr)
+    a = re.fullmatch(r"\[\s*(%\d+)\s*\]\s*,\s*\[\s*(%\d+)\s*,\s*\{([^}]*)\}\s*\]\s*,\s*\[\s*(%\d+)\s*\](\s*,\s*%\d+)?", args)
+    if not m or not a or bool(m.group(4)) != bool(a.group(5)):
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _TENSOR_HINT)
+    rank = int(m.group(1))
+    coords = [c.strip() for c in a.group(3).split(",")]
+    if len(coords) != rank:
+        raise UnsupportedPtx(f'inline PTX "{s.template}": a {rank}-d copy takes {rank} coordinates', _TENSOR_HINT)
+    listed = ", ".join(f"static_cast<int32_t>({s.value(c)})" for c in coords)
+    return (f"{{ const int32_t brrr_c[{rank}] = {{{listed}}}; {RUNTIME}tensor_load<{rank}>("
+            f"{RUNTIME}shared_address({s.value(a.group(1))}), {RUNTIME}global_address({s.value(a.group(2))}), brrr_c, "
+            f"{RUNTIME}shared_address({s.value(a.group(4))}), __FILE__, __LINE__); }}")
+
+
+_WAIT = re.compile(r"mbarrier\.(try_wait|test_wait)(\.parity)?" + _SPACE + r"\.b64")
+
+
+def _wait_block(template: str, sections: list[str]) -> str | None:
+    """`{ .reg .pred P; [L:] mbarrier.try_wait.parity... P, [%a], %p; @P bra D; bra L; D: }` (a wait loop) or
+    `{ .reg .pred P; mbarrier.try_wait... P, [%a], %p; selp.b32 %o, 1, 0, P; }` (the predicate as 0 or 1)."""
+    if not (template.startswith("{") and template.endswith("}")):
+        return None
+    statements = [re.sub(r"^(\w+:\s*)+", "", part.strip()) for part in template[1:-1].split(";")]
+    statements = [t for t in statements if t and not t.startswith(".reg")]
+    waits = [t for t in statements if _WAIT.match(t)]
+    if len(waits) != 1:
+        return None
+    s = _Statement(waits[0], operands(sections))
+    m = re.match(r"^(\S+)\s+(.*)$", waits[0])
+    if not m or not _WAIT.fullmatch(m.group(1)):
+        raise UnsupportedPtx(f'inline PTX "{template}"', _MBARRIER_HINT)
+    flat = [g[0] for g in _groups(m.group(2))]
+    if len(flat) not in (3, 4):
+        raise UnsupportedPtx(f'inline PTX "{template}"', _MBARRIER_HINT)
+    pred, at, phase = flat[0], s.address(flat[1], "shared_address"), s.value(flat[2])
+    parity = bool(re.match(r"mbarrier\.\w+\.parity", m.group(1)))
+    test = f"{RUNTIME}{'mbarrier_test_parity' if parity else 'mbarrier_test_token'}({at}, {phase}, __FILE__, __LINE__)"
+    others = [t for t in statements if t is not waits[0]]
+    if any(t.startswith(("bra", "@")) for t in others):
+        if parity:
+            return f"{RUNTIME}mbarrier_wait_parity({at}, {phase}, __FILE__, __LINE__);"
+        return f"while (!{test}) {{}}"
+    sel = [re.fullmatch(r"selp\.(b32|u32|s32)\s+(%\d+)\s*,\s*1\s*,\s*0\s*,\s*" + re.escape(pred), t) for t in others]
+    if len(others) == 1 and sel[0]:
+        return f"({s.operand(sel[0].group(2)).expr}) = {test};"
+    raise UnsupportedPtx(f'inline PTX "{template}"', _MBARRIER_HINT)
+
+
+_NO_OPS = re.compile(r"fence\.mbarrier_init\.release\.cluster|prefetch\.tensormap|setmaxnreg\.(inc|dec)\.sync\.aligned\.u32|fence\.proxy\.tensormap::generic\.\w+\.\w+")
+
+
 def translate(template: str, sections: list[str]) -> str | None:
     """C++ for one PTX instruction of these families, None for any other; UnsupportedPtx for a form
     of them brrr does not emulate. `template` is the asm string with whitespace collapsed and the
     trailing ';' dropped; `sections` the asm body split at its top-level ':'."""
+    if (wait := _wait_block(template, sections)) is not None:
+        return wait
     predicate = None
     if (block := _PREDICATED.match(template)) and block.group(1) == block.group(2):
         predicate = (block.group(1), block.group(3))
@@ -226,17 +313,23 @@ def translate(template: str, sections: list[str]) -> str | None:
     family = instr.split(".")[0] if not instr.startswith("cp.async") else "cp.async"
     if re.fullmatch(r"fence\.proxy\.async(\.shared::(cta|cluster)|\.global)?", instr) and not args:
         return f"{RUNTIME}fence_proxy_async(__FILE__, __LINE__);"
-    if family not in ("mma", "ldmatrix", "cp.async", "wgmma") and instr not in _CVT:
+    if _NO_OPS.fullmatch(instr):
+        return f"{RUNTIME}no_op(__FILE__, __LINE__);"
+    if family not in ("mma", "ldmatrix", "cp.async", "wgmma", "mbarrier") and instr not in _CVT:
         return None
-    if instr.startswith("cp.async.bulk"):
-        raise UnsupportedPtx(f'inline PTX "{template}"', _CP_ASYNC_HINT + " (not the bulk copies of sm_90)")
     s = _Statement(template, operands(sections))
+    if instr.startswith("cp.async.bulk.tensor"):
+        return _tensor(s, instr, args)
+    if instr.startswith("cp.async.bulk"):
+        raise UnsupportedPtx(f'inline PTX "{template}"', _TENSOR_HINT + "; " + _CP_ASYNC_HINT)
     groups = _groups(args) if args else []
     if instr in _CVT:
         if len(groups) != _CVT[instr] + 1:
             raise UnsupportedPtx(f'inline PTX "{template}"', f"{instr} takes {_CVT[instr]} source operands")
         sources = ", ".join(s.value(g[0]) for g in groups[1:])
         return f"{RUNTIME}set_reg({s.operand(groups[0][0]).expr}, {RUNTIME}{instr.replace('.', '_')}({sources}));"
+    if family == "mbarrier":
+        return _mbarrier(s, instr, groups)
     if family == "wgmma":
         return _wgmma(s, instr, groups, predicate)
     if family == "mma":

@@ -18,6 +18,10 @@ void matmul_tc_mma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, 
 template <bool AKContig, bool BKContig>
 bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
                          int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+// v5 (wgmma fed by the tensor memory accelerator, sm_90a only): the same contract as v3.
+template <bool AKContig, bool BKContig>
+bool matmul_tc_tma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                   int64_t m, int64_t k, int64_t n, cudaStream_t stream);
 // v4 (wgmma, sm_90a only): the same contract as v3.
 template <bool AKContig, bool BKContig>
 bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
@@ -42,7 +46,7 @@ static bool make_output(at::Tensor& c, const at::Tensor& like, int64_t m, int64_
     return m > 0 && n > 0;  // k = 0 still launches: the kernel writes the zeros of an empty sum
 }
 
-enum class Version { Pipelined, Wgmma };
+enum class Version { Pipelined, Wgmma, Tma };
 
 // v4 where the GPU has wgmma: compute capability 9.0 exactly (brrr builds it as sm_90a; the CPU
 // execution reports 9.0 and emulates wgmma); v3 on every other GPU.
@@ -59,10 +63,13 @@ template <bool AKContig, bool BKContig>
 static void pipelined(const at::Tensor& a, int64_t lda, const at::Tensor& b, int64_t ldb, at::Tensor& c, int64_t k,
                       Version version = fastest()) {
     const int64_t m = c.size(0), n = c.size(1);
-    auto* launch = version == Version::Wgmma ? matmul_tc_wgmma<AKContig, BKContig> : matmul_tc_pipelined<AKContig, BKContig>;
+    auto* launch = version == Version::Tma     ? matmul_tc_tma<AKContig, BKContig>
+                   : version == Version::Wgmma ? matmul_tc_wgmma<AKContig, BKContig>
+                                               : matmul_tc_pipelined<AKContig, BKContig>;
     const bool launched = launch(brrr::data<at::BFloat16>(a), lda, brrr::data<at::BFloat16>(b), ldb,
                                  brrr::data<at::BFloat16>(c), m, k, n, brrr::stream());
-    TORCH_CHECK(launched, "matmul_tc: a ", m, " x ", n, " product has more tiles than a grid counts");
+    TORCH_CHECK(launched, "matmul_tc: a ", m, " x ", n, " product has more tiles than a grid counts (or, v5, sizes past "
+                "int32 or a tensor map the driver refused)");
     BRRR_CHECK_LAUNCH();
 }
 
@@ -82,6 +89,13 @@ at::Tensor forward(at::Tensor a, at::Tensor b) { return product(a, b, fastest())
 
 // v3 on any GPU, for brrr bench beside v4.
 at::Tensor forward_v3(at::Tensor a, at::Tensor b) { return product(a, b, Version::Pipelined); }
+
+// v5 (the tensor memory accelerator and a producer warp feeding v4's products; v3 for operands whose rows
+// are not whole 16-byte chunks), on a 9.0 GPU or the CPU execution.
+at::Tensor forward_v5(at::Tensor a, at::Tensor b) {
+    TORCH_CHECK(fastest() == Version::Wgmma, "matmul_tc forward_v5 needs a compute capability 9.0 GPU (sm_90a)");
+    return product(a, b, Version::Tma);
+}
 
 // v2 (kernel.cu's mma_kernel), for brrr bench: its grid counts column tiles in gridDim.y.
 at::Tensor forward_v2(at::Tensor a, at::Tensor b) {
@@ -145,4 +159,5 @@ BRRR_BIND(m) {
     m.def("forward_v1", &forward_v1);
     m.def("forward_v2", &forward_v2);
     m.def("forward_v3", &forward_v3);
+    m.def("forward_v5", &forward_v5);
 }

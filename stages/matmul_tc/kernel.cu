@@ -49,6 +49,9 @@
 // Napkin math at 4096^3: 1.37e11 flops, 0.14 ms at the H100 SXM's ~990 TFLOP/s of dense bf16 (wgmma;
 // mma.sync reaches about two thirds of that); the three matrices are 96 MiB, 0.03 ms at 3 TB/s. A
 // 128x128x32 step loads 16 KiB and does 2 * 128 * 128 * 32 flops: 64 flops a byte of shared memory.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include <cstdint>
 
 #include "brrr_kernel.cuh"
@@ -634,6 +637,114 @@ wgmma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const
 #endif
 }
 
+// ---- v5: v4's products fed by the tensor memory accelerator and a producer warp ------------------
+
+// Transaction barriers (PTX mbarrier) in shared memory: a phase completes when its arrivals are made
+// and the bytes it expects have landed.
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
+}
+// Until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred ready;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
+                 "@ready bra DONE;\nbra WAIT;\nDONE:\n}\n" ::"r"(shared_address(bar)), "r"(parity) : "memory");
+}
+// The box of `map` at (c0, c1) (c0 along its contiguous dimension) into shared memory at dst, swizzled
+// as the map says; its bytes count toward bar's phase.
+__device__ __forceinline__ void tma_load(__nv_bfloat16* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];\n" ::"r"(shared_address(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1),
+                 "r"(shared_address(bar))
+                 : "memory");
+}
+
+// v5's block: v4's two consumer warpgroups (threads 0-255) and one producer warp (256-287) whose first
+// lane issues every copy. Barriers full[s] (the producer's copies of stage s landed) and empty[s]
+// (every consumer thread is done with it) replace v4's __syncthreads and per-thread copies.
+template <int BN, int Stages, int GroupM>
+struct TmaTiling : WgTiling<BN, Stages, GroupM> {
+    static constexpr int threads = 288;
+    static constexpr int consumers = 256;
+    static constexpr int stage_bytes = (128 + BN) * 64 * 2;
+    static constexpr int shared_bytes() { return Stages * stage_bytes + 2 * Stages * 8 + 1024; }
+};
+
+using TmaMatmulTiling = TmaTiling<256, 4, 8>;
+
+// One operand's copies of a k-step: a K-contiguous tile is one box of 64 (k) x MN rows; an MN-contiguous
+// one MN / 64 boxes of 64 (mn) x 64 (k), each 8 KiB after the last: Swizzled's layouts.
+template <bool KContig, int MN>
+__device__ __forceinline__ void tma_tile(__nv_bfloat16* tile, const CUtensorMap* map, int64_t mn0, int64_t k0,
+                                         uint64_t* bar) {
+    if constexpr (KContig) {
+        tma_load(tile, map, static_cast<int>(k0), static_cast<int>(mn0), bar);
+    } else {
+#pragma unroll
+        for (int j = 0; j < MN / 64; ++j) tma_load(tile + j * 64 * 64, map, static_cast<int>(mn0 + 64 * j), static_cast<int>(k0), bar);
+    }
+}
+
+template <class T, bool AKContig, bool BKContig>
+__global__ void __launch_bounds__(T::threads, 1)
+wgmma_tma_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                 __nv_bfloat16* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using SA = Swizzled<AKContig, T::bm, T::bk>;
+    using SB = Swizzled<BKContig, T::bn, T::bk>;
+    extern __shared__ __align__(16) unsigned char staged[];
+    const uint32_t skip = (1024 - shared_address(staged) % 1024) % 1024;
+    __nv_bfloat16* a_tiles = reinterpret_cast<__nv_bfloat16*>(staged + skip);
+    __nv_bfloat16* b_tiles = a_tiles + T::stages * SA::elems;
+    uint64_t* full = reinterpret_cast<uint64_t*>(b_tiles + T::stages * SB::elems);
+    uint64_t* empty = full + T::stages;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < T::stages; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], T::consumers);
+        }
+    }
+    __syncthreads();
+    int64_t tile_m, tile_n;
+    tile_of<T::group_m>(blockIdx.x, (m + T::bm - 1) / T::bm, (n + T::bn - 1) / T::bn, tile_m, tile_n);
+    const int64_t row0 = tile_m * T::bm;
+    const int64_t col0 = tile_n * T::bn;
+    const int64_t steps = (k + T::bk - 1) / T::bk;
+    if (threadIdx.x >= T::consumers) {  // the producer warp: its first lane copies, step after step
+        if (threadIdx.x == T::consumers) {
+            for (int64_t s = 0; s < steps; ++s) {
+                const int stage = static_cast<int>(s % T::stages);
+                if (s >= T::stages) mbar_wait(&empty[stage], static_cast<uint32_t>((s / T::stages - 1) & 1));
+                mbar_arrive_expect(&full[stage], T::stage_bytes);
+                tma_tile<AKContig, T::bm>(a_tiles + stage * SA::elems, &a_map, row0, s * T::bk, &full[stage]);
+                tma_tile<BKContig, T::bn>(b_tiles + stage * SB::elems, &b_map, col0, s * T::bk, &full[stage]);
+            }
+        }
+        return;
+    }
+    const int wg = threadIdx.x / 128;
+    float acc[T::mi][2 * T::nj][4] = {};
+    float(&d)[T::bn / 2] = reinterpret_cast<float(&)[T::bn / 2]>(acc);
+    for (int64_t s = 0; s < steps; ++s) {
+        const int stage = static_cast<int>(s % T::stages);
+        mbar_wait(&full[stage], static_cast<uint32_t>((s / T::stages) & 1));
+        wgmma_step<T, AKContig, BKContig>(a_tiles + stage * SA::elems, b_tiles + stage * SB::elems, wg, d);
+        wgmma_wait<1>();  // step s - 1's products are done: its stage goes back to the producer
+        if (s > 0) mbar_arrive(&empty[(s - 1) % T::stages]);
+    }
+    wgmma_wait<0>();
+    store_tile<T>(acc, c, row0 + 64 * wg + 16 * (threadIdx.x / 32 % 4), col0, m, n);
+#else
+    __trap();  // built for a GPU without wgmma and the tensor memory accelerator (sm_90a)
+#endif
+}
+
 // ---- launchers ---------------------------------------------------------------------------------
 
 // c [m, n] row-major, m, n > 0 (binding.cpp returns empty outputs itself); k = 0 writes zeros.
@@ -694,6 +805,54 @@ bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat1
     return matmul_tc_pipelined_with<TcTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
 }
 
+// A tensor map of operand x for v5: its rows (`rows` of them, `ld` elements apart) run along its
+// contiguous dimension (`cols` elements); boxes of 64 x box_rows, 128-byte swizzled, zeros outside.
+static bool encode(CUtensorMap* map, const __nv_bfloat16* x, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
+    static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled = [] {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult found;
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+        return found == cudaDriverEntryPointSuccess ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn) : nullptr;
+    }();
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
+    const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
+    const cuuint32_t unit[2] = {1, 1};
+    return encode_tiled && encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(x), dims,
+                                        strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// v5 with tiling T, operands as matmul_tc_mma's, both vectorizable; false when c has more tiles than a
+// 1-D grid counts, a tensor map cannot be made or a coordinate would pass int32.
+template <class T, bool AKContig, bool BKContig>
+bool matmul_tc_tma_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                        int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    const int64_t tiles = ((m + T::bm - 1) / T::bm) * ((n + T::bn - 1) / T::bn);
+    if (tiles > 0x7fffffff || m > 0x7fffffff || n > 0x7fffffff || k > 0x7fffffff) return false;
+    CUtensorMap a_map, b_map;
+    // A: K-contiguous, m rows of k; else k rows of m. B^T: K-contiguous, n rows of k; else k rows of n.
+    if (!encode(&a_map, a, AKContig ? m : k, AKContig ? k : m, lda, AKContig ? T::bm : 64) ||
+        !encode(&b_map, b, BKContig ? n : k, BKContig ? k : n, ldb, BKContig ? T::bn : 64)) {
+        return false;
+    }
+    auto* kernel = wgmma_tma_kernel<T, AKContig, BKContig>;
+    constexpr int bytes = T::shared_bytes();
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    kernel<<<static_cast<unsigned int>(tiles), T::threads, bytes, stream>>>(a_map, b_map, c, m, k, n);
+    return true;
+}
+
+template <bool AKContig, bool BKContig>
+bool matmul_tc_tma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                   int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    if (!vectorizable(a, lda) || !vectorizable(b, ldb)) {  // the tensor maps need 16-byte rows, as cp.async
+        return matmul_tc_pipelined<AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
+    }
+    return matmul_tc_tma_with<TmaMatmulTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
+}
+
 // The v4 binding.cpp launches where the GPU has wgmma, by the product's shape (H200, 2026-11-29,
 // benchmarks/results/2026-11-29-h200-matmul-tc-v4):
 // - an operand cp.async cannot move (rows not whole 16-byte chunks): v3, whose two blocks an SM hide
@@ -721,7 +880,9 @@ bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b
     template bool matmul_tc_pipelined<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t, \
                                               __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);         \
     template bool matmul_tc_wgmma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,     \
-                                          __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);
+                                          __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);         \
+    template bool matmul_tc_tma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,       \
+                                        __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);
 MATMUL_TC_INSTANTIATE(true, false)
 MATMUL_TC_INSTANTIATE(true, true)
 MATMUL_TC_INSTANTIATE(false, false)

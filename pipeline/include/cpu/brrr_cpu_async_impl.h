@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "brrr_cpu_async.h"
+#include "brrr_cpu_tma.h"
 #include "brrr_cpu_wgmma.h"
 
 // Defined by brrr_cpu_memcheck.cpp where a checked build links it in: an access at the kernel's
@@ -40,6 +41,8 @@ struct ThreadCopies {
     std::deque<std::vector<Copy>> groups;   // committed, oldest first
     const BarrierState* waiting = nullptr;  // the cuda::barrier this thread waits on, and for which phase
     unsigned waiting_phase = 0;
+    int64_t waiting_mbarrier = -1;  // the mbarrier (shared offset) this thread waits on, and for which phase
+    uint64_t waiting_mbarrier_phase = 0;
     std::vector<Product> products;                // wgmma.mma_async issued since the last commit_group
     std::deque<std::vector<Product>> product_groups;  // committed, oldest first
 };
@@ -55,6 +58,14 @@ struct BlockCopies {
     // line of the last that did: a copy into such a byte races with the tensor cores.
     std::vector<uint16_t> product_reads;
     std::vector<int> product_line;
+    // mbarrier objects by shared offset: a GPU's 8 bytes there are opaque, their state is kept here.
+    struct Mbarrier {
+        int expected, pending;
+        int64_t tx;  // transaction bytes still expected this phase (negative: delivered before expected)
+        uint64_t phase;
+        std::vector<Copy> copies;  // tensor copies that land when the phase completes
+    };
+    std::unordered_map<uint64_t, Mbarrier> mbarriers;
 };
 thread_local BlockCopies state;
 
@@ -67,6 +78,7 @@ Fiber& current(const char* what, const char* file, int line) {
         state.barriers.clear();
         state.product_reads.assign(b.arena.size(), 0);
         state.product_line.assign(b.arena.size(), 0);
+        state.mbarriers.clear();
     }
     return f;
 }
@@ -91,6 +103,18 @@ const char* kind_name(Kind k) {
         case Kind::Memcpy: return "cuda::memcpy_async";
     }
     return "an asynchronous copy";
+}
+
+// An asynchronous copy into [at, at + size) of shared memory, issued while a wgmma.mma_async that reads
+// some of it has not completed: the copy may land while the tensor cores read.
+void not_read_by_products(const char* what, size_t at, size_t size, const Where& where) {
+    for (size_t i = at; i < at + size && i < state.product_reads.size(); ++i) {
+        if (!state.product_reads[i]) continue;
+        fault("race on shared memory", std::string(what) + " into shared memory at offset " + std::to_string(i) +
+                  ", which a wgmma.mma_async issued at line " + std::to_string(state.product_line[i]) +
+                  " reads and no wgmma.wait_group has completed yet: the copy may land while the tensor cores read it",
+              where.file, where.line);
+    }
 }
 
 }  // namespace
@@ -145,16 +169,7 @@ void copy(Kind kind, void* dst, const void* src, size_t size, size_t src_size, s
         if (src_size) brrr_cpu_access_checked(src, src_size, 0, where.pc);
         brrr_cpu_access_checked(dst, size, 1, where.pc);
     }
-    if (is_shared(dst)) {
-        const size_t at = static_cast<size_t>(static_cast<const char*>(dst) - arena(*f.block));
-        for (size_t i = at; i < at + size && i < state.product_reads.size(); ++i) {
-            if (!state.product_reads[i]) continue;
-            fault("race on shared memory", std::string(kind_name(kind)) + " into shared memory at offset " +
-                      std::to_string(i) + ", which a wgmma.mma_async issued at line " + std::to_string(state.product_line[i]) +
-                      " reads and no wgmma.wait_group has completed yet: the copy may land while the tensor cores read it",
-                  where.file, where.line);
-        }
-    }
+    if (is_shared(dst)) not_read_by_products(kind_name(kind), static_cast<const char*>(dst) - arena(*f.block), size, where);
     Copy c{static_cast<char*>(dst), std::vector<unsigned char>(size, 0), where.pc};
     if (src_size) std::memcpy(c.data.data(), src, src_size);
     if (kind == Kind::Memcpy && !is_shared(dst)) {  // CUDA copies synchronously where it cannot copy asynchronously
@@ -331,15 +346,18 @@ void run(const Product& p, const char* file, int line) {
 
 void issue(const Op& op) {
     Fiber& f = brrr_cpu::async::current("wgmma.mma_async", op.file, op.line);
-    if (f.block->threads % 128 != 0) {
-        fault("wgmma", "wgmma.mma_async in a block of " + std::to_string(f.block->threads) +
-                           " threads: a warpgroup is 4 whole warps, so a block of wgmma's is a multiple of 128",
-              op.file, op.line);
+    if (f.linear / 128 * 128 + 128 > f.block->threads) {
+        fault("wgmma", "wgmma.mma_async in thread " + std::to_string(f.linear) + " of a block of " +
+                           std::to_string(f.block->threads) + " threads: its warpgroup (4 whole warps, the first a "
+                           "multiple of 4) is not complete", op.file, op.line);
     }
     Product p{op, operand_reads(op, f.linear), {}};
     auto& st = brrr_cpu::async::state;
     p.seen.reserve(p.reads.size());
     for (uint32_t at : p.reads) {
+        // The checked build sees the tensor cores' reads as the issuing thread's: a tile a copy has not
+        // landed in, or that another thread wrote with no barrier between, is named there.
+        if (brrr_cpu_access_checked) brrr_cpu_access_checked(brrr_cpu::async::shared_pointer(at, op.file, op.line), 2, 0, op.pc);
         p.seen.push_back(value_at(at, op));
         for (uint32_t b = at; b < at + 2 && b < st.product_reads.size(); ++b) {
             ++st.product_reads[b];
@@ -367,3 +385,185 @@ void wait(int newest, const char* file, int line) {
 }
 
 }  // namespace brrr_cpu::wgmma
+
+// ---- mbarrier and tensor copies ---------------------------------------------------------------------
+namespace brrr_cpu::mbarrier {
+
+namespace {
+
+using brrr_cpu::async::state;
+using Mbarrier = brrr_cpu::async::BlockCopies::Mbarrier;
+
+// The barrier at a .shared address: its offset, checked 8-byte aligned and inside the window.
+uint64_t offset_of(uint64_t address, const char* file, int line) {
+    char* p = static_cast<char*>(brrr_cpu::async::shared_pointer(address, file, line));
+    const uint64_t at = static_cast<uint64_t>(p - const_cast<char*>(running_block->arena.data()));
+    if (at % 8) fault("mbarrier", "an mbarrier at shared offset " + std::to_string(at) + ", not 8-byte aligned", file, line);
+    return at;
+}
+
+Mbarrier& find(uint64_t address, const char* what, const char* file, int line) {
+    brrr_cpu::async::current(what, file, line);
+    const uint64_t at = offset_of(address, file, line);
+    auto it = state.mbarriers.find(at);
+    if (it == state.mbarriers.end()) {
+        fault("mbarrier", std::string(what) + " on shared offset " + std::to_string(at) +
+                              ", where no mbarrier.init ran in this block (or no barrier between it and this thread)",
+              file, line);
+    }
+    return it->second;
+}
+
+// The phase completes when every arrival is made and every expected byte delivered: its copies land,
+// visible to every thread that then sees the phase change (as __syncthreads orders, for the race checks).
+void complete_if_done(Mbarrier& b) {
+    if (b.pending > 0 || b.tx != 0) return;
+    for (auto& c : b.copies) brrr_cpu::async::land(c, true);
+    b.copies.clear();
+    b.pending = b.expected;
+    ++b.phase;
+    if (hooks().barrier_done) hooks().barrier_done(++running_block->epoch);
+}
+
+}  // namespace
+
+void init(uint64_t address, int count, const char* file, int line) {
+    brrr_cpu::async::current("mbarrier.init", file, line);
+    if (count < 1 || count > (1 << 20) - 1) {
+        fault("mbarrier", "mbarrier.init with an expected arrival count of " + std::to_string(count) + " (1 to 2^20 - 1)",
+              file, line);
+    }
+    state.mbarriers[offset_of(address, file, line)] = Mbarrier{count, count, 0, 0, {}};
+}
+
+uint64_t arrive(uint64_t address, int count, int64_t expect, const char* file, int line) {
+    Mbarrier& b = find(address, "mbarrier.arrive", file, line);
+    if (count < 1 || count > b.pending) {
+        fault("mbarrier", "mbarrier.arrive with a count of " + std::to_string(count) + " when " + std::to_string(b.pending) +
+                              " arrivals are left in this phase (more arrivals than mbarrier.init's count)",
+              file, line);
+    }
+    const uint64_t token = b.phase;
+    b.tx += expect;
+    b.pending -= count;
+    complete_if_done(b);
+    return token;
+}
+
+void expect_tx(uint64_t address, int64_t bytes, const char* file, int line) {
+    Mbarrier& b = find(address, "mbarrier.expect_tx", file, line);
+    b.tx += bytes;
+}
+
+bool test_parity(uint64_t address, uint32_t parity, bool yield_if_not, const char* file, int line) {
+    Mbarrier* b = &find(address, "mbarrier.try_wait.parity", file, line);
+    if (b->phase % 2 != (parity & 1u)) return true;
+    if (!yield_if_not) return false;
+    const uint64_t at = offset_of(address, file, line);
+    yield(file, line);
+    b = &find(address, "mbarrier.try_wait.parity", file, line);
+    (void)at;
+    return b->phase % 2 != (parity & 1u);
+}
+
+bool test_token(uint64_t address, uint64_t token, bool yield_if_not, const char* file, int line) {
+    Mbarrier* b = &find(address, "mbarrier.try_wait", file, line);
+    if (b->phase != token) return true;
+    if (!yield_if_not) return false;
+    yield(file, line);
+    b = &find(address, "mbarrier.try_wait", file, line);
+    return b->phase != token;
+}
+
+void wait_parity(uint64_t address, uint32_t parity, const char* file, int line) {
+    Fiber& f = brrr_cpu::async::current("mbarrier.try_wait.parity", file, line);
+    const uint64_t at = offset_of(address, file, line);
+    auto& me = state.threads[f.linear];
+    while (true) {
+        Mbarrier& b = find(address, "mbarrier.try_wait.parity", file, line);
+        if (b.phase % 2 != (parity & 1u)) return;
+        // Stuck when no other thread can arrive or deliver: each has returned, waits at __syncthreads
+        // or a warp intrinsic, or waits on an mbarrier phase that has not completed either.
+        bool stuck = true;
+        for (const Fiber& g : running_block->fibers) {
+            if (&g == &f || g.state == State::Exited || g.state == State::Barrier || g.state == State::Warp) continue;
+            const auto& t = state.threads[g.linear];
+            const auto other = t.waiting_mbarrier >= 0 ? state.mbarriers.find(static_cast<uint64_t>(t.waiting_mbarrier))
+                                                       : state.mbarriers.end();
+            if (!(other != state.mbarriers.end() && other->second.phase % 2 == t.waiting_mbarrier_phase)) stuck = false;
+        }
+        if (stuck) {
+            fault("deadlock", "this thread waits on the mbarrier at shared offset " + std::to_string(at) + " (phase parity " +
+                                  std::to_string(parity & 1u) + "), which still needs " + std::to_string(b.pending) +
+                                  " arrivals and " + std::to_string(b.tx) + " transaction bytes, and no other thread of "
+                                  "the block can deliver them (each has returned or waits)",
+                  file, line);
+        }
+        me.waiting_mbarrier = static_cast<int64_t>(at);
+        me.waiting_mbarrier_phase = parity & 1u;
+        yield(file, line);
+        me.waiting_mbarrier = -1;
+    }
+}
+
+void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank, uint64_t barrier, const void* pc,
+                 const char* file, int line) {
+    using brrr_cpu::tma::Map;
+    Mbarrier& b = find(barrier, "cp.async.bulk.tensor", file, line);
+    Map m;
+    std::memcpy(&m, map, sizeof(m));
+    if (m.magic != brrr_cpu::tma::kMagic) {
+        fault("tensor copy", "cp.async.bulk.tensor with a tensor map cuTensorMapEncodeTiled did not write (or that "
+                             "did not reach the kernel as a __grid_constant__ parameter or in global memory)", file, line);
+    }
+    if (rank != m.rank) {
+        fault("tensor copy", "cp.async.bulk.tensor." + std::to_string(rank) + "d with a tensor map of rank " + std::to_string(m.rank),
+              file, line);
+    }
+    char* to = static_cast<char*>(brrr_cpu::async::shared_pointer(dst, file, line));
+    const uint64_t at = static_cast<uint64_t>(to - const_cast<char*>(running_block->arena.data()));
+    const uint64_t repeat = m.swizzle_bits ? 128u << m.swizzle_bits : 128u;
+    if (at % repeat) {
+        fault("tensor copy", "cp.async.bulk.tensor into shared offset " + std::to_string(at) + ": the destination must be " +
+                                 std::to_string(repeat) + "-byte aligned" +
+                                 (m.swizzle_bits ? " (the repeat of the map's swizzle)" : ""), file, line);
+    }
+    uint64_t count = 1;
+    for (int d = 0; d < rank; ++d) count *= m.box[d];
+    const uint64_t bytes = count * m.elem_bytes;
+    if (at + bytes > running_block->arena.size()) {
+        fault("tensor copy", "cp.async.bulk.tensor of " + std::to_string(bytes) + " bytes at shared offset " + std::to_string(at) +
+                                 " runs past the block's shared memory", file, line);
+    }
+    brrr_cpu::async::not_read_by_products("cp.async.bulk.tensor", at, bytes, {pc, file, line});
+    // The box, element by element in row-major order (dimension 0 fastest), zero (or NaN) outside the
+    // tensor, each 16-byte unit at its swizzled place.
+    std::vector<unsigned char> box(bytes, 0);
+    const unsigned char nan_bits[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    for (uint64_t e = 0; e < count; ++e) {
+        uint64_t rest = e, src = 0;
+        bool inside = true;
+        for (int d = 0; d < rank; ++d) {
+            const int64_t c = static_cast<int64_t>(coords[d]) + static_cast<int64_t>(rest % m.box[d]);
+            rest /= m.box[d];
+            if (c < 0 || static_cast<uint64_t>(c) >= m.dim[d]) inside = false;
+            else src += static_cast<uint64_t>(c) * m.stride[d];
+        }
+        uint64_t place = at + e * m.elem_bytes;
+        if (m.swizzle_bits) place ^= ((place >> 7) & ((1u << m.swizzle_bits) - 1)) << 4;
+        unsigned char* out = box.data() + (place - at);
+        if (inside) {
+            if (brrr_cpu_access_checked) brrr_cpu_access_checked(m.base + src, m.elem_bytes, 0, pc);
+            std::memcpy(out, m.base + src, m.elem_bytes);
+        } else if (m.nan_fill) {
+            std::memcpy(out, nan_bits, m.elem_bytes);
+        }
+    }
+    brrr_cpu::async::Copy c{to, std::move(box), pc};
+    if (brrr_cpu_async_issued) brrr_cpu_async_issued(to, bytes, pc);
+    b.copies.push_back(std::move(c));
+    b.tx -= static_cast<int64_t>(bytes);
+    complete_if_done(b);
+}
+
+}  // namespace brrr_cpu::mbarrier

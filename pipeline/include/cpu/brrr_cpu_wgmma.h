@@ -36,6 +36,7 @@ struct Op {
     bool trans_a, trans_b;  // 1: the operand is MN-major in shared memory (else K-major)
     const char* file;
     int line;
+    const void* pc;  // the return address into the kernel, for the memory checks
 };
 
 // The runtime's side (brrr_cpu_async_impl.h): the calling thread's open group and committed groups.
@@ -107,6 +108,7 @@ BRRR_CPU_ENTRY void wgmma_mma_async(float* const (&d)[ND], uint64_t desc_a, uint
     op.trans_b = trans_b != 0;
     op.file = file;
     op.line = line;
+    op.pc = __builtin_return_address(0);
     brrr_cpu::wgmma::issue(op);
 }
 inline void wgmma_commit_group(const char* file, int line) { brrr_cpu::wgmma::commit(file, line); }

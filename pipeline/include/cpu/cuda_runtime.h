@@ -3,3 +3,4 @@
 #pragma once
 #include "brrr_cpu_host.h"
 #include "brrr_cpu.h"
+#include "brrr_cpu_tma.h"  // the driver API's tensor maps (cuda.h), reached through the runtime too
