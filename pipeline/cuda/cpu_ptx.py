@@ -291,7 +291,8 @@ def _wait_block(template: str, sections: list[str]) -> str | None:
     raise UnsupportedPtx(f'inline PTX "{template}"', _MBARRIER_HINT)
 
 
-_NO_OPS = re.compile(r"fence\.mbarrier_init\.release\.cluster|prefetch\.tensormap|setmaxnreg\.(inc|dec)\.sync\.aligned\.u32|fence\.proxy\.tensormap::generic\.\w+\.\w+")
+_NO_OPS = re.compile(r"fence\.mbarrier_init\.release\.cluster|prefetch\.tensormap|setmaxnreg\.(inc|dec)\.sync\.aligned\.u32"
+                     r"|fence\.proxy\.tensormap::generic\.\w+\.\w+")
 
 
 def translate(template: str, sections: list[str]) -> str | None:
