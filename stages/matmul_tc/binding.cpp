@@ -1,6 +1,6 @@
 // Tensor-core matrix product, CUDA C stage, host side: forward and backward on bfloat16 tensors with
-// kernel.cu's v4 (wgmma) where the GPU has it and v3 elsewhere, plus forward_v1 (the naive kernel),
-// forward_v2 (v2's mma kernel) and forward_v3 for brrr bench to time beside forward. Backward runs the same mma kernel on the tensors as they are: which operand is
+// kernel.cu's v5 or v4 (wgmma) where the GPU has it and v3 elsewhere, plus forward_v1 (the naive
+// kernel), forward_v2 (v2's mma kernel), forward_v3, _v4 and _v5 for brrr bench to time beside forward. Backward runs the same mma kernel on the tensors as they are: which operand is
 // stored transposed is a template argument of kernel.cu's launcher, not a copy.
 #include <cstdint>
 #include <limits>
@@ -22,6 +22,10 @@ bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat1
 template <bool AKContig, bool BKContig>
 bool matmul_tc_tma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
                    int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+// Where the GPU has wgmma: v5, v4 or v3 by the product's shape and operands (kernel.cu says which).
+template <bool AKContig, bool BKContig>
+bool matmul_tc_fastest(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                       int64_t m, int64_t k, int64_t n, cudaStream_t stream);
 // v4 (wgmma, sm_90a only): the same contract as v3.
 template <bool AKContig, bool BKContig>
 bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
@@ -46,16 +50,17 @@ static bool make_output(at::Tensor& c, const at::Tensor& like, int64_t m, int64_
     return m > 0 && n > 0;  // k = 0 still launches: the kernel writes the zeros of an empty sum
 }
 
-enum class Version { Pipelined, Wgmma, Tma };
+enum class Version { Pipelined, Wgmma, Tma, Fastest };
 
-// v4 where the GPU has wgmma: compute capability 9.0 exactly (brrr builds it as sm_90a; the CPU
-// execution reports 9.0 and emulates wgmma); v3 on every other GPU.
+// Where the GPU has wgmma and the tensor memory accelerator, compute capability 9.0 exactly (brrr
+// builds it as sm_90a; the CPU execution reports 9.0 and emulates both): matmul_tc_fastest; v3 on
+// every other GPU.
 static Version fastest() {
     int device = 0, major = 0, minor = 0;
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    return major == 9 && minor == 0 ? Version::Wgmma : Version::Pipelined;
+    return major == 9 && minor == 0 ? Version::Fastest : Version::Pipelined;
 }
 
 // v3's or v4's launch, refused with the sizes when c has more tiles than a 1-D grid counts.
@@ -63,7 +68,8 @@ template <bool AKContig, bool BKContig>
 static void pipelined(const at::Tensor& a, int64_t lda, const at::Tensor& b, int64_t ldb, at::Tensor& c, int64_t k,
                       Version version = fastest()) {
     const int64_t m = c.size(0), n = c.size(1);
-    auto* launch = version == Version::Tma     ? matmul_tc_tma<AKContig, BKContig>
+    auto* launch = version == Version::Fastest ? matmul_tc_fastest<AKContig, BKContig>
+                   : version == Version::Tma   ? matmul_tc_tma<AKContig, BKContig>
                    : version == Version::Wgmma ? matmul_tc_wgmma<AKContig, BKContig>
                                                : matmul_tc_pipelined<AKContig, BKContig>;
     const bool launched = launch(brrr::data<at::BFloat16>(a), lda, brrr::data<at::BFloat16>(b), ldb,
@@ -90,12 +96,17 @@ at::Tensor forward(at::Tensor a, at::Tensor b) { return product(a, b, fastest())
 // v3 on any GPU, for brrr bench beside v4.
 at::Tensor forward_v3(at::Tensor a, at::Tensor b) { return product(a, b, Version::Pipelined); }
 
-// v5 (the tensor memory accelerator and a producer warp feeding v4's products; v3 for operands whose rows
-// are not whole 16-byte chunks), on a 9.0 GPU or the CPU execution.
-at::Tensor forward_v5(at::Tensor a, at::Tensor b) {
-    TORCH_CHECK(fastest() == Version::Wgmma, "matmul_tc forward_v5 needs a compute capability 9.0 GPU (sm_90a)");
-    return product(a, b, Version::Tma);
+// A first version that needs sm_90a, refused with a message on other GPUs.
+static at::Tensor hopper(const at::Tensor& a, const at::Tensor& b, Version version, const char* name) {
+    TORCH_CHECK(fastest() == Version::Fastest, "matmul_tc ", name, " needs a compute capability 9.0 GPU (sm_90a)");
+    return product(a, b, version);
 }
+
+// v4 (wgmma fed by every thread's cp.async; v3 for operands whose rows are not whole 16-byte chunks).
+at::Tensor forward_v4(at::Tensor a, at::Tensor b) { return hopper(a, b, Version::Wgmma, "forward_v4"); }
+
+// v5 (the tensor memory accelerator and a producer warp feeding v4's products; v3 as v4).
+at::Tensor forward_v5(at::Tensor a, at::Tensor b) { return hopper(a, b, Version::Tma, "forward_v5"); }
 
 // v2 (kernel.cu's mma_kernel), for brrr bench: its grid counts column tiles in gridDim.y.
 at::Tensor forward_v2(at::Tensor a, at::Tensor b) {
@@ -159,5 +170,6 @@ BRRR_BIND(m) {
     m.def("forward_v1", &forward_v1);
     m.def("forward_v2", &forward_v2);
     m.def("forward_v3", &forward_v3);
+    m.def("forward_v4", &forward_v4);
     m.def("forward_v5", &forward_v5);
 }

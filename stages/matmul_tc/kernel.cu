@@ -853,8 +853,8 @@ bool matmul_tc_tma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, 
     return matmul_tc_tma_with<TmaMatmulTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
 }
 
-// The v4 binding.cpp launches where the GPU has wgmma, by the product's shape (H200, 2026-11-29,
-// benchmarks/results/2026-11-29-h200-matmul-tc-v4):
+// v4 by the product's shape (H200, 2026-11-29, benchmarks/results/2026-11-29-h200-matmul-tc-v4), for
+// forward_v4 and matmul_tc_fastest's small products:
 // - an operand cp.async cannot move (rows not whole 16-byte chunks): v3, whose two blocks an SM hide
 //   the plain loads better than v4's one (4095 x 4093 x 4097: v3 59.8% of cuBLAS, v4 50.6%);
 // - fewer 128 x 256 tiles than SMs: 128 x 128 ones, to fill more of them (1024^3: 106% against 79%).
@@ -873,6 +873,22 @@ bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b
     return matmul_tc_wgmma_with<WgmmaTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
 }
 
+// The kernel binding.cpp's forward and backward launch where the GPU has wgmma, by the product's shape
+// (H200, 2026-11-29, benchmarks/results/2026-11-29-h200-matmul-tc-v5): v5 where 128 x 256 tiles fill the
+// SMs (4096^3: 91.0% of cuBLAS, v4 89.9%), v4's 128 x 128 tiles where they would not (1024^3: v4 98.5%,
+// v5 70.9%), v3 for operands cp.async and the tensor maps cannot move (as matmul_tc_wgmma).
+template <bool AKContig, bool BKContig>
+bool matmul_tc_fastest(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+                       int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    int device = 0, sms = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const bool fills = ((m + TmaMatmulTiling::bm - 1) / TmaMatmulTiling::bm) *
+                           ((n + TmaMatmulTiling::bn - 1) / TmaMatmulTiling::bn) >= sms;
+    return fills ? matmul_tc_tma<AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream)
+                 : matmul_tc_wgmma<AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
+}
+
 // The three products binding.cpp asks for: a @ b (forward), grad_c @ b^T (grad_a), a^T @ grad_c (grad_b).
 #define MATMUL_TC_INSTANTIATE(AK, BK)                                                                        \
     template void matmul_tc_mma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,       \
@@ -882,7 +898,9 @@ bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b
     template bool matmul_tc_wgmma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,     \
                                           __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);         \
     template bool matmul_tc_tma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,       \
-                                        __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);
+                                        __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);           \
+    template bool matmul_tc_fastest<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,   \
+                                            __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);
 MATMUL_TC_INSTANTIATE(true, false)
 MATMUL_TC_INSTANTIATE(true, true)
 MATMUL_TC_INSTANTIATE(false, false)

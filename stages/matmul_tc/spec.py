@@ -14,9 +14,9 @@ from brrr_kernels.op.tolerances import tensor_core_bound
 CUDA_TILE = (128, 128)
 CUDA_WARPS = (2, 4)
 CUDA_GROUP_M = 8
-# kernel.cu's v4 (forward and backward where the GPU has wgmma): two warpgroups of 64 rows of a
-# 128 x 256 tile (WgmmaTiling), or of a 128 x 128 one (WgmmaSmallTiling) where the large tiles are
-# fewer than the GPU's SMs (132 on an H100 or H200), in the same groups of 8 row tiles.
+# kernel.cu's v5 and v4 (forward and backward where the GPU has wgmma): two warpgroups of 64 rows of a
+# 128 x 256 tile (v5, TmaMatmulTiling), or of a 128 x 128 one (v4, WgmmaSmallTiling) where the large
+# tiles are fewer than the GPU's SMs (132 on an H100 or H200), in the same groups of 8 row tiles.
 WGMMA_TILES = ((128, 256), (128, 128))
 GPU_SMS = 132
 
@@ -41,22 +41,26 @@ def mma_locate(index: int, shape: tuple[int, ...]) -> Place:
     return (block, 0, 0), (32 * warp + 4 * (row % 8) + col % 8 // 2, 0, 0)
 
 
-def wgmma_locate(index: int, shape: tuple[int, ...]) -> Place:
-    """kernel.cu's wgmma_kernel: warpgroup r % 128 / 64 of the tile's block, its warp r % 64 / 16, lane
-    4 (r % 8) + (c % 8) / 2 (wgmma's accumulator layout, mma.sync's in each 16-row slab)."""
+def wgmma_locate(index: int, shape: tuple[int, ...], tile: tuple[int, int] | None = None) -> Place:
+    """kernel.cu's wgmma_kernel and wgmma_tma_kernel (v5's consumers are threads 0-255, as v4's): warpgroup
+    r % 128 / 64 of the tile's block, its warp r % 64 / 16, lane 4 (r % 8) + (c % 8) / 2 (wgmma's
+    accumulator layout, mma.sync's in each 16-row slab). `tile`: v4's or v5's by the shape when not given."""
     large, small = WGMMA_TILES
-    tile = large if -(-shape[0] // large[0]) * -(-shape[-1] // large[1]) >= GPU_SMS else small
+    if tile is None:
+        tile = large if -(-shape[0] // large[0]) * -(-shape[-1] // large[1]) >= GPU_SMS else small
     row, col = divmod(index, shape[-1])
     block = cuda_block(row // tile[0], col // tile[1], shape, tile)
     return (block, 0, 0), (row % 128 // 16 * 32 + 4 * (row % 8) + col % 8 // 2, 0, 0)
 
 
 class TensorCoreLayout(Layout):
-    """v4's mapping for forward and backward, v3's for forward_v3 (forward_v1 and _v2 map their own way,
-    named here by v3's)."""
+    """v5's or v4's mapping for forward, backward and forward_v4, v5's 128x256 tiles for forward_v5, v3's
+    for forward_v3 (forward_v1 and _v2 map their own way, named here by v3's)."""
 
     def place_for(self, check: str, output: str, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
-        return (wgmma_locate if check in ("forward", "backward") else mma_locate)(index, shape)
+        if check == "forward_v5":
+            return wgmma_locate(index, shape, WGMMA_TILES[0])
+        return (wgmma_locate if check in ("forward", "backward", "forward_v4") else mma_locate)(index, shape)
 
 
 def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
@@ -123,8 +127,8 @@ OUTPUTS = (("c", c_terms, lambda t: t["a"].shape[1]),  # each product's K: c sum
 
 SPEC = OpSpec(
     name="matmul_tc",
-    doc="bfloat16 on the tensor cores: wgmma on 128-byte swizzled tiles a 4-stage cp.async pipeline fills (v4, Hopper), "
-        "mma.sync with ldmatrix elsewhere (v3)",
+    doc="bfloat16 on the tensor cores: wgmma on 128-byte swizzled tiles the tensor memory accelerator fills (v5, Hopper; "
+        "v4's cp.async for small products), mma.sync with ldmatrix elsewhere (v3)",
     inputs=("a", "b"),
     outputs=("c",),
     saved=("a", "b"),
@@ -145,10 +149,12 @@ SPEC = OpSpec(
     # tile_of (8, then 1) and three column tiles. v4 (wgmma) takes every product whose operands are
     # whole 16-byte rows: (130, 72, 200), (257, 64, 136) and (40, 296, 24) in its 128x128 tiles (fewer
     # 128x256 tiles than SMs), (520, 64, 256) in its 128x256 ones where the SMs are few (the CPU
-    # execution has 4), (1024, 4096, 2048) on a GPU. The CPU execution runs these (up to 2^18 input
-    # elements); a GPU the larger ones too.
+    # execution has 4), (1024, 4096, 2048) on a GPU. (64, 512, 56): eight k-steps, so each of v4's and
+    # v5's 4 stages is refilled once (a stage given back too early shows in the second round), within
+    # the first versions' CPU budget (2^16 input elements).
+    # The CPU execution runs these (up to 2^18 input elements); a GPU the larger ones too.
     gpu_sizes=((1, 1, 1), (130, 72, 200), (129, 37, 131), (200, 40, 131), (70, 33, 136), (257, 64, 136),
-               (40, 296, 24), (1100, 16, 300), (520, 64, 256), (1000, 1027, 999), (1024, 4096, 2048)),
+               (40, 296, 24), (1100, 16, 300), (520, 64, 256), (64, 512, 56), (1000, 1027, 999), (1024, 4096, 2048)),
     gradcheck_size=(2, 3, 2),
     edge_cases={"K=1, outer product": outer_product, "K=0, empty sum": empty_sum,
                 "huge mixed-sign, exact": huge_mixed_sign},
@@ -166,7 +172,7 @@ SPEC = OpSpec(
         "numba": (torch.float64, torch.bfloat16),
         "cuda": (torch.bfloat16,),  # the tensor cores' input type
     },
-    layouts={"cuda": TensorCoreLayout(wgmma_locate, "v4: 128x256 tiles (128x128 where those are fewer than an "
+    layouts={"cuda": TensorCoreLayout(wgmma_locate, "v5: 128x256 tiles (v4's 128x128 where those are fewer than an "
                                       "H100's 132 SMs) of two warpgroups, in groups of 8 row tiles, wgmma's accumulator "
                                       "layout; operands whose rows are not whole 16-byte chunks take v3's 128x128 tiles "
                                       "of 2x4 warps")},

@@ -66,6 +66,23 @@ def test_a_copy_into_a_buffer_an_unfinished_wgmma_reads_is_a_race_naming_both_li
     assert "race on shared memory" in detail and "which a wgmma.mma_async issued at line" in detail, detail
 
 
+V5 = ("cuda", "forward_v5", "bfloat16")
+
+
+@pytest.mark.parametrize("bug", ["cuda_tma_no_full_wait", "cuda_tma_empty_parity_wrong", "cuda_tma_release_too_early"])
+def test_tma_pipeline_bugs_fail_naming_the_race(mutant, bug: str) -> None:
+    """v5: the consumers not waiting for a stage's copies, the producer waiting on the wrong phase of a
+    free stage, a stage given back before its products completed. The CPU execution emulates the tensor
+    memory accelerator and mbarrier and names the race or the deadlock; a GPU may show wrong sums, hang,
+    or show nothing."""
+    bad = failed(validate(mutant("matmul_tc", bug), "cuda", fail_fast=True))
+    rows = {FORWARD, ("cuda", "backward", "bfloat16"), V5} & bad.keys()
+    assert rows, sorted(bad)
+    if not HAS_GPU:
+        detail = bad[rows.pop()].detail
+        assert "race on shared memory" in detail or "deadlock" in detail, detail
+
+
 @pytest.mark.parametrize("bug", ["no_barrier_after_loads", "accumulator_rows_wrong"])
 def test_numba_stage_bugs_fail(mutant, bug: str) -> None:
     bad = failed(validate(mutant("matmul_tc", bug), "numba"))
