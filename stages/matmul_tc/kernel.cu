@@ -810,7 +810,7 @@ bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat1
 static bool encode(CUtensorMap* map, const __nv_bfloat16* x, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
     static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled = [] {
         void* fn = nullptr;
-        cudaDriverEntryPointQueryResult found;
+        cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
         cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
         return found == cudaDriverEntryPointSuccess ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn) : nullptr;
     }();
@@ -831,15 +831,18 @@ bool matmul_tc_tma_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16
                         int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     const int64_t tiles = ((m + T::bm - 1) / T::bm) * ((n + T::bn - 1) / T::bn);
     if (tiles > 0x7fffffff || m > 0x7fffffff || n > 0x7fffffff || k > 0x7fffffff) return false;
+    auto* kernel = wgmma_tma_kernel<T, AKContig, BKContig>;
+    constexpr int bytes = T::shared_bytes();
+    // A runtime call that needs the device's context first: it makes the primary context current in this
+    // thread. The driver's tensor-map encoder does not, and crashed called first in a thread without one
+    // (autograd's backward thread, on an H200).
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     CUtensorMap a_map, b_map;
     // A: K-contiguous, m rows of k; else k rows of m. B^T: K-contiguous, n rows of k; else k rows of n.
     if (!encode(&a_map, a, AKContig ? m : k, AKContig ? k : m, lda, AKContig ? T::bm : 64) ||
         !encode(&b_map, b, BKContig ? n : k, BKContig ? k : n, ldb, BKContig ? T::bn : 64)) {
         return false;
     }
-    auto* kernel = wgmma_tma_kernel<T, AKContig, BKContig>;
-    constexpr int bytes = T::shared_bytes();
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     kernel<<<static_cast<unsigned int>(tiles), T::threads, bytes, stream>>>(a_map, b_map, c, m, k, n);
     return true;
 }
