@@ -1,5 +1,6 @@
 // Tensor-core matrix product, CUDA C stage: c = A @ B in bfloat16, products exact, sums in float32,
-// c rounded once to bfloat16. Written twice, the second as fast kernels are written for sm_80+:
+// c rounded once to bfloat16. Written five times: the readable one, two as fast kernels are written for
+// sm_80+ (mma.sync), two as for Hopper (wgmma, sm_90a):
 //
 //   v1 naive_kernel: one thread per element of c, both operands read from global memory, the
 //                    float32 sum in k order. The readable definition, and the baseline.
@@ -32,6 +33,22 @@
 //                    Tile shapes are a Tiling's template parameters: benchmarks/matmul_tc_variants
 //                    times several beside cuBLAS. The staging rules (cp.async, zero fill, the plain-load
 //                    fallback), the fragments' contents and the k order of every sum are v2's.
+//   v4 wgmma_kernel: v3 still spent two thirds of its issue slots on addresses, loops and barriers
+//                    around ldmatrix and mma.sync, at 43-46% of cuBLAS on an H200. v4 changes:
+//                    - the products are wgmma.mma_async m64n256k16 (Hopper's warpgroup instruction): the
+//                      tensor cores read A and B from shared memory themselves (descriptors), no ldmatrix,
+//                      no fragment registers; a warpgroup (4 warps) a 64 x 256 part of a 128 x 256 tile;
+//                    - the tiles are staged in the 128-byte swizzle wgmma reads (Swizzled), still by
+//                      every thread's cp.async, 4 stages, one barrier a k-step;
+//                    - a step's products run asynchronously: wgmma.wait_group 1 lets step s's run
+//                      while step s + 1 is waited for and issued.
+//                    89.9-94% of cuBLAS at 4096^3 (benchmarks/results/2026-11-29-h200-matmul-tc-v4).
+//   v5 wgmma_tma_kernel: v4's products, fed by the tensor memory accelerator: one producer warp issues
+//                    cp.async.bulk.tensor loads (tensor maps, the same swizzle, zeros outside the
+//                    operand, so no edge tests), mbarrier full/empty barriers a stage replace v4's
+//                    per-thread copies and __syncthreads. 91-95% of cuBLAS at 4096^3
+//                    (benchmarks/results/2026-11-29-h200-matmul-tc-v5). matmul_tc_fastest picks v5, v4's
+//                    128 x 128 tiles for small products, v3 for operands TMA cannot move.
 //
 // Both operands of mma.sync's row.col form are "MN x K" matrices (A is M x K, B enters as B^T, N x K).
 // Each is in global memory either K-contiguous (A row-major, B^T stored as B's rows) or MN-contiguous;
