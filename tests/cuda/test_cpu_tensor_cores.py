@@ -250,3 +250,50 @@ def test_cvt_packs_two_floats_rounded_to_nearest_even_first_on_top(program: Path
     for i in range(32):
         assert got[2 * i] == int(bf16[2 * i] << 16 | bf16[2 * i + 1])
         assert got[2 * i + 1] == int(f16[2 * i] << 16 | f16[2 * i + 1])
+
+
+MBARRIER_FORMS = [
+    ('asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(a), "r"(b));',
+     "mbarrier_init(::brrr_cpu::ptx::shared_address((a)), (b),"),
+    ('asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(a), "r"(b));',
+     "(void)::brrr_cpu::ptx::mbarrier_arrive(::brrr_cpu::ptx::shared_address((a)), 1, (b),"),
+    ('asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 %0, [%1], %2;" : "=l"(q) : "r"(a), "r"(b));',
+     "(q) = ::brrr_cpu::ptx::mbarrier_arrive(::brrr_cpu::ptx::shared_address((a)), (b), 0,"),
+    ('asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" :: "r"(a), "r"(b));', "mbarrier_expect_tx("),
+    ('asm volatile("{\\n.reg .pred P1;\\nLAB_WAIT:\\nmbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\\n'
+     '@P1 bra DONE;\\nbra LAB_WAIT;\\nDONE:\\n}" :: "r"(a), "r"(b));', "mbarrier_wait_parity(::brrr_cpu::ptx::shared_address((a)), (b),"),
+    ('asm volatile("{\\n.reg .pred p;\\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.b32 %0, 1, 0, p;\\n}" '
+     ': "=r"(a) : "r"(b), "r"(a));', "(a) = ::brrr_cpu::ptx::mbarrier_test_parity("),
+    ('asm volatile("{\\n.reg .pred p;\\nmbarrier.try_wait.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}" '
+     ': "=r"(a) : "r"(b), "l"(q));', "(a) = ::brrr_cpu::ptx::mbarrier_test_token("),
+    ('asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"'
+     ' :: "r"(a), "l"(q), "r"(a), "r"(b), "r"(b) : "memory");', "tensor_load<2>("),
+    ('asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"'
+     ' :: "r"(a), "l"(q), "r"(a), "r"(b), "r"(b), "r"(b));', "tensor_load<3>("),
+    ('asm volatile("prefetch.tensormap [%0];" :: "l"(q) : "memory");', "no_op("),
+    ('asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");', "no_op("),
+    ('asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n" ::);', "no_op("),
+]
+
+
+@pytest.mark.parametrize("asm, call", MBARRIER_FORMS)
+def test_mbarrier_and_tensor_copy_ptx_become_one_runtime_call_on_their_line(asm: str, call: str) -> None:
+    """The forms Hopper kernels write mbarrier and TMA in (CUTLASS's wait loop, selp of a predicate, a
+    state token or `_`), each one call of brrr_cpu_tma.h on the asm statement's own line."""
+    source = ("__global__ void k(float* p) {\n    unsigned a = 0, b = 0; unsigned long long q = 0;\n    " + asm + "\n}\n")
+    lines = rewrite(source, Path("kernel.cu")).splitlines()
+    assert call in lines[4], lines[4]
+
+
+@pytest.mark.parametrize("asm, named", [
+    ('asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" '
+     ':: "l"(q), "r"(a), "r"(b), "r"(a));', "cp.async.bulk.tensor.2d.global.shared::cta"),
+    ('asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2}], [%3];"'
+     ' :: "r"(a), "l"(q), "r"(a), "r"(b));', "takes 2 coordinates"),
+    ('asm volatile("mbarrier.arrive.noComplete.shared::cta.b64 _, [%0], %1;" :: "r"(a), "r"(b));', "mbarrier.arrive.noComplete"),
+])
+def test_tma_and_mbarrier_forms_brrr_does_not_emulate_are_errors_naming_the_line(asm: str, named: str) -> None:
+    source = "__global__ void k(float* p) {\n    unsigned a = 0, b = 0; unsigned long long q = 0;\n    " + asm + "\n}\n"
+    with pytest.raises(CpuSourceError) as e:
+        rewrite(source, Path("kernel.cu"))
+    assert "kernel.cu:3: not supported on the CPU" in str(e.value) and named in str(e.value), str(e.value)
