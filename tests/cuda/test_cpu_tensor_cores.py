@@ -261,7 +261,8 @@ MBARRIER_FORMS = [
      "(q) = ::brrr_cpu::ptx::mbarrier_arrive(::brrr_cpu::ptx::shared_address((a)), (b), 0,"),
     ('asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" :: "r"(a), "r"(b));', "mbarrier_expect_tx("),
     ('asm volatile("{\\n.reg .pred P1;\\nLAB_WAIT:\\nmbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\\n'
-     '@P1 bra DONE;\\nbra LAB_WAIT;\\nDONE:\\n}" :: "r"(a), "r"(b));', "mbarrier_wait_parity(::brrr_cpu::ptx::shared_address((a)), (b),"),
+     '@P1 bra DONE;\\nbra LAB_WAIT;\\nDONE:\\n}" :: "r"(a), "r"(b));',
+     "mbarrier_wait_parity(::brrr_cpu::ptx::shared_address((a)), (b),"),
     ('asm volatile("{\\n.reg .pred p;\\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\\nselp.b32 %0, 1, 0, p;\\n}" '
      ': "=r"(a) : "r"(b), "r"(a));', "(a) = ::brrr_cpu::ptx::mbarrier_test_parity("),
     ('asm volatile("{\\n.reg .pred p;\\nmbarrier.try_wait.shared::cta.b64 p, [%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}" '
