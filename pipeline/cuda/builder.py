@@ -276,6 +276,17 @@ def torch_include_flags() -> list[str]:
     return flags
 
 
+def arch_flags(arch: str) -> list[str]:
+    """nvcc's target flags for `arch`. An arch-specific target (sm_90a) gets its own PTX alone: CUDA 13's
+    `-arch=sm_90a` also embeds compute_90 PTX, which ptxas then checks and refuses for every wgmma,
+    setmaxnreg or tensor copy a kernel does not hide behind __CUDA_ARCH_FEAT_SM90_ALL (public Hopper
+    kernels mostly do not: they were written for CUDA 12's `-arch=sm_90a`)."""
+    if re.fullmatch(r"sm_\d+a", arch):
+        virtual = "compute_" + arch[3:]
+        return ["-gencode", f"arch={virtual},code=[{arch},{virtual}]"]
+    return [f"-arch={arch}"]
+
+
 def kernel_job(op: Op, arch: str) -> Job:
     """kernel.cu's source, nvcc command (less the output) and cache key: no torch in it."""
     nvcc = find_nvcc()
@@ -283,7 +294,7 @@ def kernel_job(op: Op, arch: str) -> Job:
         raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH, in /usr/local/cuda/bin and for NVIDIA's "
                          "PyPI wheels); pip install 'brrr-kernels[cuda]' installs it")
     source = op.path("cuda")
-    command = [nvcc, "-c", *NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v", f"-I{INCLUDE_DIR}", f"-I{op.folder}"]
+    command = [nvcc, "-c", *NVCC_FLAGS, *arch_flags(arch), "-Xptxas", "-v", f"-I{INCLUDE_DIR}", f"-I{op.folder}"]
     key = object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh"], command, (nvcc_version(),))
     return Job(source, command, key, object_path(f"{op.name}-{source.stem}", key), source)
 

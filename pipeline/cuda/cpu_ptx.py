@@ -301,6 +301,8 @@ def translate(template: str, sections: list[str]) -> str | None:
     trailing ';' dropped; `sections` the asm body split at its top-level ':'."""
     if (wait := _wait_block(template, sections)) is not None:
         return wait
+    if template.startswith("{") and template.endswith("}") and ";" not in template[1:-1].strip().rstrip(";"):
+        template = template[1:-1].strip().rstrip("; ")  # one instruction in a scope block
     predicate = None
     if (block := _PREDICATED.match(template)) and block.group(1) == block.group(2):
         predicate = (block.group(1), block.group(3))

@@ -248,7 +248,7 @@ def _gpu_job(op: Op, source: Path, arch: str) -> Job:
         nvcc = builder.find_nvcc()
         if nvcc is None:
             raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH, in /usr/local/cuda/bin)")
-        command = [nvcc, "-c", *builder.NVCC_FLAGS, f"-arch={arch}", "-Xptxas", "-v",
+        command = [nvcc, "-c", *builder.NVCC_FLAGS, *builder.arch_flags(arch), "-Xptxas", "-v",
                    "-Xcompiler", f"-idirafter,{builder.LIBRARY_SHIM}"]
         versions = (builder.nvcc_version(), torch.__version__)
         label = f"{op.name}-{source.stem}-gpu-{arch}"

@@ -129,4 +129,12 @@ BRRR_CPU_ENTRY void memcpy_async(const Group& group, void* dst, const void* src,
     }
 }
 
+// cuda::device::experimental (<cuda/barrier>'s Hopper extras): the namespace kernels alias, and the
+// proxy fence (nothing to order on the CPU). Its bulk tensor copies onto a cuda::barrier are not
+// emulated: a kernel calling them fails to compile naming the function (PTX's mbarrier and
+// cp.async.bulk.tensor forms are: brrr_cpu_tma.h).
+namespace device::experimental {
+inline void fence_proxy_async_shared_cta() {}
+}  // namespace device::experimental
+
 }  // namespace cuda

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -176,6 +177,23 @@ enum class State : uint8_t { Fresh, Ready, Barrier, Warp, Exited };
 
 struct Block;
 
+// An allocator of `Align`-byte aligned storage (the shared-memory arena's).
+template <typename T, size_t Align>
+struct AlignedAllocator {
+    using value_type = T;
+    template <typename U>
+    struct rebind {
+        using other = AlignedAllocator<U, Align>;
+    };
+    AlignedAllocator() = default;
+    template <typename U>
+    AlignedAllocator(const AlignedAllocator<U, Align>&) {}
+    T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(Align))); }
+    void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(Align)); }
+    bool operator==(const AlignedAllocator&) const { return true; }
+    bool operator!=(const AlignedAllocator&) const { return false; }
+};
+
 struct Fiber {
     Context context;
     char* stack = nullptr;
@@ -217,7 +235,10 @@ struct Block {
     std::vector<unsigned> warp_waiting;  // lanes waiting at a warp intrinsic, per warp
     std::vector<unsigned> warp_exited;
     std::vector<unsigned> warp_present;  // lanes that exist (the last warp may be partial)
-    std::vector<char> arena;
+    // The block's shared memory, 1024-byte aligned: a GPU's shared window starts at address 0, so an
+    // `extern __shared__ __align__(128)` array, a struct of alignas(128) tiles or a 128-byte swizzle
+    // pattern's 1024-byte repeat is aligned there, and must be here for the alignment checks.
+    std::vector<char, AlignedAllocator<char, 1024>> arena;
     size_t arena_used = 0;
     size_t static_shared = 0;
     std::vector<SharedRegion> regions;
