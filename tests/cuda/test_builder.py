@@ -218,3 +218,23 @@ def test_an_error_inside_a_header_names_the_users_line_that_led_there(tmp_path: 
     said = builder.compiler_errors(output, source)
     assert "op.cu:119:3: note: in expansion of macro 'AT_DISPATCH_FLOATING_TYPES'" in said
     assert "AT_DISPATCH_FLOATING_TYPES(gates.type()" in said
+
+
+@pytest.mark.parametrize("arch, flags", [
+    ("sm_90a", ["-gencode", "arch=compute_90a,code=[sm_90a,compute_90a]"]),
+    ("sm_100a", ["-gencode", "arch=compute_100a,code=[sm_100a,compute_100a]"]),
+    ("sm_90", ["-arch=sm_90"]),
+    ("sm_80", ["-arch=sm_80"]),
+])
+def test_an_arch_specific_target_gets_its_own_ptx_alone(arch: str, flags: list[str]) -> None:
+    """CUDA 13's -arch=sm_90a also embeds compute_90 PTX, which refuses an unguarded wgmma."""
+    assert builder.arch_flags(arch) == flags
+
+
+@needs_nvcc
+def test_an_unguarded_wgmma_compiles_for_sm_90a(tmp_path: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text('__global__ void k() { asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory"); }\n')
+    proc = subprocess.run([builder.find_nvcc(), "-c", *builder.arch_flags("sm_90a"), str(source), "-o",
+                           str(tmp_path / "k.o")], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
