@@ -214,9 +214,12 @@ class _Rewriter:
             self.counter += 1
             alias = f"brrr_shared_t{self.counter}"
             dims = " ".join(dims.split())
-            if is_extern:
+            if is_extern and not dims:  # `extern __shared__ Tiles s;`: a struct over the dynamic shared memory
+                out.append(f"using {alias} = {base}; {alias}& {name} = "
+                           f"*::brrr_cpu::dynamic_shared<{alias}>(__FILE__, __LINE__);")
+            elif is_extern:
                 if not dims.startswith("[]"):
-                    raise self.error(pos, "an extern __shared__ variable that is not an array of unknown size")
+                    raise self.error(pos, "an extern __shared__ array of a fixed size (declare it [] or as a struct)")
                 out.append(f"using {alias} = std::remove_extent_t<{base} {dims}>; {alias}* const {name} = "
                            f"::brrr_cpu::dynamic_shared<{alias}>(__FILE__, __LINE__);")
             else:

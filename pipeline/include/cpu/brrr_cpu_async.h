@@ -53,8 +53,11 @@ struct BarrierState {
     int pending;   // arrivals the current phase still needs
     unsigned phase;
     int initialised;  // 0x62727272 once init() ran: a barrier used before init is a fault
+    int64_t tx;       // transaction bytes the phase still expects (barrier_arrive_tx, tensor copies)
 };
 void barrier_init(BarrierState* b, int expected, const char* file, int line);
+// cuda::device::barrier_expect_tx / the tx of barrier_arrive_tx: the phase also waits for `bytes` more.
+void barrier_expect_tx(BarrierState* b, int64_t bytes, const char* file, int line);
 unsigned barrier_arrive(BarrierState* b, int count, bool drop, const char* file, int line);
 void barrier_wait(BarrierState* b, unsigned phase, const char* file, int line);
 

@@ -225,21 +225,13 @@ void barrier_init(BarrierState* b, int expected, const char* file, int line) {
                                    std::to_string(running_block->threads) + " times a phase",
               file, line);
     }
-    *b = BarrierState{expected, expected, 0, kInitialised};
+    *b = BarrierState{expected, expected, 0, kInitialised, 0};
     state.barriers.erase(b);
 }
 
-unsigned barrier_arrive(BarrierState* b, int count, bool drop, const char* file, int line) {
-    current("cuda::barrier::arrive", file, line);
-    check_barrier(b, "arrive", file, line);
-    if (count < 1 || count > b->pending) {
-        fault("cuda::barrier", "arrive(" + std::to_string(count) + ") with " + std::to_string(b->pending) +
-                                   " arrivals left in this phase", file, line);
-    }
-    const unsigned phase = b->phase;
-    b->pending -= count;
-    if (drop) b->expected -= count;
-    if (b->pending == 0) {  // the phase completes: its copies land, visible to every participant
+// The phase completes when its arrivals are made and its expected bytes delivered.
+static void complete_if_done(BarrierState* b) {
+    if (b->pending == 0 && b->tx == 0) {  // the phase completes: its copies land, visible to every participant
         auto it = state.barriers.find(b);
         if (it != state.barriers.end()) {
             for (Copy& c : it->second) land(c, false);
@@ -252,8 +244,28 @@ unsigned barrier_arrive(BarrierState* b, int count, bool drop, const char* file,
         // ordering only the participants would report races the barrier rules out).
         if (hooks().barrier_done) hooks().barrier_done(++running_block->epoch);
     }
+}
+
+unsigned barrier_arrive(BarrierState* b, int count, bool drop, const char* file, int line) {
+    current("cuda::barrier::arrive", file, line);
+    check_barrier(b, "arrive", file, line);
+    if (count < 1 || count > b->pending) {
+        fault("cuda::barrier", "arrive(" + std::to_string(count) + ") with " + std::to_string(b->pending) +
+                                   " arrivals left in this phase", file, line);
+    }
+    const unsigned phase = b->phase;
+    b->pending -= count;
+    if (drop) b->expected -= count;
+    complete_if_done(b);
     return phase;
 }
+
+void barrier_expect_tx(BarrierState* b, int64_t bytes, const char* file, int line) {
+    current("cuda::device::barrier_expect_tx", file, line);
+    check_barrier(b, "expect_tx", file, line);
+    b->tx += bytes;
+}
+
 
 void barrier_wait(BarrierState* b, unsigned phase, const char* file, int line) {
     Fiber& f = current("cuda::barrier::wait", file, line);
@@ -506,10 +518,13 @@ void wait_parity(uint64_t address, uint32_t parity, const char* file, int line) 
     }
 }
 
-void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank, uint64_t barrier, const void* pc,
-                 const char* file, int line) {
+namespace {
+
+// A tensor copy's box, read now: checked against the map and shared memory, each element in row-major
+// order (dimension 0 fastest), zero (or NaN) outside the tensor, each 16-byte unit at its swizzled place.
+brrr_cpu::async::Copy read_box(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank, const void* pc,
+                               const char* file, int line) {
     using brrr_cpu::tma::Map;
-    Mbarrier& b = find(barrier, "cp.async.bulk.tensor", file, line);
     Map m;
     std::memcpy(&m, map, sizeof(m));
     if (m.magic != brrr_cpu::tma::kMagic) {
@@ -536,8 +551,6 @@ void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, in
                                  " runs past the block's shared memory", file, line);
     }
     brrr_cpu::async::not_read_by_products("cp.async.bulk.tensor", at, bytes, {pc, file, line});
-    // The box, element by element in row-major order (dimension 0 fastest), zero (or NaN) outside the
-    // tensor, each 16-byte unit at its swizzled place.
     std::vector<unsigned char> box(bytes, 0);
     const unsigned char nan_bits[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     for (uint64_t e = 0; e < count; ++e) {
@@ -559,11 +572,28 @@ void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, in
             std::memcpy(out, nan_bits, m.elem_bytes);
         }
     }
-    brrr_cpu::async::Copy c{to, std::move(box), pc};
     if (brrr_cpu_async_issued) brrr_cpu_async_issued(to, bytes, pc);
+    return brrr_cpu::async::Copy{to, std::move(box), pc};
+}
+
+}  // namespace
+
+void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank, uint64_t barrier, const void* pc,
+                 const char* file, int line) {
+    Mbarrier& b = find(barrier, "cp.async.bulk.tensor", file, line);
+    brrr_cpu::async::Copy c = read_box(dst, map, coords, rank, pc, file, line);
+    b.tx -= static_cast<int64_t>(c.data.size());
     b.copies.push_back(std::move(c));
-    b.tx -= static_cast<int64_t>(bytes);
     complete_if_done(b);
+}
+
+void tensor_load_onto(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank,
+                      brrr_cpu::async::BarrierState* barrier, const void* pc, const char* file, int line) {
+    brrr_cpu::async::current("cp_async_bulk_tensor_global_to_shared", file, line);
+    brrr_cpu::async::Copy c = read_box(dst, map, coords, rank, pc, file, line);
+    barrier->tx -= static_cast<int64_t>(c.data.size());
+    brrr_cpu::async::state.barriers[barrier].push_back(std::move(c));
+    brrr_cpu::async::complete_if_done(barrier);
 }
 
 }  // namespace brrr_cpu::mbarrier

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "brrr_cpu_async.h"
+#include "brrr_cpu_tma.h"
 
 namespace cuda {
 
@@ -129,12 +130,54 @@ BRRR_CPU_ENTRY void memcpy_async(const Group& group, void* dst, const void* src,
     }
 }
 
-// cuda::device::experimental (<cuda/barrier>'s Hopper extras): the namespace kernels alias, and the
-// proxy fence (nothing to order on the CPU). Its bulk tensor copies onto a cuda::barrier are not
-// emulated: a kernel calling them fails to compile naming the function (PTX's mbarrier and
-// cp.async.bulk.tensor forms are: brrr_cpu_tma.h).
-namespace device::experimental {
+// <cuda/barrier>'s Hopper extras: transaction bytes on a cuda::barrier, and the tensor memory
+// accelerator's loads completing them (cuda::device::experimental), emulated as the PTX forms are
+// (brrr_cpu_tma.h): a copy lands when the barrier's phase completes.
+namespace device {
+template <thread_scope Scope>
+void barrier_expect_tx(barrier<Scope>& b, ptrdiff_t bytes, BRRR_CPU_HERE) {
+    brrr_cpu::async::barrier_expect_tx(b.brrr_state(), static_cast<int64_t>(bytes), brrr_file, brrr_line);
+}
+template <thread_scope Scope>
+typename barrier<Scope>::arrival_token barrier_arrive_tx(barrier<Scope>& b, ptrdiff_t count, ptrdiff_t bytes, BRRR_CPU_HERE) {
+    brrr_cpu::async::barrier_expect_tx(b.brrr_state(), static_cast<int64_t>(bytes), brrr_file, brrr_line);
+    return b.arrive(count, brrr_file, brrr_line);
+}
+
+namespace experimental {
 inline void fence_proxy_async_shared_cta() {}
-}  // namespace device::experimental
+
+template <int Rank, thread_scope Scope>
+BRRR_CPU_ENTRY void bulk_tensor_load(void* dst, const CUtensorMap* map, const int32_t (&coords)[Rank], barrier<Scope>& bar,
+                                     const char* file, int line) {
+    brrr_cpu::mbarrier::tensor_load_onto(reinterpret_cast<uint64_t>(dst), map, coords, Rank, bar.brrr_state(),
+                                         __builtin_return_address(0), file, line);
+}
+template <thread_scope Scope>
+void cp_async_bulk_tensor_1d_global_to_shared(void* dst, const CUtensorMap* map, int c0, barrier<Scope>& bar, BRRR_CPU_HERE) {
+    bulk_tensor_load<1>(dst, map, {c0}, bar, brrr_file, brrr_line);
+}
+template <thread_scope Scope>
+void cp_async_bulk_tensor_2d_global_to_shared(void* dst, const CUtensorMap* map, int c0, int c1, barrier<Scope>& bar,
+                                              BRRR_CPU_HERE) {
+    bulk_tensor_load<2>(dst, map, {c0, c1}, bar, brrr_file, brrr_line);
+}
+template <thread_scope Scope>
+void cp_async_bulk_tensor_3d_global_to_shared(void* dst, const CUtensorMap* map, int c0, int c1, int c2, barrier<Scope>& bar,
+                                              BRRR_CPU_HERE) {
+    bulk_tensor_load<3>(dst, map, {c0, c1, c2}, bar, brrr_file, brrr_line);
+}
+template <thread_scope Scope>
+void cp_async_bulk_tensor_4d_global_to_shared(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
+                                              barrier<Scope>& bar, BRRR_CPU_HERE) {
+    bulk_tensor_load<4>(dst, map, {c0, c1, c2, c3}, bar, brrr_file, brrr_line);
+}
+template <thread_scope Scope>
+void cp_async_bulk_tensor_5d_global_to_shared(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3, int c4,
+                                              barrier<Scope>& bar, BRRR_CPU_HERE) {
+    bulk_tensor_load<5>(dst, map, {c0, c1, c2, c3, c4}, bar, brrr_file, brrr_line);
+}
+}  // namespace experimental
+}  // namespace device
 
 }  // namespace cuda

@@ -147,6 +147,10 @@ bool test_token(uint64_t address, uint64_t token, bool yield_if_not, const char*
 void wait_parity(uint64_t address, uint32_t parity, const char* file, int line);
 void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank, uint64_t barrier,
                  const void* pc, const char* file, int line);
+// The same copy completing a cuda::barrier's transaction bytes (libcudacxx's
+// cuda::device::experimental::cp_async_bulk_tensor_Nd_global_to_shared).
+void tensor_load_onto(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank,
+                      brrr_cpu::async::BarrierState* barrier, const void* pc, const char* file, int line);
 }  // namespace brrr_cpu::mbarrier
 
 namespace brrr_cpu::ptx {
