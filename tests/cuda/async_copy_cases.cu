@@ -3,6 +3,7 @@
 // and cuda::barrier). Each correct kernel stages tiles of `in` through shared memory and writes
 // out[i] = 2 in[i] + 1; each planted one gets the synchronisation wrong. `prog CASE` prints `out`,
 // or the launch's fault. The test builds this file twice: plain, and with the memory checks.
+#include <cuda.h>
 #include <cuda/barrier>
 #include <cuda/pipeline>
 #include <cuda_pipeline.h>
@@ -166,6 +167,48 @@ __global__ void barrier_missing_arrival(const float* in, float* out) {
     out[threadIdx.x] = buf[threadIdx.x * 4];
 }
 
+// ---- the tensor memory accelerator onto a cuda::barrier (libcudacxx's Hopper API) -------------------
+
+// `in` as a [5][128] float tensor; four boxes of 32 columns x 5 rows, 128-byte swizzled, each into its own
+// 1024-byte aligned buffer. Thread 0 issues them and arrives with their bytes; every thread then reads
+// its column of each box through the swizzle (16-byte unit u of a 128-byte row r sits at u ^ (r % 8)).
+template <bool WaitFirst>
+__global__ void tensor_copies(const __grid_constant__ CUtensorMap map, float* out) {
+    __shared__ alignas(1024) float buf[4][256];
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    if (threadIdx.x == 0) init(&bar, blockDim.x);
+    __syncthreads();
+    cuda::barrier<cuda::thread_scope_block>::arrival_token token;
+    if (threadIdx.x == 0) {
+        for (int j = 0; j < 4; ++j) cuda::device::experimental::cp_async_bulk_tensor_2d_global_to_shared(&buf[j][0], &map, 32 * j, 0, bar);
+        token = cuda::device::barrier_arrive_tx(bar, 1, 4 * 5 * 32 * sizeof(float));
+    } else {
+        token = bar.arrive();
+    }
+    if (WaitFirst) bar.wait(std::move(token));
+    for (int j = 0; j < 4; ++j) {
+        for (int r = 0; r < 5; ++r) {
+            const int byte = r * 128 + static_cast<int>(threadIdx.x) * 4;
+            const int swizzled = byte ^ (((byte >> 7) & 7) << 4);
+            out[r * 128 + 32 * j + threadIdx.x] = 2 * buf[j][swizzled / 4] + 1;  // tensor read
+        }
+    }
+    if (!WaitFirst) bar.wait(std::move(token));
+}
+
+static CUtensorMap rows_of_128(const float* in) {
+    CUtensorMap map;
+    const cuuint64_t dims[2] = {128, 5};
+    const cuuint64_t strides[1] = {128 * sizeof(float)};
+    const cuuint32_t box[2] = {32, 5}, unit[2] = {1, 1};
+    if (cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(in), dims, strides, box, unit,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+        std::printf("cuTensorMapEncodeTiled refused the map\n");
+    }
+    return map;
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     const int64_t tiles = 5;
@@ -182,6 +225,8 @@ int main(int argc, char** argv) {
         else if (c == "wait_group_too_lax") wait_group_too_lax<<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "landed_without_barrier") landed_without_barrier<<<1, 32>>>(in.data(), out.data()), n = 32;
         else if (c == "misaligned_copy") misaligned_copy<<<1, 32>>>(in.data(), out.data()), n = 32;
+        else if (c == "tensor_copies") tensor_copies<true><<<1, 32>>>(rows_of_128(in.data()), out.data());
+        else if (c == "tensor_read_before_wait") tensor_copies<false><<<1, 32>>>(rows_of_128(in.data()), out.data());
         else if (c == "barrier_missing_arrival") barrier_missing_arrival<<<1, 32>>>(in.data(), out.data()), n = 32;
         else {
             std::printf("unknown case %s\n", c.c_str());

@@ -18,7 +18,7 @@ CASES = Path(__file__).with_name("async_copy_cases.cu")
 SOURCE = CASES.resolve()
 TILE, TILES = 128, 5
 INPUT = [(i % 97) * 0.25 - 3.0 for i in range(TILE * TILES)]
-CORRECT = ["ptx_double_buffer", "primitives", "thread_pipeline", "block_barrier"]
+CORRECT = ["ptx_double_buffer", "primitives", "thread_pipeline", "block_barrier", "tensor_copies"]
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +97,13 @@ def test_planted_misuse_is_named_at_once(plain: Path, case: str, marker: str, ki
     line = text.count("\n", 0, text.index(marker)) + 1
     assert out.startswith(f"FAULT: {SOURCE}:{line}: {kind}"), out
     assert detail in out and "BRRR_CPU_TIMEOUT" not in out, out
+
+
+def test_a_tile_read_before_its_tensor_copy_landed_names_both_lines(plain: Path, checked: Path) -> None:
+    """libcudacxx's cp_async_bulk_tensor_2d_global_to_shared onto a cuda::barrier with barrier_arrive_tx:
+    the copy lands when the phase completes, so reading the tile before bar.wait is named in the checked
+    build, and reads the poisoned shared memory without it."""
+    out = run(checked, "tensor_read_before_wait")
+    assert out.startswith(f"FAULT: {SOURCE}:{line_of('// tensor read')}: read before an asynchronous copy landed"), out
+    assert f"{SOURCE}:{line_of('cp_async_bulk_tensor_2d_global_to_shared(&buf[j][0]')}" in out, out
+    assert values(run(plain, "tensor_read_before_wait"))[:TILE] != [2 * x + 1 for x in INPUT[:TILE]]

@@ -81,3 +81,14 @@ def test_comments_and_strings_are_not_rewritten() -> None:
     text = 'void f() {\n  // k<<<1, 1>>>(); __shared__ x;\n  const char* s = "__shared__ <<<";\n}\n'
     assert masked(text).count("__shared__") == 0
     assert body(text)[:4] == text.split("\n")[:4]
+
+
+def test_an_extern_shared_struct_is_a_reference_to_the_dynamic_shared_memory() -> None:
+    """`extern __shared__ Tiles s;` (a struct of tiles over the dynamic shared memory, as Hopper GEMMs
+    declare it) is a reference to the block's dynamic window; a fixed-size extern array is an error."""
+    text = rewrite("struct Tiles { float a[8]; };\n__global__ void k() {\n    extern __shared__ Tiles s;\n}\n", Path("k.cu"))
+    line = text.splitlines()[4]
+    assert "using brrr_shared_t1 = Tiles; brrr_shared_t1& s = *::brrr_cpu::dynamic_shared<brrr_shared_t1>" in line, line
+    with pytest.raises(CpuSourceError) as e:
+        rewrite("__global__ void k() {\n    extern __shared__ float s[8];\n}\n", Path("k.cu"))
+    assert "k.cu:2" in str(e.value) and "extern __shared__ array of a fixed size" in str(e.value)
