@@ -503,7 +503,7 @@ def _link_command(library: Path, namespace_source: Path, objects: list[Path], li
     home = cuda_home()
     lib_dirs = [*cpp_extension.library_paths(), str(home / "lib64")] if home else cpp_extension.library_paths()
     return [find_cxx(), "-shared", "-fPIC", "-o", str(library), "-x", "c++", str(namespace_source), "-x", "none",
-            *map(str, objects), *(f"-L{d}" for d in lib_dirs), *libs, *driver_link_flags(), "-Wl,--no-undefined"]
+            *map(str, objects), *(f"-L{d}" for d in lib_dirs), *libs, *driver_link_flags(objects), "-Wl,--no-undefined"]
 
 
 def _link(op: Op, library: Path, namespace: str, objects: list[Path], libs: tuple[str, ...], verbose: bool) -> None:
@@ -529,13 +529,22 @@ GOLD = "-fuse-ld=gold"
 DRIVER_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu")
 
 
-def driver_link_flags() -> list[str]:
-    """The driver API for a module that calls it (a kernel author's cuTensorMapEncodeTiled): libcuda.so.1
-    where the driver put it, recorded only if used (--as-needed). Torch opens libcuda privately, so its
-    symbols do not resolve a module's otherwise; without a driver here (no GPU), nothing."""
+_DRIVER_SYMBOL = re.compile(r"^\s*U (cu[A-Z]\w*)$", re.M)
+
+
+def driver_link_flags(objects: list[Path]) -> list[str]:
+    """The driver API for a module whose objects call it (a kernel author's cuTensorMapEncodeTiled):
+    libcuda.so.1 where the driver put it. Torch opens libcuda privately, so its symbols do not resolve
+    a module's otherwise. Nothing for objects that call no cu* function, or without a driver (no GPU)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return []
+    undefined = subprocess.run([nm, "-u", *map(str, objects)], capture_output=True, text=True, check=False).stdout
+    if not _DRIVER_SYMBOL.search(undefined):
+        return []
     for folder in DRIVER_DIRS:
         if Path(folder, "libcuda.so.1").is_file():
-            return [f"-L{folder}", "-Wl,--as-needed", "-l:libcuda.so.1", "-Wl,--no-as-needed"]
+            return [f"-L{folder}", "-l:libcuda.so.1"]
     return []
 # Symbols of the C++ runtime, never a launcher kernel.cu forgot: a link that leaves them undefined
 # is a toolchain problem, and blaming kernel.cu for it would send the user the wrong way.

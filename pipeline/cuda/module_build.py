@@ -309,7 +309,8 @@ def gpu_link_command(library: Path, objects: list[Path]) -> list[str]:
     home = builder.cuda_home()
     dirs = [*cpp_extension.library_paths(), *([str(home / "lib64")] if home else [])]
     return [builder.find_cxx(), "-shared", "-fPIC", "-o", str(library), *map(str, objects), *(f"-L{d}" for d in dirs),
-            *(f"-Wl,-rpath,{d}" for d in dirs), *builder.LINK_LIBS, "-ltorch_python", *builder.driver_link_flags()]
+            *(f"-Wl,-rpath,{d}" for d in dirs), *builder.LINK_LIBS, "-ltorch_python",
+            *builder.driver_link_flags(objects)]
 
 
 def _link_gpu(library: Path, objects: list[Path]) -> None:

@@ -238,3 +238,20 @@ def test_an_unguarded_wgmma_compiles_for_sm_90a(tmp_path: Path) -> None:
     proc = subprocess.run([builder.find_nvcc(), "-c", *builder.arch_flags("sm_90a"), str(source), "-o",
                            str(tmp_path / "k.o")], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_driver_library_is_linked_only_for_objects_that_call_the_driver_api(tmp_path: Path, monkeypatch) -> None:
+    """A module calling cuTensorMapEncodeTiled gets libcuda.so.1 from where the driver put it; any other
+    module's link is unchanged (and without a driver there is none to add)."""
+    calls, plain = tmp_path / "calls.cpp", tmp_path / "plain.cpp"
+    calls.write_text('extern "C" int cuTensorMapEncodeTiled(void*);\nint f(void* m) { return cuTensorMapEncodeTiled(m); }\n')
+    plain.write_text("int g(int x) { return x + 1; }\n")
+    for source in (calls, plain):
+        subprocess.run([builder.find_cxx(), "-c", str(source), "-o", str(source.with_suffix(".o"))], check=True)
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    monkeypatch.setattr(builder, "DRIVER_DIRS", (str(driver),))
+    assert builder.driver_link_flags([calls.with_suffix(".o")]) == []  # no libcuda.so.1 there yet
+    (driver / "libcuda.so.1").write_bytes(b"")
+    assert builder.driver_link_flags([calls.with_suffix(".o")]) == [f"-L{driver}", "-l:libcuda.so.1"]
+    assert builder.driver_link_flags([plain.with_suffix(".o")]) == []
