@@ -264,11 +264,15 @@ def _interrupted(e: KeyboardInterrupt) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:  # a signal can come while the parser is still being built: the same one line and exit code
-        parser = _parser()
-        args = parser.parse_args(argv)
+    try:  # a signal can come at any step, the parser's building included: the same one line and exit code
+        return _main(argv)
     except KeyboardInterrupt as e:
         return _interrupted(e)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     command = BY_NAME.get(args.command)
     if command is None:
