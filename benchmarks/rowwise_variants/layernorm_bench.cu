@@ -597,8 +597,13 @@ using BackwardKernel = void (*)(const T*, const T*, const T*, const stat_t<T>*, 
 
 // The reduction after the kernel: kernel.cu's loop, the 4-column one above, or none (to time the kernel
 // alone: grad_weight and grad_bias are left poisoned, so the row's error reads NaN).
-enum class Reduce { loop, vec, none };
-constexpr const char* kReduceNames[] = {"", ", reduce vec4", ", no reduce (timing only)"};
+// pdl: the loop kernel launched with programmatic stream serialization, as kernel.cu's launch_reduce
+// does (it may start launching before the kernel ends, v4 allowing it at its start). Tried on the
+// H200 and not kept (2026-11-29-h200-layernorm-pdl): "v5", the grid launched cooperatively and the
+// parts added by its own blocks after a grid-wide barrier: bfloat16 65.6 us against v4's 65.9 with the
+// reduction kernel and 64.3 with the reduction by PDL; float32 120.2 against 117.5 and 116.5.
+enum class Reduce { loop, vec, none, pdl };
+constexpr const char* kReduceNames[] = {"", ", reduce vec4", ", no reduce (timing only)", ", reduce by PDL"};
 
 struct Persistent {
     int packs_a_thread, stages, max_threads;
@@ -631,7 +636,18 @@ std::function<void()> persistent(Problem<T>& p, part_t<T>** scratch, BackwardKer
     return [&p, s, parts, threads, smem, kernel, how] {
         kernel<<<static_cast<unsigned>(parts), threads, smem>>>(p.gy, p.x, p.w, p.mean, p.rstd, p.gx, s, p.rows, p.cols);
         const dim3 grid = brrr::blocks_for(2 * p.cols, kReduceColumns), block(kReduceColumns, kReduceGroups);
-        if (how.reduce == Reduce::vec) {
+        if (how.reduce == Reduce::pdl) {
+            cudaLaunchAttribute attr[1];
+            attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attr[0].val.programmaticStreamSerializationAllowed = 1;
+            cudaLaunchConfig_t config{};
+            config.gridDim = grid;
+            config.blockDim = block;
+            config.attrs = attr;
+            config.numAttrs = 1;
+            CHECK(cudaLaunchKernelEx(&config, layernorm_backward_reduce_kernel<T>, static_cast<const part_t<T>*>(s), p.gw,
+                                     p.gb, parts, p.cols));
+        } else if (how.reduce == Reduce::vec) {
             layernorm_backward_reduce_vec_kernel<T>
                 <<<brrr::blocks_for(2 * p.cols, kReduceColumns * kReduceVec), block>>>(s, p.gw, p.gb, parts, p.cols);
         } else if (how.reduce == Reduce::loop) {
@@ -900,14 +916,14 @@ void run(double copy, std::vector<Row>& rows) {
         try_v3<T, 2, 2, 512>(p, rows, owned);
         try_v4<T, 2, 2, 512, true>(p, rows, owned);
         try_v4<T, 2, 2, 512, true>(p, rows, owned, Reduce::none);
-        try_v4<T, 2, 2, 512, true>(p, rows, owned, Reduce::vec);
+        try_v4<T, 2, 2, 512, true>(p, rows, owned, Reduce::pdl);
         try_v4<T, 2, 2, 512, false>(p, rows, owned);
         try_v4<T, 1, 2, 1024, true>(p, rows, owned);
     } else {
         try_v3<T, 4, 2, 512>(p, rows, owned);
         try_v4<T, 4, 2, 512, true>(p, rows, owned);
         try_v4<T, 4, 2, 512, true>(p, rows, owned, Reduce::none);
-        try_v4<T, 4, 2, 512, true>(p, rows, owned, Reduce::vec);
+        try_v4<T, 4, 2, 512, true>(p, rows, owned, Reduce::pdl);
         try_v4<T, 4, 2, 512, false>(p, rows, owned);
         try_v4<T, 2, 2, 1024, true>(p, rows, owned);
     }

@@ -17,7 +17,8 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
   `.test_wait` (`.parity` or a token) in the blocks kernels wrap them in (a wait loop of `bra`s, or a
   `selp` of the predicate); `cp.async.bulk.tensor.1d`-`.5d` tiled loads that complete an mbarrier's
   transaction bytes; `fence.mbarrier_init`, `prefetch.tensormap` (nothing to do on the CPU):
-  include/cpu/brrr_cpu_tma.h.
+  include/cpu/brrr_cpu_tma.h; `griddepcontrol.wait` and `.launch_dependents` (programmatic dependent
+  launch: a launch on the CPU ends before the next one starts), nothing either.
 
 Each becomes one line of C++ (a block that packs the operands into 32-bit registers, calls the
 runtime, and unpacks the results), so kernel.cu's line numbers stay. An instruction of these families
@@ -292,7 +293,9 @@ def _wait_block(template: str, sections: list[str]) -> str | None:
 
 
 _NO_OPS = re.compile(r"fence\.mbarrier_init\.release\.cluster|prefetch\.tensormap|setmaxnreg\.(inc|dec)\.sync\.aligned\.u32"
-                     r"|fence\.proxy\.tensormap::generic\.\w+\.\w+")
+                     r"|fence\.proxy\.tensormap::generic\.\w+\.\w+"
+                     # programmatic dependent launch: launches on the CPU end before the next starts
+                     r"|griddepcontrol\.(wait|launch_dependents)")
 
 
 def translate(template: str, sections: list[str]) -> str | None:

@@ -4,6 +4,7 @@ Only what CUDA's syntax needs is rewritten; everything else is compiled as writt
 stand-in headers in include/cpu/ (see brrr_cpu.h):
 
 - `kernel<<<grid, block, smem, stream>>>(args)` becomes `::brrr_cpu::launch(config, site, kernel, args)`;
+  `cudaLaunchKernel((void*)kernel, ...)` loses the cast (the CPU needs the kernel's type);
 - a `__shared__` declaration becomes a reference to per-block storage (`extern __shared__`, a
   pointer to the launch's dynamic shared memory);
 - an `asm` statement with a PTX instruction brrr knows becomes the same computation in C++.
@@ -103,6 +104,17 @@ class _Rewriter:
             call = (f"::brrr_cpu::launch(::brrr_cpu::LaunchConfig({config}, {site}, {kernel}"
                     + (f", {args})" if args.strip() else ")"))
             self.edits.append(self.keep_lines(kstart, end + 1, call))
+
+    # -- cudaLaunchKernel((void*)kernel, ...) ---------------------------------------------------
+    # The CPU unpacks the argument array by the kernel's own type (brrr_cpu.h: launch_with_array), so
+    # a cast of the kernel to void* in a launch call's first argument is taken off.
+    _VOID_CAST = re.compile(r"\(\s*(?:const\s+)?void\s*\*\s*\)|(?:reinterpret|static)_cast\s*<\s*(?:const\s+)?void\s*\*\s*>")
+
+    def void_kernels(self) -> None:
+        for m in re.finditer(r"\bcudaLaunch(?:Cooperative)?Kernel\s*\(\s*", self.mask):
+            cast = self._VOID_CAST.match(self.mask, m.end())
+            if cast:
+                self.edits.append(_Edit(cast.start(), cast.end(), " " * (cast.end() - cast.start())))
 
     def _kernel_start(self, lt: int) -> int:
         """Where the kernel expression before '<<<' begins: a qualified name with template arguments."""
@@ -311,6 +323,7 @@ def rewrite(text: str, path: Path) -> str:
     """kernel.cu's text as C++ for the CPU execution; raises CpuSourceError naming what is unsupported."""
     r = _Rewriter(text, path)
     r.launches()
+    r.void_kernels()
     r.shared()
     r.asm()
     body = r.result()

@@ -76,4 +76,20 @@ template <typename T> __device__ __forceinline__ T warp_max(T v) {
     return v;
 }
 
+// Programmatic dependent launch (compute capability 9.0): a kernel launched with
+// cudaLaunchAttributeProgrammaticStreamSerialization may start before the kernel ahead of it in the
+// stream ends; wait_for_prior_grid() holds it until that kernel has finished and its writes are
+// visible, and allow_dependents() lets the next kernel start launching now. Both are no-ops for a
+// kernel launched the ordinary way, on older GPUs, and on the CPU (where launches run one by one).
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+
 }  // namespace brrr

@@ -274,6 +274,8 @@ MBARRIER_FORMS = [
     ('asm volatile("prefetch.tensormap [%0];" :: "l"(q) : "memory");', "no_op("),
     ('asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");', "no_op("),
     ('asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n" ::);', "no_op("),
+    ('asm volatile("griddepcontrol.wait;" ::: "memory");', "no_op("),
+    ('asm volatile("griddepcontrol.launch_dependents;");', "no_op("),
 ]
 
 

@@ -56,6 +56,7 @@ struct LaunchConfig {
     dim3 grid, block;
     size_t shared_bytes;
     cudaStream_t stream;
+    bool cooperative = false;  // cudaLaunchCooperativeKernel: the grid may meet at this_grid().sync()
     LaunchConfig(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr) : grid(g), block(b), shared_bytes(s), stream(st) {}
 };
 
@@ -189,6 +190,62 @@ void launch(const LaunchConfig& config, const Site& site, void (*kernel)(P...), 
     }, &context);
 }
 
+// ---- the runtime's launch calls beside <<<>>> ---------------------------------------------------
+// cudaLaunchKernel(k, grid, block, args, smem, stream) and cudaLaunchCooperativeKernel take the
+// arguments as an array of pointers, which only the kernel's own type can unpack here, so a kernel
+// must arrive typed: cpu_source.py takes a `(void*)` cast off a launch call's kernel, and a kernel that
+// is still a void* is a compile error saying so. cudaLaunchKernelEx's attributes change when or where a
+// kernel runs, not what it computes (launches here run one after another, each to its end:
+// programmatic serialization needs nothing), except cooperative, which allows this_grid().sync().
+// A cooperative grid must fit on the device at once, as on a GPU: else the call returns
+// cudaErrorCooperativeLaunchTooLarge and runs nothing.
+bool cooperative_fits(const LaunchConfig& config);
+// Argument `index` of a call's argument list as written (top-level commas split it), kept for the
+// program's life: the kernel's name in a launch call's messages.
+const char* argument_text(const char* arguments, int index);
+
+template <typename... P, size_t... I>
+void launch_array(const LaunchConfig& config, const Site& site, void (*kernel)(P...), void** args,
+                  std::index_sequence<I...>) {
+    launch(config, site, kernel, *static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
+}
+
+template <typename... P>
+cudaError_t launch_with_array(const Site& site, bool cooperative, void (*kernel)(P...), dim3 grid, dim3 block,
+                              void** args, size_t shared_bytes = 0, cudaStream_t stream = nullptr) {
+    LaunchConfig config(grid, block, shared_bytes, stream);
+    config.cooperative = cooperative;
+    if (cooperative && !cooperative_fits(config)) return cudaErrorCooperativeLaunchTooLarge;
+    launch_array(config, site, kernel, args, std::index_sequence_for<P...>{});
+    return cudaSuccess;
+}
+
+template <typename K, typename = std::enable_if_t<!std::is_function_v<K>>>
+cudaError_t launch_with_array(const Site&, bool, const K*, dim3, dim3, void**, size_t = 0, cudaStream_t = nullptr) {
+    static_assert(std::is_function_v<K>,
+                  "brrr's CPU execution: a kernel given to cudaLaunchKernel or cudaLaunchCooperativeKernel as a "
+                  "pointer that is not the kernel's own type: pass the kernel itself (its parameter types unpack "
+                  "the argument array on the CPU)");
+    return cudaErrorInvalidValue;
+}
+
+template <typename... P, typename... A>
+cudaError_t launch_ex(const Site& site, const cudaLaunchConfig_t* given, void (*kernel)(P...), A&&... args) {
+    LaunchConfig config(given->gridDim, given->blockDim, given->dynamicSmemBytes, given->stream);
+    for (unsigned i = 0; i < given->numAttrs; ++i) {
+        const cudaLaunchAttribute& a = given->attrs[i];
+        if (a.id == cudaLaunchAttributeCooperative && a.val.cooperative) config.cooperative = true;
+    }
+    if (config.cooperative && !cooperative_fits(config)) return cudaErrorCooperativeLaunchTooLarge;
+    launch(config, site, kernel, std::forward<A>(args)...);
+    return cudaSuccess;
+}
+
+// A grid-wide barrier of a cooperative launch (cooperative_groups' grid_group::sync), and whether the
+// running launch is one (grid_group::is_valid).
+void grid_sync(const char* file, int line);
+bool cooperative_launch();
+
 // ---- __shared__ -------------------------------------------------------------------------------
 
 void* shared_storage(const void* key, size_t size, size_t align, const char* name, const char* file, int line,
@@ -266,6 +323,18 @@ inline void __syncthreads(BRRR_CPU_HERE) { brrr_cpu::barrier(brrr_cpu::Sync::Thr
 inline int __syncthreads_count(int p, BRRR_CPU_HERE) { return brrr_cpu::barrier(brrr_cpu::Sync::Count, p != 0, brrr_file, brrr_line); }
 inline int __syncthreads_and(int p, BRRR_CPU_HERE) { return brrr_cpu::barrier(brrr_cpu::Sync::And, p != 0, brrr_file, brrr_line); }
 inline int __syncthreads_or(int p, BRRR_CPU_HERE) { return brrr_cpu::barrier(brrr_cpu::Sync::Or, p != 0, brrr_file, brrr_line); }
+
+// The launch calls of the runtime API, each at its line in kernel.cu (see launch_with_array), the
+// kernel named as the call writes it.
+#define BRRR_CPU_CALL_SITE(kernel_argument, ...) \
+    ::brrr_cpu::Site{__FILE__, __LINE__, ::brrr_cpu::argument_text(#__VA_ARGS__, kernel_argument), #__VA_ARGS__}
+#define cudaLaunchKernel(...) ::brrr_cpu::launch_with_array(BRRR_CPU_CALL_SITE(0, __VA_ARGS__), false, __VA_ARGS__)
+#define cudaLaunchCooperativeKernel(...) \
+    ::brrr_cpu::launch_with_array(BRRR_CPU_CALL_SITE(0, __VA_ARGS__), true, __VA_ARGS__)
+#define cudaLaunchKernelEx(...) ::brrr_cpu::launch_ex(BRRR_CPU_CALL_SITE(1, __VA_ARGS__), __VA_ARGS__)
+// Programmatic dependent launch, device side: launches here end before the next one starts.
+inline void cudaGridDependencySynchronize() {}
+inline void cudaTriggerProgrammaticLaunchCompletion() {}
 
 namespace brrr_cpu {
 template <typename R, typename T>

@@ -1,5 +1,5 @@
 // Cooperative groups for the CPU execution (<cooperative_groups.h>): the block, its tiles of 1 to 32
-// threads, coalesced groups, and the grid (whose sync is not supported). Every collective is built
+// threads, coalesced groups, and the grid (whose sync needs a cooperative launch). Every collective is built
 // on the runtime's warp intrinsics and barrier (brrr_cpu.h) with the group's mask, so the rules the
 // scheduler checks hold for groups too: each thread of a tile must reach the same call, a thread
 // that returned cannot take part, and a fault names the kernel.cu line of the group's call.
@@ -117,10 +117,10 @@ class thread_block : public thread_group {
     friend struct details::access;
 };
 
-// The grid: its ranks and sizes; grid-wide synchronisation is not supported on the CPU.
+// The grid: its ranks and sizes, and its barrier in a cooperative launch (brrr_cpu_runtime.cpp).
 class grid_group {
    public:
-    bool is_valid() const { return true; }
+    bool is_valid() const { return brrr_cpu::cooperative_launch(); }
     unsigned long long num_blocks() const { return static_cast<unsigned long long>(gridDim.x) * gridDim.y * gridDim.z; }
     unsigned long long block_rank() const {
         return blockIdx.x + static_cast<unsigned long long>(gridDim.x) * (blockIdx.y + static_cast<unsigned long long>(gridDim.y) * blockIdx.z);
@@ -131,11 +131,7 @@ class grid_group {
     dim3 group_dim() const { return gridDim; }
     dim3 dim_blocks() const { return gridDim; }
     dim3 block_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
-    void sync(BRRR_CPU_HERE) const {
-        brrr_cpu::fault("unsupported", "grid-wide synchronisation (grid_group::sync, this_grid().sync()) is not supported "
-                        "on the CPU: it needs a cooperative launch, which brrr's CPU execution does not emulate",
-                        brrr_file, brrr_line);
-    }
+    void sync(BRRR_CPU_HERE) const { brrr_cpu::grid_sync(brrr_file, brrr_line); }
 };
 inline grid_group this_grid() { return grid_group(); }
 

@@ -76,6 +76,7 @@ enum cudaError_t {
     cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
     cudaErrorLaunchFailure = 719,
+    cudaErrorCooperativeLaunchTooLarge = 720,
 };
 typedef cudaError_t cudaError;
 typedef struct CUstream_st* cudaStream_t;
@@ -103,6 +104,7 @@ enum cudaDeviceAttr {
     cudaDevAttrComputeCapabilityMajor = 75,
     cudaDevAttrComputeCapabilityMinor = 76,
     cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
+    cudaDevAttrCooperativeLaunch = 95,
     cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
 };
 
@@ -110,6 +112,43 @@ enum cudaFuncAttribute {
     cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
     cudaFuncAttributePreferredSharedMemoryCarveout = 9,
 };
+
+// cudaLaunchKernelEx's configuration (brrr_cpu.h launches it), with CUDA's names and values.
+enum cudaLaunchAttributeID {
+    cudaLaunchAttributeIgnore = 0,
+    cudaLaunchAttributeAccessPolicyWindow = 1,
+    cudaLaunchAttributeCooperative = 2,
+    cudaLaunchAttributeSynchronizationPolicy = 3,
+    cudaLaunchAttributeClusterDimension = 4,
+    cudaLaunchAttributeClusterSchedulingPolicyPreference = 5,
+    cudaLaunchAttributeProgrammaticStreamSerialization = 6,
+    cudaLaunchAttributeProgrammaticEvent = 7,
+    cudaLaunchAttributePriority = 8,
+    cudaLaunchAttributeMemSyncDomainMap = 9,
+    cudaLaunchAttributeMemSyncDomain = 10,
+};
+typedef cudaLaunchAttributeID cudaLaunchAttributeId;
+union cudaLaunchAttributeValue {
+    char pad[64];
+    int cooperative;
+    struct { unsigned int x, y, z; } clusterDim;
+    int programmaticStreamSerializationAllowed;
+    int priority;
+};
+struct cudaLaunchAttribute {
+    cudaLaunchAttributeID id;
+    char pad[8 - sizeof(cudaLaunchAttributeID)];
+    cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+    dim3 gridDim;
+    dim3 blockDim;
+    size_t dynamicSmemBytes;
+    cudaStream_t stream;
+    cudaLaunchAttribute* attrs;
+    unsigned int numAttrs;
+};
+typedef cudaLaunchConfig_t cudaLaunchConfig;
 
 struct cudaDeviceProp {
     char name[256];
@@ -142,6 +181,7 @@ inline const char* cudaGetErrorString(cudaError_t e) {
         case cudaErrorInvalidValue: return "invalid argument";
         case cudaErrorMemoryAllocation: return "out of memory";
         case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+        case cudaErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
         default: return "unspecified launch failure";
     }
 }
@@ -215,6 +255,7 @@ inline cudaError_t cudaMalloc(T** p, size_t n) { return cudaMalloc(reinterpret_c
 inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
 template <typename F>
 inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F, int threads, size_t) {
-    *blocks = threads > 0 ? 2048 / threads : 0;
+    // An H100's limits: 2048 threads and 32 blocks an SM.
+    *blocks = threads > 0 ? (2048 / threads < 32 ? 2048 / threads : 32) : 0;
     return cudaSuccess;
 }

@@ -26,6 +26,7 @@
 #include <memory>
 #include <new>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -214,8 +215,9 @@ struct Fiber {
     uintptr_t seen[8] = {};
     bool spinning = false;
     const void* spin_pc = nullptr;  // the access that polls, for its kernel.cu line
-    const char* spin_file = nullptr;  // or the __nanosleep's line
+    const char* spin_file = nullptr;  // or the line of the __nanosleep or grid sync it waits at
     int spin_line = 0;
+    bool spin_grid = false;           // it waits at this_grid().sync()
     uintptr_t spin_address = 0;
 };
 
@@ -919,6 +921,9 @@ constexpr int kQuietRounds = 3;
 struct Coordination {
     std::mutex mutex;
     std::atomic<uint64_t> progress{0};
+    // A cooperative launch's grid-wide barrier: blocks arrived at this round of it, and rounds done.
+    std::atomic<int64_t> grid_arrived{0};
+    std::atomic<uint64_t> grid_rounds{0};
     std::vector<Block*> blocks;          // the running workers' blocks
     std::function<bool()> start_worker;  // another worker beside the others; false if none may start
     std::function<bool()> none_left;     // no block left to start, or no more may run at once
@@ -945,6 +950,7 @@ static bool watched(Fiber& f, const void* address, bool write, const void* pc) {
         f.spin_pc = pc;
         f.spin_address = a;
         f.spin_file = nullptr;
+        f.spin_grid = false;
     }
     if (++f.polls < kSpinSlice) return false;
     if (f.wrote || f.distinct > kSpinAddresses) {
@@ -1004,13 +1010,19 @@ static void report_deadlock(Block& b, int resident) {
     const auto colon = place.rfind(':');
     const std::string file = place.substr(0, colon);
     std::ostringstream m;
-    m << "this thread waits on memory: it polls ";
-    if (spinner->spin_file) m << "with __nanosleep";
-    else m << "address 0x" << std::hex << spinner->spin_address << std::dec;
-    m << " again and again and writes nothing, and so does every other thread still running that is not at a "
-         "barrier, in every block running, with none left to start (at most " << resident
-      << " run at once: BRRR_CPU_RESIDENT): nothing can change what they wait for (a flag no thread sets, a lock "
-         "no thread releases, or blocks waiting on more blocks than run at once)";
+    if (spinner->spin_grid) {
+        m << "this block waits at the grid-wide barrier (this_grid().sync()) for blocks that will never reach it: "
+             "every block of a cooperative launch must call it as often as the others, and some returned first or "
+             "wait elsewhere (a GPU hangs here)";
+    } else {
+        m << "this thread waits on memory: it polls ";
+        if (spinner->spin_file) m << "with __nanosleep";
+        else m << "address 0x" << std::hex << spinner->spin_address << std::dec;
+        m << " again and again and writes nothing, and so does every other thread still running that is not at a "
+             "barrier, in every block running, with none left to start (at most " << resident
+          << " run at once: BRRR_CPU_RESIDENT): nothing can change what they wait for (a flag no thread sets, a lock "
+             "no thread releases, or blocks waiting on more blocks than run at once)";
+    }
     record(b, located(b, "deadlock", m.str(), file.c_str(), std::atoi(place.c_str() + colon + 1), spinner));
 }
 
@@ -1333,6 +1345,76 @@ class Watchdog {
     std::thread thread_;
 };
 
+// ---- a cooperative launch: the grid-wide barrier ------------------------------------------------------
+// Every block of a cooperative grid is resident at once (run() lets as many run as the grid has), so
+// the barrier is a count: the block's threads meet at a block barrier, its thread 0 arrives and polls
+// the count of completed rounds until the last block's arrival completes this one (the poll is a spin
+// to the scheduler, so the blocks still to arrive start beside it), and the block meets again.
+static int64_t grid_blocks(const Launch& launch) {
+    const dim3 g = launch.config.grid;
+    return int64_t(g.x) * g.y * g.z;
+}
+
+bool cooperative_fits(const LaunchConfig& config) {
+    int per_sm = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nullptr, static_cast<int>(config.block.x * config.block.y * config.block.z),
+                                                  config.shared_bytes);
+    const int64_t blocks = int64_t(config.grid.x) * config.grid.y * config.grid.z;
+    return blocks <= int64_t(per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
+}
+
+const char* argument_text(const char* arguments, int index) {
+    std::string part;
+    int depth = 0, at = 0;
+    for (const char* c = arguments; *c; ++c) {
+        if (*c == '(' || *c == '<' || *c == '[' || *c == '{') ++depth;
+        if (*c == ')' || *c == '>' || *c == ']' || *c == '}') --depth;
+        if (*c == ',' && depth == 0) {
+            ++at;
+            continue;
+        }
+        if (at == index) part += *c;
+    }
+    const auto first = part.find_first_not_of(" \t\n&");
+    const auto last = part.find_last_not_of(" \t\n");
+    part = first == std::string::npos ? std::string("kernel") : part.substr(first, last - first + 1);
+    static std::mutex mutex;
+    static std::set<std::string> kept;
+    std::lock_guard<std::mutex> lock(mutex);
+    return kept.insert(part).first->c_str();
+}
+
+bool cooperative_launch() { return running_launch && running_launch->config.cooperative; }
+
+void grid_sync(const char* file, int line) {
+    Fiber& f = here("this_grid().sync()", file, line);
+    Block& b = *f.block;
+    if (!b.launch->config.cooperative) {
+        fault("grid sync", "this_grid().sync() in a kernel not launched cooperatively: a GPU gives a grid-wide barrier "
+              "only to cudaLaunchCooperativeKernel (or cudaLaunchKernelEx with cudaLaunchAttributeCooperative), whose "
+              "grid must fit on the device at once; a <<<>>> launch has none", file, line);
+    }
+    barrier(Sync::Threads, 1, file, line);
+    if (f.linear == 0) {
+        Coordination& c = *b.coordination;
+        const uint64_t round = c.grid_rounds.load();
+        if (c.grid_arrived.fetch_add(1) + 1 == grid_blocks(*b.launch)) {
+            c.grid_arrived.store(0);
+            c.grid_rounds.fetch_add(1);
+            made_progress(b, f);
+        } else {
+            while (c.grid_rounds.load() == round) {
+                f.spin_file = file;
+                f.spin_line = line;
+                f.spin_grid = true;
+                watched(f, nullptr, false, nullptr);
+            }
+            f.spin_grid = false;
+        }
+    }
+    barrier(Sync::Threads, 1, file, line);
+}
+
 void flush_printed();
 
 void run(const Launch& given, void (*thread_main)(void*), void* context) {
@@ -1369,7 +1451,9 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
     std::mutex pool_mutex;
     std::vector<std::thread> pool;
     int running_workers = workers;
-    const int resident = max_resident();
+    // A cooperative grid is resident at once (cooperative_fits held it to the device's size).
+    const int resident = launch.config.cooperative ? static_cast<int>(std::max<int64_t>(max_resident(), total))
+                                                   : max_resident();
     // A worker's block, known to the others (a stalled block looks at them all to decide deadlock).
     auto enrol = [&](Block* gone, Block* now) {
         std::lock_guard<std::mutex> lock(coordination.mutex);
@@ -1457,6 +1541,7 @@ int device_attribute(cudaDeviceAttr attr) {
         case cudaDevAttrComputeCapabilityMinor: return 0;
         case cudaDevAttrMaxSharedMemoryPerMultiprocessor: return 233472;
         case cudaDevAttrMaxSharedMemoryPerBlockOptin: return static_cast<int>(kMaxShared);
+        case cudaDevAttrCooperativeLaunch: return 1;
     }
     return 0;
 }

@@ -1,0 +1,122 @@
+// The runtime's launch calls beside <<<>>> on the CPU (tests/cuda/test_cpu_runtime_launch.py):
+// cudaLaunchKernel and cudaLaunchCooperativeKernel with an argument array (the kernel cast to void*
+// as public code writes it), cudaLaunchKernelEx with attributes, and the grid-wide barrier of a
+// cooperative launch. Each case prints what it computed or the fault its launch threw.
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace cg = cooperative_groups;
+
+// Two rounds through the grid barrier: each block's sum of every block's value, then of every
+// block's first total. Any block reading before every block has written sees a NaN or a stale value.
+__global__ void grid_sums(const float* x, float* partial, float* totals, int n) {
+    cg::grid_group grid = cg::this_grid();
+    __shared__ float sum;
+    if (threadIdx.x == 0) sum = 0.0f;
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) atomicAdd(&sum, x[blockIdx.x * n + i]);
+    __syncthreads();
+    if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+    grid.sync();  // every block's partial written
+    float total = 0.0f;
+    for (unsigned b = 0; b < gridDim.x; ++b) total += partial[b];
+    grid.sync();  // every block has read `partial`: it may be written again
+    if (threadIdx.x == 0) partial[blockIdx.x] = total;
+    cg::sync(grid);
+    if (threadIdx.x == 0) {
+        float again = 0.0f;
+        for (unsigned b = 0; b < gridDim.x; ++b) again += partial[b];
+        totals[blockIdx.x] = again;
+    }
+}
+
+__global__ void validity(int* out) {
+    if (threadIdx.x == 0) out[blockIdx.x] = cg::this_grid().is_valid() ? 1 : 0;
+}
+
+// Planted: block 1 returns before the barrier the others wait at.
+__global__ void grid_skipped(int* out) {
+    if (blockIdx.x == 1) return;
+    cg::this_grid().sync();
+    out[blockIdx.x] = 1;
+}
+
+__global__ void scaled(const float* x, float* y, float a, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+
+static void print(const std::vector<float>& v) {
+    for (float f : v) std::printf("%g ", f);
+    std::printf("\n");
+}
+
+int main(int argc, char** argv) {
+    const std::string c = argc > 1 ? argv[1] : "";
+    try {
+        const int blocks = 6, n = 40;
+        std::vector<float> x(blocks * n), partial(blocks, -1.0f), totals(blocks, -1.0f);
+        for (int i = 0; i < blocks * n; ++i) x[i] = static_cast<float>(i % 7);
+        const float* xp = x.data();
+        float *pp = partial.data(), *tp = totals.data();
+        int count = n;
+        void* args[] = {&xp, &pp, &tp, &count};
+        if (c == "cooperative") {
+            const cudaError_t e = cudaLaunchCooperativeKernel((void*)grid_sums, dim3(blocks), dim3(64), args, 0, nullptr);
+            std::printf("%d ", static_cast<int>(e));
+            print(totals);
+        } else if (c == "cooperative_ex") {
+            cudaLaunchAttribute attrs[2];
+            attrs[0].id = cudaLaunchAttributeCooperative;
+            attrs[0].val.cooperative = 1;
+            attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attrs[1].val.programmaticStreamSerializationAllowed = 1;
+            cudaLaunchConfig_t config{};
+            config.gridDim = dim3(blocks);
+            config.blockDim = dim3(64);
+            config.attrs = attrs;
+            config.numAttrs = 2;
+            const cudaError_t e = cudaLaunchKernelEx(&config, grid_sums, xp, pp, tp, count);
+            std::printf("%d ", static_cast<int>(e));
+            print(totals);
+        } else if (c == "not_cooperative") {
+            grid_sums<<<blocks, 64>>>(xp, pp, tp, count);
+        } else if (c == "validity") {
+            std::vector<int> out(2, -1);
+            int* op = out.data();
+            void* a[] = {&op};
+            cudaLaunchCooperativeKernel(validity, dim3(1), dim3(32), a);
+            validity<<<1, 32>>>(op + 1);
+            std::printf("%d %d\n", out[0], out[1]);
+        } else if (c == "too_large") {
+            int per_sm = 0, sms = 0;
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_sums, 1024, 0);
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+            const cudaError_t e = cudaLaunchCooperativeKernel(grid_sums, dim3(per_sm * sms + 1), dim3(1024), args);
+            std::printf("%d %s %g\n", static_cast<int>(e), cudaGetErrorString(e), totals[0]);
+        } else if (c == "skipped") {
+            std::vector<int> out(4);
+            int* op = out.data();
+            void* a[] = {&op};
+            cudaLaunchCooperativeKernel(grid_skipped, dim3(4), dim3(32), a);
+        } else if (c == "launch_kernel") {
+            std::vector<float> y(100, -1.0f);
+            float* yp = y.data();
+            float scale = 3.0f;
+            int m = 100;
+            void* a[] = {&xp, &yp, &scale, &m};
+            const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(scaled), dim3(4), dim3(32), a, 0, nullptr);
+            std::printf("%d %g %g %g\n", static_cast<int>(e), y[0], y[8], y[99]);
+        } else {
+            std::printf("unknown case %s\n", c.c_str());
+            return 2;
+        }
+    } catch (const std::exception& e) {
+        std::printf("FAULT: %s\n", e.what());
+    }
+    return 0;
+}
