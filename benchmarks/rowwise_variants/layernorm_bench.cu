@@ -279,6 +279,87 @@ layernorm_forward_float_sums_kernel(const float* __restrict__ x, const float* __
     }
 }
 
+// ---- forward "reread" (not shipped): torch.compile's plan for the row -----------------------------
+// Inductor's layer norm forward holds no row in registers: a first pass loads the row for its sums,
+// a second loads it again (from L2) for y. Few registers, so more rows in flight an SM than v2's 4.
+// Here: the first pass sums x - c and (x - c)^2 in the statistics' type, c the row's first element
+// (the shifted-data algorithm: the cancellation of E[x^2] - E[x]^2 is that of values near c, not of
+// the row's offset); the second pass loads with __ldcs (its last use: evict first) and stores y with
+// __stcs. kUnroll packs a thread in flight an iteration.
+template <typename T, int kThreads, int kUnroll, int kMinBlocks, bool kAccSums = false>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+layernorm_forward_reread_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                                T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
+                                int64_t cols, stat_t<T> eps) {
+    using S = stat_t<T>;
+    using A = brrr::acc_t<T>;
+    constexpr int W = 16 / sizeof(T);
+    using P = brrr::Pack<T, W>;
+    __shared__ S partial_sum[kThreads / 32];
+    __shared__ S partial_squares[kThreads / 32];
+    const int64_t row = blockIdx.x;
+    const int packs = static_cast<int>(cols / W);
+    const uint4* xr = reinterpret_cast<const uint4*>(x + row * cols);
+    // kAccSums: each thread sums in acc_t (float), widened once for the block's sums (float32 inputs:
+    // no conversion to double an element, which runs at a quarter of the double rate).
+    using U = std::conditional_t<kAccSums, A, S>;
+    const U c = static_cast<U>(brrr::to_acc(x[row * cols]));
+    U s1 = 0, s2 = 0;
+    for (int p0 = threadIdx.x; p0 < packs; p0 += kThreads * kUnroll) {
+        P v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (p0 + u * kThreads < packs) v[u] = reinterpret_cast<const P*>(xr)[p0 + u * kThreads];
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (p0 + u * kThreads < packs) {
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const U d = static_cast<U>(brrr::to_acc(v[u].v[j])) - c;
+                    s1 += d;
+                    s2 += d * d;
+                }
+            }
+        }
+    }
+    const S m1 = row_sum<true>(static_cast<S>(s1), partial_sum) / cols;
+    const S var = row_sum<true>(static_cast<S>(s2), partial_squares) / cols - m1 * m1;
+    const S mu = static_cast<S>(c) + m1;
+    const S r = S(1) / sqrt((var > S(0) ? var : S(0)) + eps);
+    const Affine<T> affine(mu, r);
+    uint4* yr = reinterpret_cast<uint4*>(y + row * cols);
+    for (int p0 = threadIdx.x; p0 < packs; p0 += kThreads * kUnroll) {
+        P v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (p0 + u * kThreads < packs) {
+                const uint4 bits = __ldcs(xr + p0 + u * kThreads);
+                memcpy(&v[u], &bits, 16);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            const int p = p0 + u * kThreads;
+            if (p < packs) {
+                const P w = reinterpret_cast<const P*>(weight)[p];
+                const P b = reinterpret_cast<const P*>(bias)[p];
+                A out[W];
+#pragma unroll
+                for (int j = 0; j < W; ++j) out[j] = affine(v[u].v[j], w.v[j], b.v[j]);
+                const P o = round_pack<T, W>(out);
+                uint4 bits;
+                memcpy(&bits, &o, 16);
+                __stcs(yr + p, bits);
+            }
+        }
+    }
+    if (threadIdx.x == 0) {
+        mean[row] = mu;
+        rstd[row] = r;
+    }
+}
+
 // ---- backward v3 (shipped until v4): kernel.cu's header says what it changed from v2; v4 (kernel.cu)
 // says what it changes from this. The v4 flags measured one at a time (kFull, kept products, the
 // lanes' butterfly, float groups of rows) are in benchmarks/results/2026-11-29-h200-layernorm-v4.
@@ -608,6 +689,7 @@ constexpr const char* kReduceNames[] = {"", ", reduce vec4", ", no reduce (timin
 struct Persistent {
     int packs_a_thread, stages, max_threads;
     Reduce reduce;
+    bool balanced = false;  // as many blocks as give every block the same number of rows (4096 / 32 = 128)
 };
 
 template <typename T>
@@ -627,7 +709,8 @@ std::function<void()> persistent(Problem<T>& p, part_t<T>** scratch, BackwardKer
     if (per_sm == 0) return nullptr;
     cudaFuncAttributes attr;
     CHECK(cudaFuncGetAttributes(&attr, kernel));
-    const int64_t parts = std::min<int64_t>(p.rows, static_cast<int64_t>(sms) * per_sm);
+    int64_t parts = std::min<int64_t>(p.rows, static_cast<int64_t>(sms) * per_sm);
+    if (how.balanced) parts = (p.rows + (p.rows + parts - 1) / parts - 1) / ((p.rows + parts - 1) / parts);
     CHECK(cudaMalloc(scratch, 2 * parts * p.cols * sizeof(part_t<T>)));
     part_t<T>* s = *scratch;
     std::printf("  %d packs, %d stages: %d threads, %zu B shared, %d blocks an SM, %lld parts, %d registers, %zu B local\n",
@@ -664,7 +747,9 @@ void try_persistent(Problem<T>& p, std::vector<Row>& rows, std::vector<void*>& o
     const auto fn = persistent<T>(p, &scratch, kernel, how);
     if (!fn) return;
     owned.push_back(scratch);
-    rows.push_back(p.backward(what + " " + bench::name<T>() + kReduceNames[static_cast<int>(how.reduce)], fn));
+    rows.push_back(p.backward(what + " " + bench::name<T>() + kReduceNames[static_cast<int>(how.reduce)] +
+                                  (how.balanced ? ", balanced grid" : ""),
+                              fn));
 }
 
 template <typename T, int kPacks, int kStages, int kMaxT>
@@ -677,7 +762,8 @@ void try_v3(Problem<T>& p, std::vector<Row>& rows, std::vector<void*>& owned, Re
 
 // kernel.cu's v4 at other shapes (kFull only where packs == kPacks x threads).
 template <typename T, int kPacks, int kStages, int kMaxT, bool kFull>
-void try_v4(Problem<T>& p, std::vector<Row>& rows, std::vector<void*>& owned, Reduce reduce = Reduce::loop) {
+void try_v4(Problem<T>& p, std::vector<Row>& rows, std::vector<void*>& owned, Reduce reduce = Reduce::loop,
+            bool balanced = false) {
     constexpr int W = 16 / sizeof(T);
     const int64_t packs = p.cols / W;
     const int64_t threads = ((packs + kPacks - 1) / kPacks + 31) / 32 * 32;
@@ -685,7 +771,8 @@ void try_v4(Problem<T>& p, std::vector<Row>& rows, std::vector<void*>& owned, Re
     try_persistent<T>(p, rows, owned,
                       "bwd v4 packs " + std::to_string(kPacks) + " stages " + std::to_string(kStages) + " max " +
                           std::to_string(kMaxT) + (kFull ? " full" : ""),
-                      layernorm_backward_v4_kernel<T, kPacks, kStages, kMaxT, kFull>, {kPacks, kStages, kMaxT, reduce});
+                      layernorm_backward_v4_kernel<T, kPacks, kStages, kMaxT, kFull>,
+                      {kPacks, kStages, kMaxT, reduce, balanced});
 }
 
 // Forward v3: a persistent grid of as many blocks as fit.
@@ -718,6 +805,34 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
     // The forward's block kernel at other packs a thread (threads = packs / that, rounded up to warps).
     constexpr int W = 16 / sizeof(T);
     const int64_t packs = p.cols / W;
+    const auto reread = [&](auto threads_, auto unroll_, auto min_blocks_, auto acc_sums_) {
+        constexpr int kT = decltype(threads_)::value, kU = decltype(unroll_)::value, kB = decltype(min_blocks_)::value;
+        constexpr bool kF = decltype(acc_sums_)::value;
+        const auto kernel = layernorm_forward_reread_kernel<T, kT, kU, kB, kF>;
+        cudaFuncAttributes attr;
+        CHECK(cudaFuncGetAttributes(&attr, kernel));
+        int per_sm = 0;
+        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kT, 0));
+        rows.push_back(p.forward(std::string("fwd reread") + (kF ? " float sums, " : ", ") + std::to_string(kT) +
+                                     " threads, unroll " + std::to_string(kU) +
+                                     ": " + std::to_string(attr.numRegs) + " regs, " + std::to_string(per_sm) + "/SM " +
+                                     bench::name<T>(),
+                                 [&p, kernel] {
+                                     kernel<<<static_cast<unsigned>(p.rows), kT>>>(p.x, p.w, p.b, p.y, p.mean, p.rstd,
+                                                                                   p.cols, stat_t<T>(1e-5));
+                                 }));
+    };
+    using std::integral_constant;
+    using F = std::false_type;
+    using Y = std::true_type;
+    reread(integral_constant<int, 256>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, F{});
+    reread(integral_constant<int, 256>{}, integral_constant<int, 2>{}, integral_constant<int, 0>{}, Y{});
+    reread(integral_constant<int, 256>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, Y{});
+    reread(integral_constant<int, 256>{}, integral_constant<int, 8>{}, integral_constant<int, 0>{}, Y{});
+    reread(integral_constant<int, 128>{}, integral_constant<int, 4>{}, integral_constant<int, 8>{}, Y{});
+    reread(integral_constant<int, 128>{}, integral_constant<int, 8>{}, integral_constant<int, 6>{}, Y{});
+    reread(integral_constant<int, 512>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, Y{});
+    if (std::getenv("REREAD")) return;
     if (packs <= kMaxThreads) {
         rows.push_back(p.forward(std::string("fwd block kernel, 1 pack a thread ") + bench::name<T>(), [&] {
             launch_block<T, 1>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, packs, 1e-5, 0);
@@ -873,6 +988,7 @@ void run(double copy, std::vector<Row>& rows) {
         return;
     }
     if (!std::getenv("BWD_ONLY")) forward_variants(p, rows);
+    if (std::getenv("FWD_ONLY")) return;
     // The backward reads the shipped forward's mean and rstd.
     layernorm_forward<T, S>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, 1e-5, 0);
     std::vector<void*> owned;
@@ -917,6 +1033,8 @@ void run(double copy, std::vector<Row>& rows) {
         try_v4<T, 2, 2, 512, true>(p, rows, owned);
         try_v4<T, 2, 2, 512, true>(p, rows, owned, Reduce::none);
         try_v4<T, 2, 2, 512, true>(p, rows, owned, Reduce::pdl);
+        try_v4<T, 2, 2, 512, true>(p, rows, owned, Reduce::pdl, true);
+        try_v4<T, 2, 2, 512, true>(p, rows, owned, Reduce::none, true);
         try_v4<T, 2, 2, 512, false>(p, rows, owned);
         try_v4<T, 1, 2, 1024, true>(p, rows, owned);
     } else {
@@ -924,6 +1042,8 @@ void run(double copy, std::vector<Row>& rows) {
         try_v4<T, 4, 2, 512, true>(p, rows, owned);
         try_v4<T, 4, 2, 512, true>(p, rows, owned, Reduce::none);
         try_v4<T, 4, 2, 512, true>(p, rows, owned, Reduce::pdl);
+        try_v4<T, 4, 2, 512, true>(p, rows, owned, Reduce::pdl, true);
+        try_v4<T, 4, 2, 512, true>(p, rows, owned, Reduce::none, true);
         try_v4<T, 4, 2, 512, false>(p, rows, owned);
         try_v4<T, 2, 2, 1024, true>(p, rows, owned);
     }

@@ -81,23 +81,39 @@ def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Out
     check_all()  # a malformed BRRR_* setting is a usage error before any work, not a default
     from ..base.workers import free_cpus, in_processes, use_threads
 
-    if jobs <= 1 or len(names) <= 1:
+    on_gpu = _runs_on_gpu(options)
+    if (jobs <= 1 or len(names) <= 1) and not on_gpu:
         use_threads(free_cpus())  # torch's pool sized to the free cores, not to every core
         for name in names:
             outcome = validate_named(name, options)
             durations.record({name: outcome.seconds} if outcome.seconds else {}, options.stages)
             yield outcome
         return
-    print(f"  validating {len(names)} ops in {min(jobs, len(names))} processes ...", file=sys.stderr, flush=True)
-    # The longest first (durations.py): the last op started decides when all are done.
+    jobs = max(1, min(jobs, len(names)))
+    if jobs > 1:
+        print(f"  validating {len(names)} ops in {jobs} processes ...", file=sys.stderr, flush=True)
+    # The longest first (durations.py): the last op started decides when all are done. One worker
+    # alone keeps its progress tickers (nothing to interleave with).
     seconds: dict[str, float] = {}
-    outcomes = in_processes(validate_named, names, jobs, options, True, if_lost=_lost,
+    outcomes = in_processes(validate_named, names, jobs, options, jobs > 1, if_lost=_lost,
                             order=durations.longest_first(names, options.stages))
     for name, outcome in zip(names, outcomes):  # in the order of `names`, whatever the order started
         if outcome.seconds:
             seconds[name] = outcome.seconds
         yield outcome
     durations.record(seconds, options.stages)
+
+
+def _runs_on_gpu(options: Options) -> bool:
+    """Whether the op's own compiled code runs in this process: the cuda stage, or numba's kernels, on a
+    GPU. The CPU execution has its own child process (cuda/isolated.py); on a GPU nothing stands between
+    the op's host code (an assert, a wild pointer in binding.cpp) and brrr, so the validation runs in a
+    worker process, whose death is one FAIL row (_lost) and not the end of brrr. It costs the worker's
+    start, about 2 s of importing torch."""
+    from .executor import Where
+
+    return (("cuda" in options.stages and options.where("cuda") == Where.GPU)
+            or ("numba" in options.stages and options.numba_gpu))
 
 
 # The row of an op whose worker process died: it covers the whole validation, no one stage or dtype.
@@ -110,6 +126,9 @@ def _lost(name: str, lost: Any) -> Outcome:
     One FAIL row naming the op, so the table, the exit code and --json keep it beside the other ops'
     verdicts, which go on."""
     row = Row(name, WHOLE_RUN, "worker process", "-", FAIL, seconds=lost.seconds,  # type: ignore[arg-type]
-              detail=f"the process validating {name} died: {lost.why}, so none of its checks has a verdict; "
-                     f"`brrr validate {name}` alone (without --jobs), or one --stage at a time, shows where")
+              detail=f"the process validating {name} died: {lost.why}, so none of its checks has a verdict. "
+                     f"The op's own code ended it (its message, an assert's say, is in the output above): "
+                     f"one --stage at a time shows which stage, and `brrr validate {name} --stage cuda "
+                     f"--cuda-on-cpu` runs the cuda stage's code under brrr's CPU execution, which names "
+                     f"the line of a crash")
     return Outcome(name=name, folder=name, rows=[row])

@@ -32,3 +32,17 @@ def test_a_worker_process_that_dies_is_a_row_naming_its_op_beside_the_others_ver
     assert f"== {crashing}" in result.stdout and "worker process" in result.stdout, result.stdout  # in the table too
     kept = [r for r in rows if r["op"] == "sigmoid"]
     assert kept and all(r["verdict"] == "pass" for r in kept), text
+
+
+def test_one_op_whose_code_runs_on_a_gpu_runs_in_a_worker_so_a_crash_is_a_row(tmp_path: Path, monkeypatch) -> None:
+    """On a GPU the op's host code runs in brrr's process: one op alone, without --jobs, goes to a worker
+    too (here the GPU is pretended, the crash the reference's)."""
+    from brrr_kernels.validation import runner
+
+    crashing = plant(copy_op("sigmoid", tmp_path / "a"), "reference.py", *CRASH)
+    monkeypatch.setattr(runner, "_runs_on_gpu", lambda options: True)
+    outcomes = list(runner.validate_many([str(crashing)], runner.Options(stages=("reference",)), jobs=1))
+    assert len(outcomes) == 1 and len(outcomes[0].rows) == 1, outcomes
+    row = outcomes[0].rows[0]
+    assert row.check == "worker process" and row.verdict == FAIL, row
+    assert "was killed by SIGABRT" in row.detail and "--cuda-on-cpu" in row.detail, row.detail
