@@ -127,7 +127,7 @@ def _lost(name: str, lost: Any) -> Outcome:
     verdicts, which go on."""
     row = Row(name, WHOLE_RUN, "worker process", "-", FAIL, seconds=lost.seconds,  # type: ignore[arg-type]
               detail=f"the process validating {name} died: {lost.why}, so none of its checks has a verdict. "
-                     f"The op's own code ended it (its message, an assert's say, is in the output above): "
+                     f"The op's own code ended it (its message, an assert's for one, is printed above): "
                      f"one --stage at a time shows which stage, and `brrr validate {name} --stage cuda "
                      f"--cuda-on-cpu` runs the cuda stage's code under brrr's CPU execution, which names "
                      f"the line of a crash")
