@@ -40,7 +40,10 @@
 //   backward v4 (layernorm_backward, what ships), v3 with fewer instructions an element (its section
 //       says which): on an H200, backward alone bfloat16 69.5 -> 65.5 us (72.3% of copy), float32
 //       144.3 -> 118.2 us (80.1%); forward+backward 85.3% float32, 78.3% bfloat16 (brrr bench,
-//       benchmarks/results/2026-11-29-h200-layernorm-narrow).
+//       benchmarks/results/2026-11-29-h200-layernorm-narrow). Its reduction now launches by
+//       programmatic dependent launch (launch_reduce): forward+backward 85.9% and 79.0%
+//       (2026-11-29-h200-layernorm-pdl). Not kept: a "v5" adding the parts up in v4's own grid after a
+//       cooperative grid-wide barrier (no faster than the separate kernel).
 #include "brrr_kernel.cuh"
 
 constexpr int kThreads = 256;  // v1 and backward: a multiple of 32, the reduction works in whole warps
