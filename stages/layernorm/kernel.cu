@@ -258,6 +258,7 @@ __global__ void __launch_bounds__(32 * kWarpRows)
 layernorm_forward_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                               T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
                               int64_t rows, int64_t cols, stat_t<T> eps) {
+    brrr::allow_dependents();  // the backward's kernel may launch now (it waits for this grid's end)
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpRows + threadIdx.y;
     // A whole warp leaves together, and the warp path has no block barrier to miss.
     if (row >= rows) return;
@@ -273,6 +274,7 @@ __global__ void __launch_bounds__(kMaxT, kMinBlocks)
 layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
                                int64_t cols, stat_t<T> eps) {
+    brrr::allow_dependents();  // the backward's kernel may launch now (it waits for this grid's end)
     __shared__ stat_t<T> partial_sum[kMaxT / 32];
     __shared__ stat_t<T> partial_squares[kMaxT / 32];
     const int64_t row = blockIdx.x;
@@ -610,7 +612,8 @@ layernorm_backward_v4_kernel(const T* __restrict__ grad_y, const T* __restrict__
                              const stat_t<T>* __restrict__ mean, const stat_t<T>* __restrict__ rstd,
                              T* __restrict__ grad_x, part_t<T>* __restrict__ partial, int64_t rows, int64_t cols) {
     using S = stat_t<T>;
-    brrr::allow_dependents();  // the reduction kernel may launch now (it waits for this grid's end)
+    brrr::wait_for_prior_grid();  // launched early (programmatic dependent launch): its inputs first
+    brrr::allow_dependents();     // the reduction kernel may launch now (it waits for this grid's end)
     using A = brrr::acc_t<T>;
     using Q = part_t<T>;
     constexpr int W = 16 / sizeof(T);
@@ -957,26 +960,15 @@ struct BackwardArgs {
     int64_t rows, cols;
 };
 
-template <typename T, int kPacks>
-static void launch_v4(const BackwardArgs<T>& a, const FusedShape& f, unsigned int grid, cudaStream_t stream) {
-    if (v4_full<T>(a.cols, f)) {
-        layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, true><<<grid, f.threads, f.smem, stream>>>(
-            a.grad_y, a.x, a.weight, a.mean, a.rstd, a.grad_x, a.partial, a.rows, a.cols);
-    } else {
-        layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, false><<<grid, f.threads, f.smem, stream>>>(
-            a.grad_y, a.x, a.weight, a.mean, a.rstd, a.grad_x, a.partial, a.rows, a.cols);
-    }
-}
-
-// The reduction of v4's (or v2's) parts, launched with programmatic stream serialization on a GPU
-// that has it (compute capability 9.0 and up): it may start launching while the kernel before it
-// still runs (v4 allows it from its start) and waits for that kernel's end in its first line
-// (brrr::wait_for_prior_grid), so the launch no longer sits between the two. Measured on an H200 at
-// 4096 x 8192 (benchmarks/results/2026-11-29-h200-layernorm-pdl): the backward bfloat16 65.9 ->
-// 64.3 us, float32 117.5 -> 116.5 us. Older GPUs get an ordinary launch.
-template <typename T>
-static void launch_reduce(const part_t<T>* partial, T* grad_weight, T* grad_bias, int64_t parts, int64_t cols,
-                          cudaStream_t stream) {
+// A launch that may begin while the kernel before it in the stream still runs: programmatic dependent
+// launch, on a GPU that has it (compute capability 9.0 and up; elsewhere an ordinary launch). The kernel
+// calls brrr::wait_for_prior_grid() before it reads anything, so it still sees every write of the
+// kernel before it; what it saves is its launch, which overlaps that kernel's last blocks (the kernel
+// before allows it with brrr::allow_dependents(): the forward's kernels and v4 do, from their start).
+// Measured on an H200 at 4096 x 8192 (benchmarks/results/2026-11-29-h200-layernorm-pdl): the reduction
+// after v4 launched so, the backward bfloat16 65.9 -> 64.3 us, float32 117.5 -> 116.5 us.
+template <typename... P, typename... A>
+static void launch_early(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
     int device = 0, major = 0;
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
@@ -984,12 +976,29 @@ static void launch_reduce(const part_t<T>* partial, T* grad_weight, T* grad_bias
     early[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     early[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t config{};
-    config.gridDim = dim3(brrr::blocks_for(2 * cols, kReduceColumns));
-    config.blockDim = dim3(kReduceColumns, kReduceGroups);
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = smem;
     config.stream = stream;
     config.attrs = early;
     config.numAttrs = major >= 9 ? 1 : 0;
-    cudaLaunchKernelEx(&config, layernorm_backward_reduce_kernel<T>, partial, grad_weight, grad_bias, parts, cols);
+    cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+template <typename T, int kPacks>
+static void launch_v4(const BackwardArgs<T>& a, const FusedShape& f, unsigned int grid, cudaStream_t stream) {
+    const auto kernel = v4_full<T>(a.cols, f) ? layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, true>
+                                              : layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, false>;
+    launch_early(kernel, dim3(grid), dim3(f.threads), f.smem, stream, a.grad_y, a.x, a.weight, a.mean, a.rstd, a.grad_x,
+                 a.partial, a.rows, a.cols);
+}
+
+// The reduction of v4's (or v2's) parts: its first line waits for the kernel before it.
+template <typename T>
+static void launch_reduce(const part_t<T>* partial, T* grad_weight, T* grad_bias, int64_t parts, int64_t cols,
+                          cudaStream_t stream) {
+    launch_early(layernorm_backward_reduce_kernel<T>, dim3(brrr::blocks_for(2 * cols, kReduceColumns)),
+                 dim3(kReduceColumns, kReduceGroups), 0, stream, partial, grad_weight, grad_bias, parts, cols);
 }
 
 // Elements of part_t<T> scratch the backward needs at [rows, cols] (binding.cpp allocates them): the
