@@ -40,10 +40,10 @@
 //   backward v4 (layernorm_backward, what ships), v3 with fewer instructions an element (its section
 //       says which): on an H200, backward alone bfloat16 69.5 -> 65.5 us (72.3% of copy), float32
 //       144.3 -> 118.2 us (80.1%); forward+backward 85.3% float32, 78.3% bfloat16 (brrr bench,
-//       benchmarks/results/2026-11-29-h200-layernorm-narrow). Its reduction now launches by
-//       programmatic dependent launch (launch_reduce): forward+backward 85.9% and 79.0%
-//       (2026-11-29-h200-layernorm-pdl). Not kept: a "v5" adding the parts up in v4's own grid after a
-//       cooperative grid-wide barrier (no faster than the separate kernel).
+//       benchmarks/results/2026-11-29-h200-layernorm-narrow). v4 and its reduction now launch by
+//       programmatic dependent launch (launch_early): forward+backward 86.2% and 80.3%
+//       (2026-11-29-h200-layernorm-pdl-v4). Not kept: a "v5" adding the parts up in v4's own grid after
+//       a cooperative grid-wide barrier (no faster than the separate kernel).
 #include "brrr_kernel.cuh"
 
 constexpr int kThreads = 256;  // v1 and backward: a multiple of 32, the reduction works in whole warps
@@ -965,8 +965,9 @@ struct BackwardArgs {
 // calls brrr::wait_for_prior_grid() before it reads anything, so it still sees every write of the
 // kernel before it; what it saves is its launch, which overlaps that kernel's last blocks (the kernel
 // before allows it with brrr::allow_dependents(): the forward's kernels and v4 do, from their start).
-// Measured on an H200 at 4096 x 8192 (benchmarks/results/2026-11-29-h200-layernorm-pdl): the reduction
-// after v4 launched so, the backward bfloat16 65.9 -> 64.3 us, float32 117.5 -> 116.5 us.
+// Measured on an H200 at 4096 x 8192: the reduction after v4 launched so, the backward bfloat16 65.9 ->
+// 64.3 us, float32 117.5 -> 116.5 us (benchmarks/results/2026-11-29-h200-layernorm-pdl); v4 too, after
+// the forward, forward+backward bfloat16 100.2 -> 98.0 us, float32 184.3 -> 182.5 (-pdl-v4).
 template <typename... P, typename... A>
 static void launch_early(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
     int device = 0, major = 0;
