@@ -720,16 +720,8 @@ std::function<void()> persistent(Problem<T>& p, part_t<T>** scratch, BackwardKer
         kernel<<<static_cast<unsigned>(parts), threads, smem>>>(p.gy, p.x, p.w, p.mean, p.rstd, p.gx, s, p.rows, p.cols);
         const dim3 grid = brrr::blocks_for(2 * p.cols, kReduceColumns), block(kReduceColumns, kReduceGroups);
         if (how.reduce == Reduce::pdl) {
-            cudaLaunchAttribute attr[1];
-            attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attr[0].val.programmaticStreamSerializationAllowed = 1;
-            cudaLaunchConfig_t config{};
-            config.gridDim = grid;
-            config.blockDim = block;
-            config.attrs = attr;
-            config.numAttrs = 1;
-            CHECK(cudaLaunchKernelEx(&config, layernorm_backward_reduce_kernel<T>, static_cast<const part_t<T>*>(s), p.gw,
-                                     p.gb, parts, p.cols));
+            launch_early(layernorm_backward_reduce_kernel<T>, grid, block, 0, nullptr, static_cast<const part_t<T>*>(s),
+                         p.gw, p.gb, parts, p.cols);
         } else if (how.reduce == Reduce::vec) {
             layernorm_backward_reduce_vec_kernel<T>
                 <<<brrr::blocks_for(2 * p.cols, kReduceColumns * kReduceVec), block>>>(s, p.gw, p.gb, parts, p.cols);

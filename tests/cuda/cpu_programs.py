@@ -35,3 +35,10 @@ def run(program: Path, case: str, workers: int = 1, env: dict[str, str] | None =
     full = {"BRRR_CPU_WORKERS": str(workers), "BRRR_CPU_TIMEOUT": "2", **(env or {})}
     return subprocess.run([str(program), case], capture_output=True, text=True, check=True, timeout=120,
                           env=full).stdout.strip()
+
+
+def line_in(cases: Path, text: str) -> int:
+    """The line of `cases` holding `text`, which must be there once."""
+    lines = [n for n, line in enumerate(cases.read_text().splitlines(), 1) if text in line]
+    assert len(lines) == 1, text
+    return lines[0]

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cpu_programs import build, run
+from cpu_programs import build, line_in, run
 
 from brrr_kernels.cuda import builder, cpu_build, memcheck
 from brrr_kernels.cuda.cpu_source import rewrite
@@ -48,9 +48,7 @@ def values(out: str) -> list[float]:
 
 
 def line_of(text: str) -> int:
-    lines = [n for n, line in enumerate(CASES.read_text().splitlines(), 1) if text in line]
-    assert len(lines) == 1, text
-    return lines[0]
+    return line_in(CASES, text)
 
 
 @pytest.mark.parametrize("case", CORRECT)

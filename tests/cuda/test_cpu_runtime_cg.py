@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
-from cpu_programs import build, run
+from cpu_programs import build, line_in, run
 
 CASES = Path(__file__).with_name("cg_cases.cu")
 SOURCE = CASES.resolve()
@@ -21,10 +21,7 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def line_of(text: str) -> int:
-    """The line of cg_cases.cu holding `text` (once)."""
-    lines = [n for n, line in enumerate(CASES.read_text().splitlines(), 1) if text in line]
-    assert len(lines) == 1, text
-    return lines[0]
+    return line_in(CASES, text)
 
 
 def numbers(text: str) -> list[int]:

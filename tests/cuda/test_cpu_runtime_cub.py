@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_programs import build, run
+from cpu_programs import build, line_in, run
 
 CASES = Path(__file__).with_name("cub_cases.cu")
 SOURCE = CASES.resolve()
@@ -24,9 +24,7 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def line_of(text: str) -> int:
-    lines = [n for n, line in enumerate(CASES.read_text().splitlines(), 1) if text in line]
-    assert len(lines) == 1, text
-    return lines[0]
+    return line_in(CASES, text)
 
 
 def floats_x(n: int) -> list[np.float32]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cpu_programs import build, run
+from cpu_programs import build, line_in, run
 
 CASES = Path(__file__).with_name("launch_cases.cu")
 SOURCE = CASES.resolve()
@@ -25,9 +25,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def line_of(text: str) -> int:
-    lines = [n for n, line in enumerate(CASES.read_text().splitlines(), 1) if text in line]
-    assert len(lines) == 1, text
-    return lines[0]
+    return line_in(CASES, text)
 
 
 def grid_total() -> float:

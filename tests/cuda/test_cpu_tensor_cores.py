@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cpu_programs import build, run
+from cpu_programs import build, line_in, run
 
 from brrr_kernels.cuda import builder, cpu_build, memcheck
 from brrr_kernels.cuda.cpu_source import CpuSourceError, rewrite
@@ -64,9 +64,7 @@ def excess(mats: dict[str, np.ndarray], k: int, extra_ulps: float = 0.0) -> floa
 
 
 def line_of(text: str) -> int:
-    lines = [n for n, line in enumerate(CASES.read_text().splitlines(), 1) if text in line]
-    assert len(lines) == 1, text
-    return lines[0]
+    return line_in(CASES, text)
 
 
 @pytest.mark.parametrize("case", sorted(PRODUCTS))
