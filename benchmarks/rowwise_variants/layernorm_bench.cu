@@ -286,7 +286,26 @@ layernorm_forward_float_sums_kernel(const float* __restrict__ x, const float* __
 // (the shifted-data algorithm: the cancellation of E[x^2] - E[x]^2 is that of values near c, not of
 // the row's offset); the second pass loads with __ldcs (its last use: evict first) and stores y with
 // __stcs. kUnroll packs a thread in flight an iteration.
-template <typename T, int kThreads, int kUnroll, int kMinBlocks, bool kAccSums = false>
+// The first pass's loads: 0 plain, 1 with an L1 evict_last priority, 2 with an L2 evict_last cache
+// policy (createpolicy), as Triton lowers eviction_policy="evict_last".
+template <int kHint>
+__device__ __forceinline__ uint4 first_pass_load(const uint4* p) {
+    uint4 v;
+    if constexpr (kHint == 0) {
+        v = *p;
+    } else if constexpr (kHint == 1) {
+        asm volatile("ld.global.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    } else {
+        uint64_t policy;
+        asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+        asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
+    }
+    return v;
+}
+
+template <typename T, int kThreads, int kUnroll, int kMinBlocks, bool kAccSums = false, int kHint = 0>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
 layernorm_forward_reread_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                 T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
@@ -309,7 +328,10 @@ layernorm_forward_reread_kernel(const T* __restrict__ x, const T* __restrict__ w
         P v[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-            if (p0 + u * kThreads < packs) v[u] = reinterpret_cast<const P*>(xr)[p0 + u * kThreads];
+            if (p0 + u * kThreads < packs) {
+                const uint4 bits = first_pass_load<kHint>(xr + p0 + u * kThreads);
+                memcpy(&v[u], &bits, 16);
+            }
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -797,15 +819,17 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
     // The forward's block kernel at other packs a thread (threads = packs / that, rounded up to warps).
     constexpr int W = 16 / sizeof(T);
     const int64_t packs = p.cols / W;
-    const auto reread = [&](auto threads_, auto unroll_, auto min_blocks_, auto acc_sums_) {
+    const auto reread = [&](auto threads_, auto unroll_, auto min_blocks_, auto acc_sums_, auto hint_) {
         constexpr int kT = decltype(threads_)::value, kU = decltype(unroll_)::value, kB = decltype(min_blocks_)::value;
         constexpr bool kF = decltype(acc_sums_)::value;
-        const auto kernel = layernorm_forward_reread_kernel<T, kT, kU, kB, kF>;
+        constexpr int kH = decltype(hint_)::value;
+        const auto kernel = layernorm_forward_reread_kernel<T, kT, kU, kB, kF, kH>;
         cudaFuncAttributes attr;
         CHECK(cudaFuncGetAttributes(&attr, kernel));
         int per_sm = 0;
         CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kT, 0));
-        rows.push_back(p.forward(std::string("fwd reread") + (kF ? " float sums, " : ", ") + std::to_string(kT) +
+        rows.push_back(p.forward(std::string("fwd reread") + (kF ? " float sums" : "") +
+                                     (kH == 1 ? " L1 last" : kH == 2 ? " L2 last" : "") + ", " + std::to_string(kT) +
                                      " threads, unroll " + std::to_string(kU) +
                                      ": " + std::to_string(attr.numRegs) + " regs, " + std::to_string(per_sm) + "/SM " +
                                      bench::name<T>(),
@@ -817,13 +841,16 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
     using std::integral_constant;
     using F = std::false_type;
     using Y = std::true_type;
-    reread(integral_constant<int, 256>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, F{});
-    reread(integral_constant<int, 256>{}, integral_constant<int, 2>{}, integral_constant<int, 0>{}, Y{});
-    reread(integral_constant<int, 256>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, Y{});
-    reread(integral_constant<int, 256>{}, integral_constant<int, 8>{}, integral_constant<int, 0>{}, Y{});
-    reread(integral_constant<int, 128>{}, integral_constant<int, 4>{}, integral_constant<int, 8>{}, Y{});
-    reread(integral_constant<int, 128>{}, integral_constant<int, 8>{}, integral_constant<int, 6>{}, Y{});
-    reread(integral_constant<int, 512>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, Y{});
+    using H1 = integral_constant<int, 1>;
+    using H2 = integral_constant<int, 2>;
+    reread(integral_constant<int, 256>{}, integral_constant<int, 8>{}, integral_constant<int, 0>{}, Y{},
+           integral_constant<int, 0>{});
+    reread(integral_constant<int, 256>{}, integral_constant<int, 8>{}, integral_constant<int, 0>{}, Y{}, H1{});
+    reread(integral_constant<int, 256>{}, integral_constant<int, 8>{}, integral_constant<int, 0>{}, Y{}, H2{});
+    reread(integral_constant<int, 256>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, Y{}, H2{});
+    reread(integral_constant<int, 512>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, Y{}, H2{});
+    reread(integral_constant<int, 1024>{}, integral_constant<int, 2>{}, integral_constant<int, 0>{}, Y{}, H2{});
+    reread(integral_constant<int, 128>{}, integral_constant<int, 8>{}, integral_constant<int, 6>{}, Y{}, H2{});
     if (std::getenv("REREAD")) return;
     if (packs <= kMaxThreads) {
         rows.push_back(p.forward(std::string("fwd block kernel, 1 pack a thread ") + bench::name<T>(), [&] {
