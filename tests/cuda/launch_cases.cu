@@ -41,7 +41,14 @@ __global__ void validity(int* out) {
 // Planted: block 1 returns before the barrier the others wait at.
 __global__ void grid_skipped(int* out) {
     if (blockIdx.x == 1) return;
-    cg::this_grid().sync();
+    cg::this_grid().sync();  // block 1 never comes
+    out[blockIdx.x] = 1;
+}
+
+// Planted: block 2 traps while the others wait at the barrier for it.
+__global__ void grid_fault(int* out) {
+    if (blockIdx.x == 2 && threadIdx.x == 0) __trap();
+    cg::this_grid().sync();  // the others wait here
     out[blockIdx.x] = 1;
 }
 
@@ -103,6 +110,11 @@ int main(int argc, char** argv) {
             int* op = out.data();
             void* a[] = {&op};
             cudaLaunchCooperativeKernel(grid_skipped, dim3(4), dim3(32), a);
+        } else if (c == "fault") {
+            std::vector<int> out(4);
+            int* op = out.data();
+            void* a[] = {&op};
+            cudaLaunchCooperativeKernel(grid_fault, dim3(4), dim3(32), a);
         } else if (c == "launch_kernel") {
             std::vector<float> y(100, -1.0f);
             float* yp = y.data();

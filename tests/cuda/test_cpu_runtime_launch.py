@@ -60,9 +60,16 @@ def test_a_cooperative_grid_larger_than_the_device_is_refused_and_not_run(progra
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_block_that_skips_the_grid_barrier_is_a_deadlock_at_it(program: Path, workers: int) -> None:
     out = run(program, "skipped", workers, PATIENT)
-    assert out.startswith(f"FAULT: {SOURCE}:{line_of('    cg::this_grid().sync();')}: deadlock in grid_skipped"), out
+    assert out.startswith(f"FAULT: {SOURCE}:{line_of('block 1 never comes')}: deadlock in grid_skipped"), out
     assert "grid-wide barrier" in out, out
 
 
 def test_cuda_launch_kernel_unpacks_the_argument_array(program: Path) -> None:
     assert run(program, "launch_kernel") == "0 0 3 3"
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_block_that_faults_while_the_others_wait_at_the_grid_barrier_is_the_fault_reported(
+        program: Path, workers: int) -> None:
+    out = run(program, "fault", workers, PATIENT)
+    assert out.startswith(f"FAULT: {SOURCE}:{line_of('__trap();')}: trap in grid_fault, block (2, 0, 0)"), out

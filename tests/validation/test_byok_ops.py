@@ -87,3 +87,26 @@ def test_a_torch_library_project_runs_on_the_cpu_as_written() -> None:
     grads = built.backward(torch.ones(3, 70), a, b, 0.25)
     torch.testing.assert_close(grads[0], b)
     torch.testing.assert_close(grads[1], a)
+
+
+def test_a_cooperative_kernel_with_a_grid_wide_barrier_validates_on_the_cpu() -> None:
+    """gridnorm's kernel.cu launches by cudaLaunchCooperativeKernel((void*)kernel, ...), sized by the
+    occupancy calculator, and meets at this_grid().sync(): as public code writes a grid-wide reduction."""
+    report = brrr_kernels.validate(str(OPS / "gridnorm"), stages=["cuda"], seed=3)
+    assert not report.failed, report
+    assert report.row("cuda", "forward", "float32").verdict == "pass"
+    assert report.row("cuda", "non-contiguous fwd", "float64").verdict == "pass"
+
+
+def test_a_block_that_returns_before_the_grid_barrier_is_a_fail_row_naming_the_barrier(tmp_path: Path) -> None:
+    folder = _copy(tmp_path, "gridnorm")
+    kernel = folder / "kernel.cu"
+    text = kernel.read_text()
+    kernel.write_text(text.replace("    grid.sync();\n", "    if (blockIdx.x == 1) return;\n    grid.sync();\n"))
+    line = next(n for n, t in enumerate(kernel.read_text().splitlines(), 1) if t == "    grid.sync();")
+    report = brrr_kernels.validate(str(folder), stages=["cuda"], seed=3)
+    failed = [r for r in report.rows if r.failed]
+    assert failed, report
+    detail = failed[0].detail
+    assert f"kernel.cu:{line} in gridnorm_kernel" in detail and "deadlock" in detail, detail
+    assert "grid-wide barrier" in detail, detail

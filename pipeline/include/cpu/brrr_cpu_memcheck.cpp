@@ -56,6 +56,9 @@ struct LaunchState {
     unsigned long image_generation = ~0ul;
     bool bounds = false;  // every pointer argument's allocation is known
     uint64_t serial = 0;
+    // The launching OS thread's stack, where the launch keeps the kernel's arguments: blocks on other
+    // OS threads (started beside a block that waits on memory) read them from there.
+    uintptr_t glue_lo = 0, glue_hi = 0;
 };
 LaunchState L;
 
@@ -497,6 +500,7 @@ inline void check(BlockState* b, uintptr_t addr, std::size_t size, bool write, c
         return;
     }
     if (addr - b->host_lo < b->host_hi - b->host_lo) return;    // the launch's glue reads its arguments there
+    if (addr - L.glue_lo < L.glue_hi - L.glue_lo) return;      // ... on the launching thread's stack
     // A poll the scheduler watches for a thread spinning on memory (an atomic watches itself).
     if (!atomic) brrr_cpu::watch(reinterpret_cast<const void*>(addr), write, pc);
     for (const Argument& a : L.args) {
@@ -523,6 +527,10 @@ inline void check(BlockState* b, uintptr_t addr, std::size_t size, bool write, c
 
 void on_launch_begin(const Launch& launch) {
     L.launch = &launch;
+    thread_local uintptr_t glue_lo = 0, glue_hi = 0;  // once an OS thread: the main thread's reads /proc/self/maps
+    if (glue_hi == 0) host_stack(glue_lo, glue_hi);
+    L.glue_lo = glue_lo;
+    L.glue_hi = glue_hi;
     L.args.clear();
     L.bounds = find_allocation() != nullptr;
     ++L.serial;

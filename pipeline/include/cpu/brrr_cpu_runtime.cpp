@@ -256,6 +256,7 @@ struct Block {
     std::string error;
     std::string race;  // a race found in this phase, held until its barrier completes (see brrr_cpu::race)
     bool single_worker = true;
+    bool abandoned = false;  // stopped at a grid barrier because another block of its cooperative grid faulted
     uint64_t serial = 0;  // unique to each block run: brrr_cpu_async_impl.h starts its state afresh by it
 };
 
@@ -924,6 +925,7 @@ struct Coordination {
     // A cooperative launch's grid-wide barrier: blocks arrived at this round of it, and rounds done.
     std::atomic<int64_t> grid_arrived{0};
     std::atomic<uint64_t> grid_rounds{0};
+    std::atomic<bool> grid_broken{false};  // a block faulted: those at the barrier will wait in vain
     std::vector<Block*> blocks;          // the running workers' blocks
     std::function<bool()> start_worker;  // another worker beside the others; false if none may start
     std::function<bool()> none_left;     // no block left to start, or no more may run at once
@@ -1117,6 +1119,7 @@ static void run_block(Block& b, uint3 index) {
     if (b.threads % 32) b.warp_present.back() = (1u << (b.threads % 32)) - 1;
     b.exited = b.at_barrier = 0;
     b.moved = false;
+    b.abandoned = false;
     b.race.clear();
     if (b.coordination) {
         std::lock_guard<std::mutex> lock(b.coordination->mutex);
@@ -1404,6 +1407,10 @@ void grid_sync(const char* file, int line) {
             made_progress(b, f);
         } else {
             while (c.grid_rounds.load() == round) {
+                if (c.grid_broken.load()) {
+                    b.abandoned = true;  // the launch reports the block that faulted, not this one
+                    fault("grid sync", "abandoned: another block of the cooperative grid faulted", file, line);
+                }
                 f.spin_file = file;
                 f.spin_line = line;
                 f.spin_grid = true;
@@ -1479,7 +1486,8 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
             run_block(*b, index);
             if (b->failed) {
                 std::lock_guard<std::mutex> lock(error_mutex);
-                if (i < first_failed.load()) {
+                if (!b->abandoned) coordination.grid_broken = true;
+                if (!b->abandoned && i < first_failed.load()) {
                     first_failed = i;
                     error = b->error;
                 }
