@@ -114,6 +114,17 @@ __global__ void nobody_sets_napping(int* flag) {
     }
 }
 
+// Planted: block 0 waits for a flag block 2 sets, and block 1, between them, traps: the launch reports
+// the trap, not block 0's wait (block 2 is never run: the blocks after a faulting one are skipped).
+__global__ void waits_past_a_fault(int* flag) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        while (atomicAdd(flag, 0) == 0) {
+        }
+    }
+    if (blockIdx.x == 1 && threadIdx.x == 0) __trap();  // the fault
+    if (blockIdx.x == 2 && threadIdx.x == 0) atomicExch(flag, 1);
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     try {
@@ -155,6 +166,9 @@ int main(int argc, char** argv) {
         } else if (c == "nobody_sets_volatile") {
             std::vector<int> flag(1);
             nobody_sets_volatile<<<3, 32>>>(flag.data());
+        } else if (c == "waits_past_a_fault") {
+            std::vector<int> flag(1);
+            waits_past_a_fault<<<3, 32>>>(flag.data());
         } else if (c == "nobody_sets_napping") {
             std::vector<int> flag(1);
             nobody_sets_napping<<<2, 64>>>(flag.data());

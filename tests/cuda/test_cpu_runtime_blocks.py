@@ -72,3 +72,10 @@ def test_a_spin_on_a_flag_nobody_sets_is_named_at_once(request: pytest.FixtureRe
     out = run(request.getfixturevalue(build_kind), case, workers, PATIENT)
     assert out.startswith(f"FAULT: {SOURCE}:{line_of(line)}: deadlock in {case}, block (0, 0, 0)"), out
     assert "waits on memory" in out and "nothing can change what they wait for" in out, out
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_block_waiting_on_one_that_faulted_gives_way_to_that_fault(plain: Path, workers: int) -> None:
+    out = run(plain, "waits_past_a_fault", workers, PATIENT)
+    line = line_of("__trap();  // the fault")
+    assert out.startswith(f"FAULT: {SOURCE}:{line}: trap in waits_past_a_fault, block (1, 0, 0)"), out

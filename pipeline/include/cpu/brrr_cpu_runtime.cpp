@@ -925,11 +925,13 @@ struct Coordination {
     // A cooperative launch's grid-wide barrier: blocks arrived at this round of it, and rounds done.
     std::atomic<int64_t> grid_arrived{0};
     std::atomic<uint64_t> grid_rounds{0};
-    std::atomic<bool> grid_broken{false};  // a block faulted: those at the barrier will wait in vain
+    // A block faulted: blocks waiting on it (at a grid barrier, or polling memory it would have written)
+    // wait in vain; they stop, and the launch reports the block that faulted.
+    std::atomic<bool> block_failed{false};
     std::vector<Block*> blocks;          // the running workers' blocks
     std::function<bool()> start_worker;  // another worker beside the others; false if none may start
     std::function<bool()> none_left;     // no block left to start, or no more may run at once
-    bool deadlock = false;
+    std::atomic<bool> deadlock{false};  // written under the mutex; a grid barrier's poll reads it without
 };
 
 static int max_resident() {
@@ -1041,6 +1043,12 @@ static void wait_for_others(Block& b) {
             b.quiet_rounds = 0;
         }
         ++b.quiet_rounds;
+        // What it waits for may be a failed block's to do (a deadlock found is every waiting block's own).
+        if (!c.deadlock && c.block_failed.load()) {
+            b.abandoned = true;
+            record(b, "abandoned: waiting on memory after another block of the launch faulted");
+            return;
+        }
         start = !b.asked;
         b.asked = true;
         if (!c.deadlock && c.none_left()) {
@@ -1407,7 +1415,7 @@ void grid_sync(const char* file, int line) {
             made_progress(b, f);
         } else {
             while (c.grid_rounds.load() == round) {
-                if (c.grid_broken.load()) {
+                if (!c.deadlock && c.block_failed.load()) {
                     b.abandoned = true;  // the launch reports the block that faulted, not this one
                     fault("grid sync", "abandoned: another block of the cooperative grid faulted", file, line);
                 }
@@ -1486,7 +1494,7 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
             run_block(*b, index);
             if (b->failed) {
                 std::lock_guard<std::mutex> lock(error_mutex);
-                if (!b->abandoned) coordination.grid_broken = true;
+                if (!b->abandoned) coordination.block_failed = true;
                 if (!b->abandoned && i < first_failed.load()) {
                     first_failed = i;
                     error = b->error;
