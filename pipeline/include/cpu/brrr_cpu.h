@@ -194,7 +194,7 @@ void launch(const LaunchConfig& config, const Site& site, void (*kernel)(P...), 
 // cudaLaunchKernel(k, grid, block, args, smem, stream) and cudaLaunchCooperativeKernel take the
 // arguments as an array of pointers, which only the kernel's own type can unpack here, so a kernel
 // must arrive typed: cpu_source.py takes a `(void*)` cast off a launch call's kernel, and a kernel that
-// is still a void* is a compile error saying so. cudaLaunchKernelEx's attributes change when or where a
+// is still a void* is a fault naming the call's line. cudaLaunchKernelEx's attributes change when or where a
 // kernel runs, not what it computes (launches here run one after another, each to its end:
 // programmatic serialization needs nothing), except cooperative, which allows this_grid().sync().
 // A cooperative grid must fit on the device at once, as on a GPU: else the call returns
@@ -221,12 +221,11 @@ cudaError_t launch_with_array(const Site& site, bool cooperative, void (*kernel)
 }
 
 template <typename K, typename = std::enable_if_t<!std::is_function_v<K>>>
-cudaError_t launch_with_array(const Site&, bool, const K*, dim3, dim3, void**, size_t = 0, cudaStream_t = nullptr) {
-    static_assert(std::is_function_v<K>,
-                  "brrr's CPU execution: a kernel given to cudaLaunchKernel or cudaLaunchCooperativeKernel as a "
-                  "pointer that is not the kernel's own type: pass the kernel itself (its parameter types unpack "
-                  "the argument array on the CPU)");
-    return cudaErrorInvalidValue;
+cudaError_t launch_with_array(const Site& site, bool, const K*, dim3, dim3, void**, size_t = 0, cudaStream_t = nullptr) {
+    throw KernelFault(std::string(site.file) + ":" + std::to_string(site.line) + ": unsupported on the CPU: the kernel " +
+                      site.kernel + " reaches this launch call as a pointer that is not the kernel's own type, and the CPU "
+                      "needs that type to unpack the argument array: pass the kernel itself (a (void*) cast written in "
+                      "the call is taken off)");
 }
 
 template <typename... P, typename... A>
