@@ -161,7 +161,9 @@ def test_two_concurrent_builds_compile_once(tmp_path: Path) -> None:
     outs = [b.communicate(timeout=180)[0] for b in builds]
     assert [b.returncode for b in builds] == [0, 0], outs
     assert len(marks.joinpath("compiles").read_text().split()) == 2  # kernel.cu and binding.cpp, once each
-    assert sum("(cached)" in out for out in outs) == 1, outs
+    # One build may compile both and the other find them cached, or each compile one (their two
+    # compiler threads take the two objects' locks in either order): never both say "(cached)".
+    assert sum("(cached)" in out for out in outs) <= 1, outs
 
 
 def test_sweep_keeps_the_temporary_of_a_build_in_progress(tmp_path: Path) -> None:
