@@ -22,6 +22,7 @@ from .base.interrupts import Interrupted
 from .op.names import STAGES
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
+BENCH_PASSES = ("forward", "backward", "forward+backward")  # bench_warm.Pass's values (torch is not imported here)
 MUTANT_KINDS = ("comparison", "index", "last block", "naive form", "constant", "accumulator", "barrier", "input write",
                 "known bug")
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -157,6 +158,9 @@ COMMANDS: tuple[Command, ...] = (
         ops("default: every built-in op"),
         arg("--size", action="append", metavar="N[xM...]", help="size(s) to time (default: the op's bench sizes)"),
         arg("--dtype", action="append", choices=DTYPES, help="dtype(s) (default: float32)"),
+        arg("--pass", dest="pass_", action="append", choices=BENCH_PASSES,
+            help="what to time (default: forward and forward+backward); backward: the backward alone, from a graph "
+                 "its forward left (kept between calls), as a training step's backward finds it"),
         arg("--no-numba", action="store_true", help="skip the numba stage on the GPU"),
         arg("--jobs", type=int, default=None, metavar="N",
             help="processes that build the cuda stages and compile torch.compile's cases before the timing, which "

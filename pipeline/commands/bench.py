@@ -28,7 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,20 @@ from ..base.files import replacing
 from ..op.contract import as_tuple
 from ..op.spec import Inputs, Op, Size
 from ..verdict.compare import outputs_agree
-from .bench_warm import Case, case_bytes, first_calls, plan, runner, stable_cache_keys, summary, warm_up, workers_for
+from .bench_warm import (
+    DEFAULT_PASSES,
+    SHORT_PASS,
+    Case,
+    Pass,
+    case_bytes,
+    first_calls,
+    plan,
+    runner,
+    stable_cache_keys,
+    summary,
+    warm_up,
+    workers_for,
+)
 
 RUNS = 10
 BATCH_MS = 3.0  # a timed batch of calls keeps the GPU busy at least this long (see time_ms)
@@ -56,7 +69,7 @@ class Timing:
     op: str
     size: str
     dtype: str
-    pass_: str  # forward | forward+backward
+    pass_: Pass
     impl: str  # eager | compile | reference | numba | cuda
     ms: float  # device time a call (see the module doc)
     gbps: float
@@ -186,7 +199,8 @@ def profile_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable
     """A few calls of each implementation (forward and backward, or forward for a first version), each under a labelled range."""
     sets = [op.spec.make_inputs(size, dtype, torch.device("cuda"), torch.Generator().manual_seed(0))]
     for name, fn in impls.items():
-        run = runner(op, fn, sets, not name.startswith(VARIANT), {})
+        run = runner(op, fn, sets, "forward" if name.startswith(VARIANT) or op.spec.forward_only else "forward+backward",
+                     {})
         try:
             run(0)  # warm-up: compilation and first-call costs stay out of the trace
         except Exception:
@@ -199,7 +213,7 @@ def profile_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable
 
 
 def make_sets(op: Op, size: Size, dtype: torch.dtype) -> list[Inputs]:
-    """Input sets for a case, enough to exceed L2 L2_MULTIPLE times (made once for both directions:
+    """Input sets for a case, enough to exceed L2 L2_MULTIPLE times (made once for every pass:
     make_inputs draws on the CPU, seconds for a 2^28-element tensor)."""
     gen = torch.Generator().manual_seed(0)
     probe = op.spec.make_inputs(size, dtype, torch.device("cuda"), gen)
@@ -207,30 +221,38 @@ def make_sets(op: Op, size: Size, dtype: torch.dtype) -> list[Inputs]:
     return [probe] + [op.spec.make_inputs(size, dtype, torch.device("cuda"), gen) for _ in range(count - 1)]
 
 
+def moved_bytes(pass_: Pass, inputs: int, outputs: int) -> int:
+    """The least a pass moves: the forward reads its inputs and writes its outputs; the backward reads
+    the upstream gradients and what it needs of the forward (counted as the inputs) and writes one
+    gradient per input."""
+    forward, backward = inputs + outputs, outputs + inputs + inputs
+    return {"forward": forward, "backward": backward, "forward+backward": forward + backward}[pass_]
+
+
 def bench_op(op: Op, case: Case, sets: list[Inputs], impls: dict[str, Callable[..., Any]], copy_gbps: float) -> list[Timing]:
     spec = op.spec
-    backward = case.backward
     probe = sets[0]
     in_bytes = sum(x.nbytes for x in probe)
     upstreams: dict[int, tuple[torch.Tensor, ...]] = {}
     results: list[Timing] = []
     eager_ms = None
-    named = (spec.name, str(case.size), case.dtype, "forward+backward" if backward else "forward")
+    named = (spec.name, str(case.size), case.dtype, case.pass_)
     # torch.compile is one wrapper of the oracle for every case; dynamo counts its recompiles (a
     # dtype, requires_grad) against the oracle's code and, past its limit (8), silently runs it eager.
     torch._dynamo.reset()
     for name, fn in impls.items():
-        if backward and name.startswith(VARIANT):
+        if case.gradients and name.startswith(VARIANT):
             continue  # a first version registers forward only
-        run = runner(op, fn, sets, backward, upstreams)
+        run = runner(op, fn, sets, case.pass_, upstreams)
         try:
-            out = first_calls(op, fn, sets, backward)
+            out = first_calls(op, fn, sets, case.pass_)
             if name.startswith(VARIANT):
                 exact = impls["reference"](*(x.double() for x in probe), *spec.param_values)
                 _check_variant(op, name, probe, out, as_tuple(exact))
-            moved = in_bytes + sum(o.nbytes for o in out)
-            if backward:  # read the upstream gradient and what backward needs; write one gradient per input
-                moved += sum(o.nbytes for o in out[: len(spec.outputs)]) + in_bytes + in_bytes
+            moved = moved_bytes(case.pass_, in_bytes, sum(o.nbytes for o in out[: len(spec.outputs)]))
+            if case.pass_ == "backward":  # every set's forward before the timing, which then runs none
+                for i in range(len(sets)):
+                    run(i)
             timed = time_ms(run, len(sets))
             ms = timed.device_ms
         except Exception as e:  # one implementation failing (numba on an unsupported dtype) is reported, not fatal
@@ -306,7 +328,7 @@ def plot(rows: list[Timing], path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError as e:
         raise BrrrError("--plot needs matplotlib (pip install matplotlib)") from e
-    labels = [f"{r.op} {r.dtype} {'fwd' if r.pass_ == 'forward' else 'fwd+bwd'}\n{r.impl}" for r in rows]
+    labels = [f"{r.op} {r.dtype} {SHORT_PASS[r.pass_]}\n{r.impl}" for r in rows]
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(rows)), 4))
     ax.bar(range(len(rows)), [100 * r.copy_fraction for r in rows])
     ax.set_xticks(range(len(rows)), labels, rotation=90, fontsize=6)
@@ -380,12 +402,12 @@ def _parse_size(text: str) -> int | tuple[int, ...]:
     return parts[0] if len(parts) == 1 else parts
 
 
-def cases_of(op: Op, sizes: list[Size], dtypes: list[torch.dtype]) -> list[Case]:
-    """The op's cases in timing order: each dtype its cuda stage takes, each size, forward then
-    forward+backward (forward only where the op has no backward)."""
-    directions = (False,) if op.spec.forward_only else (False, True)
-    return [Case(str(op.folder), size, str(dtype).removeprefix("torch."), backward)
-            for dtype in dtypes if dtype in op.spec.stage_dtypes("cuda") for size in sizes for backward in directions]
+def cases_of(op: Op, sizes: list[Size], dtypes: list[torch.dtype], passes: Sequence[Pass] = DEFAULT_PASSES) -> list[Case]:
+    """The op's cases in timing order: each dtype its cuda stage takes, each size, the passes in the
+    order given (the forward alone where the op has no backward)."""
+    kept = [p for p in passes if p == "forward" or not op.spec.forward_only]
+    return [Case(str(op.folder), size, str(dtype).removeprefix("torch."), p)
+            for dtype in dtypes if dtype in op.spec.stage_dtypes("cuda") for size in sizes for p in kept]
 
 
 def warm(ops: list[Op], cases: dict[str, list[Case]], jobs: int | None) -> None:
@@ -413,8 +435,9 @@ def main(args: argparse.Namespace) -> int:
     began = time.monotonic()
     dtypes = [getattr(torch, d) for d in (args.dtype or ["float32"])]
     ops = [load_op(name) for name in args.ops or builtin_op_names()]
+    passes = list(dict.fromkeys(args.pass_ or DEFAULT_PASSES))
     cases = {op.name: cases_of(op, [_parse_size(s) for s in args.size] if args.size
-                               else list(op.spec.bench_sizes or op.spec.gpu_sizes[-1:]), dtypes) for op in ops}
+                               else list(op.spec.bench_sizes or op.spec.gpu_sizes[-1:]), dtypes, passes) for op in ops}
     warm(ops, cases, args.jobs)
     copy_gbps = copy_bandwidth()
     rows = []
@@ -429,9 +452,11 @@ def main(args: argparse.Namespace) -> int:
         impls = implementations(op, with_numba=not args.no_numba)
         loaded = time.monotonic()
         making = 0.0
+        sets, made_for = [], None
         for case in cases[op.name]:
-            if not case.backward:  # the same inputs serve both directions
+            if made_for != (case.size, case.dtype):  # the same inputs serve every pass
                 made = time.monotonic()
+                sets, made_for = [], (case.size, case.dtype)  # the last size's tensors freed first
                 sets = make_sets(op, case.size, case.torch_dtype)
                 making += time.monotonic() - made
                 profiled.append((op, case.size, case.torch_dtype, impls))

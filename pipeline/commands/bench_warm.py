@@ -32,6 +32,11 @@ from ..op.contract import as_tuple
 from ..op.spec import Inputs, Op, Size
 
 WarmKind = Literal["build", "compile"]
+# What a case times: the forward; the backward alone (from a graph the forward left, kept between
+# calls, as a training step's backward finds it); or both, one after the other.
+Pass = Literal["forward", "backward", "forward+backward"]
+DEFAULT_PASSES: tuple[Pass, ...] = ("forward", "forward+backward")
+SHORT_PASS: dict[Pass, str] = {"forward": "fwd", "backward": "bwd", "forward+backward": "fwd+bwd"}
 GPU_SLACK = 1 << 30  # a worker's CUDA context and allocator slack beside its case's tensors
 # A case's tensors at most, as multiples of its inputs' bytes: the inputs, the outputs, the upstream
 # gradients and one gradient per input, and torch.compile's own temporaries of about as much again.
@@ -40,16 +45,21 @@ CASE_FOOTPRINT = 6
 
 @dataclass(frozen=True)
 class Case:
-    """One timed case of brrr bench: an op (its folder), a size, a dtype and a direction."""
+    """One timed case of brrr bench: an op (its folder), a size, a dtype and a pass."""
 
     op: str  # the op's folder, as load_op takes it
     size: Size
     dtype: str  # a torch dtype's name: "float32", "bfloat16"
-    backward: bool
+    pass_: Pass
 
     @property
     def torch_dtype(self) -> torch.dtype:
         return getattr(torch, self.dtype)
+
+    @property
+    def gradients(self) -> bool:
+        """Whether the case runs a backward (its compile then makes two graphs)."""
+        return self.pass_ != "forward"
 
 
 @dataclass(frozen=True)
@@ -65,40 +75,59 @@ class Warmed:
     error: str = ""  # why it failed ("": it worked); the timing then meets the same failure and reports it
 
 
-def runner(op: Op, fn: Callable[..., Any], sets: list[Inputs], backward: bool,
+def runner(op: Op, fn: Callable[..., Any], sets: list[Inputs], pass_: Pass,
            upstreams: dict[int, tuple[torch.Tensor, ...]]) -> Callable[[int], None]:
-    """One call of fn on input set i: forward, or forward then backward from a random upstream gradient."""
+    """One call of fn on input set i, as `pass_` times it: the forward; the forward then the backward
+    from a random upstream gradient (upstreams[i], shared by the implementations of a case); or that
+    backward alone, from the graph of set i's first call, which keeps it (retain_graph): only the
+    first call of a set runs the forward."""
     spec = op.spec
+    graphs: dict[int, tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]] = {}
 
-    def run(i: int) -> None:
+    def forward(i: int) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]:
         xs = sets[i]
-        if backward:
+        if pass_ != "forward":
             xs = tuple(x.detach().requires_grad_(x.is_floating_point()) for x in xs)
         out = as_tuple(fn(*xs, *spec.param_values))[: len(spec.outputs)]
-        if backward:
-            if i not in upstreams:
-                upstreams[i] = tuple(torch.randn_like(o) for o in out)
-            torch.autograd.grad(out, [x for x in xs if x.requires_grad], upstreams[i])
+        if pass_ != "forward" and i not in upstreams:
+            upstreams[i] = tuple(torch.randn_like(o) for o in out)
+        return out, [x for x in xs if x.requires_grad]
+
+    def run(i: int) -> None:
+        if pass_ == "backward":
+            if i not in graphs:
+                graphs[i] = forward(i)
+            out, wrt = graphs[i]
+            torch.autograd.grad(out, wrt, upstreams[i], retain_graph=True)
+            return
+        out, wrt = forward(i)
+        if pass_ == "forward+backward":
+            torch.autograd.grad(out, wrt, upstreams[i])
 
     return run
 
 
-def first_calls(op: Op, fn: Callable[..., Any], sets: list[Inputs], backward: bool) -> tuple[torch.Tensor, ...]:
+def first_calls(op: Op, fn: Callable[..., Any], sets: list[Inputs], pass_: Pass) -> tuple[torch.Tensor, ...]:
     """The calls bench makes before it times a case: fn on the first set as made (the outputs whose
     bytes it counts), then one call as timed (with gradients for a backward case). For torch.compile
     these are two graphs where the second needs gradients: a warm-up that made only one would leave
     the other to compile inside the timing."""
     out = as_tuple(fn(*sets[0], *op.spec.param_values))
-    runner(op, fn, sets, backward, {})(0)
+    runner(op, fn, sets, pass_, {})(0)
     return out
 
 
 def plan(ops: Sequence[Op], cases: Sequence[Case]) -> list[WarmTask]:
-    """The builds (one an op), then a compile for each case of an op that has an oracle, the backward
-    cases first (they compile two graphs). Longest first, so that no long task starts last."""
+    """The builds (one an op), then a compile for each case of an op that has an oracle, the cases with
+    a backward first (they compile two graphs; a backward case and a forward+backward one of the same
+    size and dtype compile the same two, once). Longest first, so that no long task starts last."""
     with_oracle = {str(op.folder) for op in ops if op.spec.oracle is not None}
-    builds = [WarmTask("build", Case(str(op.folder), 0, "float32", False)) for op in ops]
-    compiles = sorted((WarmTask("compile", c) for c in cases if c.op in with_oracle), key=lambda t: not t.case.backward)
+    builds = [WarmTask("build", Case(str(op.folder), 0, "float32", "forward")) for op in ops]
+    unique: dict[tuple[str, str, str, bool], Case] = {}
+    for c in cases:
+        if c.op in with_oracle:
+            unique.setdefault((c.op, str(c.size), c.dtype, c.gradients), c)
+    compiles = sorted((WarmTask("compile", c) for c in unique.values()), key=lambda t: not t.case.gradients)
     return builds + compiles
 
 
@@ -186,7 +215,7 @@ def compile_case(op: Op, case: Case) -> None:
     torch._dynamo.reset()  # as bench does before each case: a fresh compile, not a recompile
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     sets = [shaped_inputs(op, case, device)]
-    first_calls(op, torch.compile(op.spec.oracle), sets, case.backward)
+    first_calls(op, torch.compile(op.spec.oracle), sets, case.pass_)
     if device.type == "cuda":
         torch.cuda.synchronize()
         del sets
@@ -212,6 +241,6 @@ def summary(warmed: Sequence[Warmed], jobs: int, seconds: float) -> str:
     for w in warmed:
         if w.error:
             c = w.task.case
-            what = "build" if w.task.kind == "build" else f"compile {c.size} {c.dtype} {'fwd+bwd' if c.backward else 'fwd'}"
+            what = "build" if w.task.kind == "build" else f"compile {c.size} {c.dtype} {SHORT_PASS[c.pass_]}"
             lines.append(f"  {c.op}: {what} failed in the warm-up ({w.error}); its timing reports it")
     return "\n".join(lines)
