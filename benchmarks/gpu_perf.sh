@@ -6,7 +6,8 @@
 # what a step printed before its limit is kept. Logs go to $OUT (at most 8 files come back).
 # With NCU="op:dtype op:dtype ...", Nsight Compute (--clock-control none) on one forward and backward
 # of each at its bench size: achieved bandwidth, occupancy, warp stalls (ncu.txt). PROBE=0 skips the probe.
-# BENCH_OPS="OP ..." and INDEP_OPS=op,op time only those (default: every op).
+# BENCH_OPS="OP ..." and INDEP_OPS=op,op time only those (default: every op); BENCH_ARGS are added to
+# brrr bench's (BENCH_ARGS="--pass backward").
 # usage: bash benchmarks/gpu_perf.sh "OP OP ..."   (from the repo root)
 source benchmarks/gpu_setup.sh
 read -r -a ops <<< "${1:-}"
@@ -38,7 +39,7 @@ if [ "${PROBE:-1}" != 0 ]; then  # PROBE=0 skips it
 fi
 if [ "${BENCH:-1}" != 0 ]; then
   # shellcheck disable=SC2086  # BENCH_OPS: op names, split on purpose (default: every op)
-  step bench "${BENCH_S:-240}" python3 -m brrr_kernels bench ${BENCH_OPS:-} --dtype float32 --dtype bfloat16 --json "$OUT/bench.json"
+  step bench "${BENCH_S:-240}" python3 -m brrr_kernels bench ${BENCH_OPS:-} --dtype float32 --dtype bfloat16 ${BENCH_ARGS:-} --json "$OUT/bench.json"
 fi
 [ "${INDEP_RUN:-1}" != 0 ] && step indep "${INDEP_S:-100}" python3 "${INDEP:-../shared/tools/gpu_indep.py}" ${INDEP_OPS:+--ops "$INDEP_OPS"} --out "$OUT/indep.json"
 ncu_all() {
