@@ -39,6 +39,9 @@ struct Flush {
 // Median of `runs` event-timed calls, each after an L2 flush, after `warm` untimed calls. The
 // launch errors of every call are checked.
 // ONCE=1 in the environment: one untimed call, 0 returned (for Nsight Compute to profile each kernel once).
+// B2B=1: each run is kBackToBack calls back to back between the events, no flush (as `brrr bench`
+// times: a call's kernels start as the last call's end, the host far ahead), over kBackToBack.
+constexpr int kBackToBack = 20;
 inline double median_us(const std::function<void()>& fn, int runs = 30, int warm = 3) {
     static Flush flush;
     if (std::getenv("ONCE")) {
@@ -46,6 +49,7 @@ inline double median_us(const std::function<void()>& fn, int runs = 30, int warm
         CHECK(cudaDeviceSynchronize());
         return 0;
     }
+    const int calls = std::getenv("B2B") ? kBackToBack : 1;
     for (int i = 0; i < warm; ++i) fn();
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
@@ -54,15 +58,15 @@ inline double median_us(const std::function<void()>& fn, int runs = 30, int warm
     CHECK(cudaEventCreate(&b));
     std::vector<double> t;
     for (int i = 0; i < runs; ++i) {
-        flush();
+        if (calls == 1) flush();
         CHECK(cudaEventRecord(a));
-        fn();
+        for (int k = 0; k < calls; ++k) fn();
         CHECK(cudaEventRecord(b));
         CHECK(cudaEventSynchronize(b));
         CHECK(cudaGetLastError());
         float ms = 0;
         CHECK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1e3);
+        t.push_back(ms * 1e3 / calls);
     }
     CHECK(cudaEventDestroy(a));
     CHECK(cudaEventDestroy(b));

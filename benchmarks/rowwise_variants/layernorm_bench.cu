@@ -668,6 +668,14 @@ struct Problem {
         return {what, us, gbps, gbps / copy, err, true};
     }
 
+    // x into y by cudaMemcpy: the forward's traffic with nothing computed (fwd_bytes less the small tensors).
+    Row same_copy(const std::string& what) {
+        const double us = bench::median_us(
+            [&] { CHECK(cudaMemcpyAsync(y, x, rows * cols * sizeof(T), cudaMemcpyDeviceToDevice)); });
+        const double gbps = 2.0 * rows * cols * sizeof(T) / us / 1e3;
+        return {what, us, gbps, gbps / copy, 0.0, true};
+    }
+
     // fn writes gx, gw, gb from the current mean and rstd (a forward ran first).
     Row backward(const std::string& what, const std::function<void()>& fn) {
         bench::poison(gx, rows * cols * sizeof(T));
@@ -1002,6 +1010,7 @@ void run(double copy, std::vector<Row>& rows) {
     rows.push_back(p.forward(std::string("fwd (ships: v2) ") + bench::name<T>(), [&] {
         layernorm_forward<T, S>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, 1e-5, 0);
     }));
+    rows.push_back(p.same_copy(std::string("copy of the forward's bytes (cudaMemcpy) ") + bench::name<T>()));
     if (std::getenv("BOUNDED")) {
         bounded_variants(p, rows);
         return;
