@@ -859,6 +859,14 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
     reread(integral_constant<int, 512>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, Y{}, H2{});
     reread(integral_constant<int, 1024>{}, integral_constant<int, 2>{}, integral_constant<int, 0>{}, Y{}, H2{});
     reread(integral_constant<int, 128>{}, integral_constant<int, 8>{}, integral_constant<int, 6>{}, Y{}, H2{});
+    // Inductor's own shape (its kernel, dumped on the H200: 512 threads, one 16-byte load a thread an
+    // iteration, 32 registers, 4 blocks an SM): the rows above held 4-8 packs a thread, 2 blocks an SM at 512.
+    reread(integral_constant<int, 512>{}, integral_constant<int, 1>{}, integral_constant<int, 4>{}, Y{}, H2{});
+    reread(integral_constant<int, 512>{}, integral_constant<int, 2>{}, integral_constant<int, 4>{}, Y{}, H2{});
+    reread(integral_constant<int, 256>{}, integral_constant<int, 1>{}, integral_constant<int, 8>{}, Y{}, H2{});
+    reread(integral_constant<int, 256>{}, integral_constant<int, 2>{}, integral_constant<int, 8>{}, Y{}, H2{});
+    reread(integral_constant<int, 1024>{}, integral_constant<int, 1>{}, integral_constant<int, 2>{}, Y{}, H2{});
+    reread(integral_constant<int, 512>{}, integral_constant<int, 1>{}, integral_constant<int, 4>{}, F{}, H2{});
     if (std::getenv("REREAD")) return;
     if (packs <= kMaxThreads) {
         rows.push_back(p.forward(std::string("fwd block kernel, 1 pack a thread ") + bench::name<T>(), [&] {
