@@ -205,6 +205,11 @@ def warm_one(task: WarmTask, arch: str, threads: int) -> Warmed:
     return Warmed(task, time.monotonic() - start)
 
 
+def compile_device() -> torch.device:
+    """Where a worker compiles: the GPU bench times on, or the CPU where there is none (the tests)."""
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
 def compile_case(op: Op, case: Case) -> None:
     """torch.compile of the oracle through the calls bench makes, on tensors of the case's shapes."""
     import torch._inductor.config as inductor
@@ -213,7 +218,7 @@ def compile_case(op: Op, case: Case) -> None:
     inductor.compile_threads = 1
     inductor.autotune_local_cache = False
     torch._dynamo.reset()  # as bench does before each case: a fresh compile, not a recompile
-    device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    device = compile_device()
     sets = [shaped_inputs(op, case, device)]
     first_calls(op, torch.compile(op.spec.oracle), sets, case.pass_)
     if device.type == "cuda":

@@ -16,6 +16,7 @@ from brrr_kernels.commands.bench_warm import (
     Case,
     WarmTask,
     case_bytes,
+    compile_device,
     first_calls,
     plan,
     runner,
@@ -151,6 +152,6 @@ def test_a_compile_done_in_a_warm_up_worker_is_a_cache_hit_in_this_process(tmp_p
     stable_cache_keys()
     torch._dynamo.reset()
     counters.clear()
-    first_calls(op, torch.compile(op.spec.oracle), [shaped_inputs(op, case, torch.device("cpu"))], "forward+backward")
+    first_calls(op, torch.compile(op.spec.oracle), [shaped_inputs(op, case, compile_device())], "forward+backward")
     assert counters["inductor"]["fxgraph_cache_hit"] >= 2 and counters["inductor"]["fxgraph_cache_miss"] == 0
     torch._dynamo.reset()
