@@ -961,6 +961,113 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
     }
 }
 
+// The forward with its row staged in shared memory: each thread's packs land there by cp.async, so
+// no register holds a load in flight, and the statistics and y read them back (three passes over
+// shared memory, none over DRAM). A block then needs few registers, and the rows in flight an SM are
+// bounded by shared memory (32 KB a float32 row of 8192) instead: v2 holds its row in registers, 4
+// rows an SM in float32 (64 registers) and 6 in bfloat16. Each thread reads back only the packs it
+// copied itself, so its own wait_group suffices: no barrier before the first pass.
+template <typename T, int kPacks, int kThreads, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+layernorm_forward_staged_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                                T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
+                                int64_t cols, stat_t<T> eps) {
+    using S = stat_t<T>;
+    constexpr int W = 16 / sizeof(T);
+    using P = brrr::Pack<T, W>;
+    extern __shared__ __align__(16) unsigned char staged_row[];
+    P* row_packs = reinterpret_cast<P*>(staged_row);
+    __shared__ S partial_sum[kThreads / 32];
+    __shared__ S partial_squares[kThreads / 32];
+    const int64_t row = blockIdx.x;
+    const int t = threadIdx.x;
+    const T* xr = x + row * cols;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) cp_async16(row_packs + k * kThreads + t, xr + static_cast<int64_t>(k * kThreads + t) * W);
+    cp_async_commit();
+    cp_async_wait<0>();
+    S total = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const P v = row_packs[k * kThreads + t];
+        S s = to_stat(v.v[0]);
+#pragma unroll
+        for (int j = 1; j < W; ++j) s += to_stat(v.v[j]);
+        total += s;
+    }
+    const S mu = row_sum<true>(total, partial_sum) / cols;
+    S squares = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const P v = row_packs[k * kThreads + t];
+        S s = 0;
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+            const S d = to_stat(v.v[j]) - mu;
+            s += d * d;
+        }
+        squares += s;
+    }
+    const S r = S(1) / sqrt(row_sum<true>(squares, partial_squares) / cols + eps);
+    const Affine<T> affine(mu, r);
+    T* yr = y + row * cols;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int q = k * kThreads + t;
+        const P v = row_packs[q];
+        const P w = reinterpret_cast<const P*>(weight)[q];
+        const P b = reinterpret_cast<const P*>(bias)[q];
+        brrr::acc_t<T> out[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) out[j] = affine(v.v[j], w.v[j], b.v[j]);
+        reinterpret_cast<P*>(yr)[q] = round_pack<T, W>(out);
+    }
+    if (t == 0) {
+        mean[row] = mu;
+        rstd[row] = r;
+    }
+}
+
+template <typename T, int kPacks, int kThreads, int kMinBlocks>
+void try_staged(Problem<T>& p, std::vector<Row>& rows) {
+    constexpr int W = 16 / sizeof(T);
+    if (p.cols / W != static_cast<int64_t>(kPacks) * kThreads) return;
+    const auto kernel = layernorm_forward_staged_kernel<T, kPacks, kThreads, kMinBlocks>;
+    const size_t smem = static_cast<size_t>(p.cols) * sizeof(T);
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    cudaFuncAttributes attr;
+    CHECK(cudaFuncGetAttributes(&attr, kernel));
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+    rows.push_back(p.forward(std::string("fwd staged, ") + std::to_string(kPacks) + " packs x " + std::to_string(kThreads) +
+                                 " threads, min " + std::to_string(kMinBlocks) + " blocks: " +
+                                 std::to_string(attr.numRegs) + " regs, " + std::to_string(attr.localSizeBytes) +
+                                 " B local, " + std::to_string(per_sm) + "/SM " + bench::name<T>(),
+                             [&p, kernel, smem] {
+                                 kernel<<<static_cast<unsigned>(p.rows), kThreads, smem>>>(p.x, p.w, p.b, p.y, p.mean,
+                                                                                          p.rstd, p.cols, stat_t<T>(1e-5));
+                             }));
+}
+
+template <typename T>
+void staged_variants(Problem<T>& p, std::vector<Row>& rows) {
+    rows.push_back(p.same_copy(std::string("copy of the forward's bytes (cudaMemcpy) ") + bench::name<T>()));
+    if constexpr (sizeof(T) == 2) {
+        try_staged<T, 8, 128, 0>(p, rows);
+        try_staged<T, 8, 128, 8>(p, rows);
+        try_staged<T, 8, 128, 12>(p, rows);
+        try_staged<T, 4, 256, 6>(p, rows);
+        try_staged<T, 2, 512, 3>(p, rows);
+    } else {
+        try_staged<T, 8, 256, 0>(p, rows);
+        try_staged<T, 8, 256, 6>(p, rows);
+        try_staged<T, 16, 128, 6>(p, rows);
+        try_staged<T, 16, 128, 12>(p, rows);
+        try_staged<T, 4, 512, 3>(p, rows);
+    }
+}
+
 // kernel.cu's block kernel under launch bounds of its own block size (kMaxT threads, at least kMinBlocks
 // blocks an SM) at the bench's width: packs x threads = the row's packs, each instance launched only
 // where its threads hold the row exactly (kFull). Under the 1024-thread bound every instance had at
@@ -1018,6 +1125,10 @@ void run(double copy, std::vector<Row>& rows) {
     rows.push_back(p.forward(std::string("fwd (ships: v2) ") + bench::name<T>(), [&] {
         layernorm_forward<T, S>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, 1e-5, 0);
     }));
+    if (std::getenv("STAGED")) {  // the staged forwards (and the copy) beside the shipped one, nothing else
+        staged_variants(p, rows);
+        return;
+    }
     rows.push_back(p.same_copy(std::string("copy of the forward's bytes (cudaMemcpy) ") + bench::name<T>()));
     if (std::getenv("BOUNDED")) {
         bounded_variants(p, rows);
