@@ -1,5 +1,8 @@
 """`brrr bench`: each op's cuda stage against PyTorch eager, torch.compile and the other stages.
 
+Each case is a pass (bench_warm.Pass): the forward, the backward alone (from a graph each input set's
+forward left, kept between calls), or both.
+
 Two times a call, because a training step pays the larger of the two (the GPU runs one op while
 the host issues the next ones):
 - device time (`ms`): what the GPU spends on the call's kernels when the host is ahead of it, as
@@ -446,7 +449,9 @@ def main(args: argparse.Namespace) -> int:
             "copy_gbps": copy_gbps}
     for op in ops:
         if not cases[op.name]:
-            print(f"{op.name}: nothing to time (its cuda stage takes none of the dtypes asked)", flush=True)
+            why = ("it has no backward and only backward passes were asked" if op.spec.forward_only
+                   and "forward" not in passes else "its cuda stage takes none of the dtypes asked")
+            print(f"{op.name}: nothing to time ({why})", flush=True)
             continue
         started = time.monotonic()
         impls = implementations(op, with_numba=not args.no_numba)
