@@ -305,12 +305,15 @@ __device__ __forceinline__ uint4 first_pass_load(const uint4* p) {
     return v;
 }
 
-template <typename T, int kThreads, int kUnroll, int kMinBlocks, bool kAccSums = false, int kHint = 0>
+// kFloatStats: the block's sums, the mean and rstd in float too, as Inductor's kernel (brrr keeps them
+// double for float32 inputs: see kernel.cu's Stat); measured only, never shipped.
+template <typename T, int kThreads, int kUnroll, int kMinBlocks, bool kAccSums = false, int kHint = 0,
+          bool kFloatStats = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
 layernorm_forward_reread_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                 T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
                                 int64_t cols, stat_t<T> eps) {
-    using S = stat_t<T>;
+    using S = std::conditional_t<kFloatStats, float, stat_t<T>>;
     using A = brrr::acc_t<T>;
     constexpr int W = 16 / sizeof(T);
     using P = brrr::Pack<T, W>;
@@ -827,16 +830,18 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
     // The forward's block kernel at other packs a thread (threads = packs / that, rounded up to warps).
     constexpr int W = 16 / sizeof(T);
     const int64_t packs = p.cols / W;
-    const auto reread = [&](auto threads_, auto unroll_, auto min_blocks_, auto acc_sums_, auto hint_) {
+    const auto reread_as = [&](auto threads_, auto unroll_, auto min_blocks_, auto acc_sums_, auto hint_,
+                               auto float_stats_) {
         constexpr int kT = decltype(threads_)::value, kU = decltype(unroll_)::value, kB = decltype(min_blocks_)::value;
         constexpr bool kF = decltype(acc_sums_)::value;
         constexpr int kH = decltype(hint_)::value;
-        const auto kernel = layernorm_forward_reread_kernel<T, kT, kU, kB, kF, kH>;
+        constexpr bool kFS = decltype(float_stats_)::value;
+        const auto kernel = layernorm_forward_reread_kernel<T, kT, kU, kB, kF, kH, kFS>;
         cudaFuncAttributes attr;
         CHECK(cudaFuncGetAttributes(&attr, kernel));
         int per_sm = 0;
         CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kT, 0));
-        rows.push_back(p.forward(std::string("fwd reread") + (kF ? " float sums" : "") +
+        rows.push_back(p.forward(std::string("fwd reread") + (kFS ? " float stats" : kF ? " float sums" : "") +
                                      (kH == 1 ? " L1 last" : kH == 2 ? " L2 last" : "") + ", " + std::to_string(kT) +
                                      " threads, unroll " + std::to_string(kU) +
                                      ": " + std::to_string(attr.numRegs) + " regs, " + std::to_string(per_sm) + "/SM " +
@@ -845,6 +850,9 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
                                      kernel<<<static_cast<unsigned>(p.rows), kT>>>(p.x, p.w, p.b, p.y, p.mean, p.rstd,
                                                                                    p.cols, stat_t<T>(1e-5));
                                  }));
+    };
+    const auto reread = [&](auto threads_, auto unroll_, auto min_blocks_, auto acc_sums_, auto hint_) {
+        reread_as(threads_, unroll_, min_blocks_, acc_sums_, hint_, std::false_type{});
     };
     using std::integral_constant;
     using F = std::false_type;
@@ -867,6 +875,12 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
     reread(integral_constant<int, 256>{}, integral_constant<int, 2>{}, integral_constant<int, 8>{}, Y{}, H2{});
     reread(integral_constant<int, 1024>{}, integral_constant<int, 1>{}, integral_constant<int, 2>{}, Y{}, H2{});
     reread(integral_constant<int, 512>{}, integral_constant<int, 1>{}, integral_constant<int, 4>{}, F{}, H2{});
+    // Inductor's kernel as ptxas left it (its SASS, dumped on the H200): the loop unrolled, all four of a
+    // thread's 16-byte loads issued before any sum, at 32 registers, everything in float.
+    reread(integral_constant<int, 512>{}, integral_constant<int, 4>{}, integral_constant<int, 4>{}, Y{}, H2{});
+    reread(integral_constant<int, 512>{}, integral_constant<int, 4>{}, integral_constant<int, 3>{}, Y{}, H2{});
+    reread_as(integral_constant<int, 512>{}, integral_constant<int, 4>{}, integral_constant<int, 4>{}, Y{}, H2{}, Y{});
+    reread_as(integral_constant<int, 512>{}, integral_constant<int, 4>{}, integral_constant<int, 0>{}, Y{}, H2{}, Y{});
     if (std::getenv("REREAD")) return;
     if (packs <= kMaxThreads) {
         rows.push_back(p.forward(std::string("fwd block kernel, 1 pack a thread ") + bench::name<T>(), [&] {
