@@ -824,6 +824,22 @@ void try_fv3(Problem<T>& p, std::vector<Row>& rows) {
                              }));
 }
 
+// A forward kernel of one row a block (the bench's signature), its registers, spills and blocks an SM
+// in the row's label, timed at `threads` a block and `smem` bytes of dynamic shared memory.
+template <typename T, typename K>
+void time_row_kernel(Problem<T>& p, std::vector<Row>& rows, const std::string& what, K kernel, int threads, size_t smem) {
+    cudaFuncAttributes attr;
+    CHECK(cudaFuncGetAttributes(&attr, kernel));
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+    rows.push_back(p.forward(what + ": " + std::to_string(attr.numRegs) + " regs, " + std::to_string(attr.localSizeBytes) +
+                                 " B local, " + std::to_string(per_sm) + "/SM " + bench::name<T>(),
+                             [&p, kernel, threads, smem] {
+                                 kernel<<<static_cast<unsigned>(p.rows), threads, smem>>>(p.x, p.w, p.b, p.y, p.mean,
+                                                                                         p.rstd, p.cols, stat_t<T>(1e-5));
+                             }));
+}
+
 // The forward's versions beside the shipped one (QUICK=1: not the persistent forward v3s).
 template <typename T>
 void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
@@ -836,20 +852,10 @@ void forward_variants(Problem<T>& p, std::vector<Row>& rows) {
         constexpr bool kF = decltype(acc_sums_)::value;
         constexpr int kH = decltype(hint_)::value;
         constexpr bool kFS = decltype(float_stats_)::value;
-        const auto kernel = layernorm_forward_reread_kernel<T, kT, kU, kB, kF, kH, kFS>;
-        cudaFuncAttributes attr;
-        CHECK(cudaFuncGetAttributes(&attr, kernel));
-        int per_sm = 0;
-        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kT, 0));
-        rows.push_back(p.forward(std::string("fwd reread") + (kFS ? " float stats" : kF ? " float sums" : "") +
+        time_row_kernel(p, rows, std::string("fwd reread") + (kFS ? " float stats" : kF ? " float sums" : "") +
                                      (kH == 1 ? " L1 last" : kH == 2 ? " L2 last" : "") + ", " + std::to_string(kT) +
-                                     " threads, unroll " + std::to_string(kU) +
-                                     ": " + std::to_string(attr.numRegs) + " regs, " + std::to_string(per_sm) + "/SM " +
-                                     bench::name<T>(),
-                                 [&p, kernel] {
-                                     kernel<<<static_cast<unsigned>(p.rows), kT>>>(p.x, p.w, p.b, p.y, p.mean, p.rstd,
-                                                                                   p.cols, stat_t<T>(1e-5));
-                                 }));
+                                     " threads, unroll " + std::to_string(kU) + ", min " + std::to_string(kB) + " blocks",
+                        layernorm_forward_reread_kernel<T, kT, kU, kB, kF, kH, kFS>, kT, 0);
     };
     const auto reread = [&](auto threads_, auto unroll_, auto min_blocks_, auto acc_sums_, auto hint_) {
         reread_as(threads_, unroll_, min_blocks_, acc_sums_, hint_, std::false_type{});
@@ -1050,18 +1056,8 @@ void try_staged(Problem<T>& p, std::vector<Row>& rows) {
     const size_t smem = static_cast<size_t>(p.cols) * sizeof(T);
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    cudaFuncAttributes attr;
-    CHECK(cudaFuncGetAttributes(&attr, kernel));
-    int per_sm = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-    rows.push_back(p.forward(std::string("fwd staged, ") + std::to_string(kPacks) + " packs x " + std::to_string(kThreads) +
-                                 " threads, min " + std::to_string(kMinBlocks) + " blocks: " +
-                                 std::to_string(attr.numRegs) + " regs, " + std::to_string(attr.localSizeBytes) +
-                                 " B local, " + std::to_string(per_sm) + "/SM " + bench::name<T>(),
-                             [&p, kernel, smem] {
-                                 kernel<<<static_cast<unsigned>(p.rows), kThreads, smem>>>(p.x, p.w, p.b, p.y, p.mean,
-                                                                                          p.rstd, p.cols, stat_t<T>(1e-5));
-                             }));
+    time_row_kernel(p, rows, "fwd staged, " + std::to_string(kPacks) + " packs x " + std::to_string(kThreads) +
+                                 " threads, min " + std::to_string(kMinBlocks) + " blocks", kernel, kThreads, smem);
 }
 
 template <typename T>
@@ -1091,19 +1087,9 @@ template <typename T, int kPacks, int kMaxT, int kMinBlocks>
 void try_bounded(Problem<T>& p, std::vector<Row>& rows) {
     constexpr int W = 16 / sizeof(T);
     if (p.cols / W != static_cast<int64_t>(kPacks) * kMaxT) return;
-    const auto kernel = layernorm_forward_block_kernel<T, kPacks, true, kMaxT, kMinBlocks>;
-    cudaFuncAttributes attr;
-    CHECK(cudaFuncGetAttributes(&attr, kernel));
-    int per_sm = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kMaxT, 0));
-    rows.push_back(p.forward(std::string("fwd bounded, ") + std::to_string(kPacks) + " packs x " + std::to_string(kMaxT) +
-                                 " threads, min " + std::to_string(kMinBlocks) + " blocks: " +
-                                 std::to_string(attr.numRegs) + " regs, " + std::to_string(attr.localSizeBytes) +
-                                 " B local, " + std::to_string(per_sm) + "/SM " + bench::name<T>(),
-                             [&p, kernel] {
-                                 kernel<<<static_cast<unsigned>(p.rows), kMaxT>>>(p.x, p.w, p.b, p.y, p.mean, p.rstd,
-                                                                                 p.cols, stat_t<T>(1e-5));
-                             }));
+    time_row_kernel(p, rows, "fwd bounded, " + std::to_string(kPacks) + " packs x " + std::to_string(kMaxT) +
+                                 " threads, min " + std::to_string(kMinBlocks) + " blocks",
+                    layernorm_forward_block_kernel<T, kPacks, true, kMaxT, kMinBlocks>, kMaxT, 0);
 }
 
 template <typename T>
