@@ -41,6 +41,8 @@ if [ "${BENCH:-1}" != 0 ]; then
   # shellcheck disable=SC2086  # BENCH_OPS: op names, split on purpose (default: every op)
   step bench "${BENCH_S:-240}" python3 -m brrr_kernels bench ${BENCH_OPS:-} --dtype float32 --dtype bfloat16 ${BENCH_ARGS:-} --json "$OUT/bench.json"
 fi
+# BWD_INDEP=1: the backward alone by do_bench too (benchmarks/bwd_indep.py; gpu_indep.py times none).
+[ "${BWD_INDEP:-0}" != 0 ] && step bwd_indep "${BWD_INDEP_S:-150}" python3 benchmarks/bwd_indep.py --out "$OUT/bwd_indep.json"
 [ "${INDEP_RUN:-1}" != 0 ] && step indep "${INDEP_S:-100}" python3 "${INDEP:-../shared/tools/gpu_indep.py}" ${INDEP_OPS:+--ops "$INDEP_OPS"} --out "$OUT/indep.json"
 ncu_all() {
   local ncu

@@ -1,5 +1,6 @@
 """The README's performance table, from one results folder: `brrr bench` (bench.json) with the
-independent timing (indep.json, gpu_indep.py: triton do_bench, L2 flushed) beside it, each row
+independent timing (indep.json, gpu_indep.py: triton do_bench, L2 flushed; bwd_indep.json,
+benchmarks/bwd_indep.py, the same for the backward alone) beside it, each row
 checked against the targets of the GPU performance issue. Rows under target are marked.
 
 usage: python3 benchmarks/perf_table.py benchmarks/results/DATE-h100-perf [LATER ...]
@@ -15,7 +16,7 @@ from pathlib import Path
 
 SHORT = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64"}
 PASS = {"forward": "fwd", "backward": "bwd", "forward+backward": "fwd+bwd"}  # in the table's order
-INDEP_PASS = {"fwd": "forward", "fwd+bwd": "forward+backward"}
+INDEP_PASS = {"fwd": "forward", "bwd": "backward", "fwd+bwd": "forward+backward"}
 # (op, dtype or None for any, pass) -> fraction of copy the cuda stage must reach; memory-bound rows
 # otherwise 90% and at least torch.compile's speed (the issue's "every memory-bound row").
 TARGETS = {("layernorm", None, "forward+backward"): 0.80, ("layernorm", None, "backward"): 0.75,
@@ -69,9 +70,9 @@ def merged(folders: list[Path]) -> tuple[dict, dict, dict[tuple[str, str, str], 
         rows = rows_by_key(json.loads((folder / "bench.json").read_text()))
         bench.update(rows)
         source.update(dict.fromkeys(rows, folder.name))
-        indep_path = folder / "indep.json"
-        if indep_path.exists():
-            indep.update(indep_by_key(json.loads(indep_path.read_text())))
+        for name in ("indep.json", "bwd_indep.json"):  # gpu_indep.py's, and benchmarks/bwd_indep.py's
+            if (folder / name).exists():
+                indep.update(indep_by_key(json.loads((folder / name).read_text())))
         tc_path = folder / "tc_indep.json"
         if tc_path.exists():
             indep.update(tc_indep_by_key(json.loads(tc_path.read_text())))
