@@ -4,7 +4,7 @@ which ../shared/tools/gpu_indep.py does not time (it times forward and forward+b
 Not brrr's bench code: the op comes from brrr_kernels.ops.register (torch.ops.brrr.NAME, with its
 autograd), eager is the op's oracle and torch.compile compiles that. Each implementation runs its
 forward once with gradients; do_bench then times autograd.grad from that graph (retain_graph), the L2
-flushed before each run, median of the runs (warm-up 50 ms, 300 ms of runs). Bytes as bench counts a
+flushed before each run, median of the runs (tc_indep.ms: warm-up 50 ms, 300 ms of runs). Bytes as bench counts a
 backward: the upstream gradient and the inputs read, a gradient per input written; set against a
 copy of 1 GiB timed the same way. Each gradient of brrr's is checked against eager's first.
 
@@ -19,16 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from triton.testing import do_bench
+from tc_indep import ms  # do_bench's median, as tc_indep times (this folder is on the path when run)
 
 from brrr_kernels.op.loaders import load_op
 from brrr_kernels.ops import register
 
 OPS = "layernorm,softmax,bias_gelu"
-
-
-def ms(fn: Callable[[], Any]) -> float:
-    return do_bench(fn, warmup=50, rep=300, return_mode="median")
 
 
 def copy_gbps() -> float:

@@ -934,6 +934,10 @@ struct Coordination {
     std::atomic<bool> deadlock{false};  // written under the mutex; a grid barrier's poll reads it without
 };
 
+// Whether a waiting block waits in vain: another block of the launch faulted (a deadlock found is every
+// waiting block's own to report).
+static bool waits_in_vain(const Coordination& c) { return !c.deadlock && c.block_failed.load(); }
+
 static int max_resident() {
     const char* env = std::getenv("BRRR_CPU_RESIDENT");
     return env && std::atoi(env) > 0 ? std::atoi(env) : 64;
@@ -1043,8 +1047,7 @@ static void wait_for_others(Block& b) {
             b.quiet_rounds = 0;
         }
         ++b.quiet_rounds;
-        // What it waits for may be a failed block's to do (a deadlock found is every waiting block's own).
-        if (!c.deadlock && c.block_failed.load()) {
+        if (waits_in_vain(c)) {  // what it waits for may be a failed block's to do
             b.abandoned = true;
             record(b, "abandoned: waiting on memory after another block of the launch faulted");
             return;
@@ -1411,7 +1414,7 @@ void grid_sync(const char* file, int line) {
             made_progress(b, f);
         } else {
             while (c.grid_rounds.load() == round) {
-                if (!c.deadlock && c.block_failed.load()) {
+                if (waits_in_vain(c)) {
                     b.abandoned = true;  // the launch reports the block that faulted, not this one
                     fault("grid sync", "abandoned: another block of the cooperative grid faulted", file, line);
                 }
