@@ -121,6 +121,6 @@ if __name__ == "__main__":
     given = [Path(a) for a in sys.argv[1:]]
     missing = [str(f / "bench.json") for f in given if not (f / "bench.json").is_file()]
     if not given or missing:
-        sys.exit(f"perf_table.py: {'no bench.json in ' + ', '.join(missing) if missing else 'no results folder given'}\n"
+        sys.exit(f"perf_table.py: {'not found: ' + ', '.join(missing) if missing else 'no results folder given'}\n"
                  "usage: python3 benchmarks/perf_table.py benchmarks/results/DATE-GPU-perf [LATER ...]")
     print(table(given))
