@@ -81,6 +81,22 @@ __global__ void copy_kernel(const float4* __restrict__ src, float4* __restrict__
     }
 }
 
+// kUnroll float4 a thread, loads first, no loop: the mapping of a kernel whose blocks each take
+// their own slice (a row) and leave; the best such a kernel can do at a size is this copy's speed.
+template <int kUnroll>
+__global__ void copy_slices_kernel(const float4* __restrict__ src, float4* __restrict__ dst, int64_t n) {
+    const int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x;
+    float4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+        if (base + u * blockDim.x < n) v[u] = src[base + u * blockDim.x];
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+        if (base + u * blockDim.x < n) dst[base + u * blockDim.x] = v[u];
+    }
+}
+
 // GB/s (bytes read + written) of a 1 GiB device-to-device copy, the better of cudaMemcpy (what
 // torch's copy_ runs) and a float4 grid-stride kernel.
 inline double copy_gbps() {

@@ -7,6 +7,8 @@
 #include "../../stages/layernorm/kernel.cu"
 #include "harness.cuh"
 
+#include <cooperative_groups.h>
+
 // Tried and not shipped (it lost to v2 on an H100: variants.txt), so kept here rather than in the op.
 // ---- forward v3 (not shipped): rows staged through shared memory by cp.async, a persistent grid ---------------
 // What it changes from v2's block path (Nsight Compute, 4096 x 8192: one row a 256-thread block,
@@ -385,6 +387,91 @@ layernorm_forward_reread_kernel(const T* __restrict__ x, const T* __restrict__ w
     }
 }
 
+// ---- forward "cluster" (not shipped): a row split over a cluster of kCtas blocks ----------------------
+// The copies of the forward's bytes (COPIES=1, 2026-11-29) ran fastest as many small blocks that each
+// copy a 4 KB slice and leave (bfloat16 back to back 91.4% of copy, cudaMemcpy's speed) and slowest as
+// blocks of 32 KB (85.9%); a row kernel's block is its row, 16 KB (bfloat16) or 32 KB (float32). Here
+// the row is split over a cluster (Hopper): block `rank` of the cluster holds packs rank * kThreads +
+// threadIdx.x + k * kCtas * kThreads, each warp's sums go to its slot in its block's shared memory, and
+// after the cluster's barrier every warp reads all kCtas x warps slots through distributed shared
+// memory (lane l the slots l, l + 32, ...) and adds them by warp_sum: the same bits in every warp of
+// every block. No block may leave while another still reads its slots: the last barrier is split
+// (arrive after the reads, wait after the stores). Rows of exactly kPacks x kCtas x kThreads packs.
+template <typename T, int kCtas, int kThreads, int kPacks>
+__global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads)
+layernorm_forward_cluster_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                                 T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
+                                 int64_t cols, stat_t<T> eps) {
+    namespace cg = cooperative_groups;
+    using S = stat_t<T>;
+    constexpr int W = 16 / sizeof(T);
+    using P = brrr::Pack<T, W>;
+    constexpr int kWarpsHere = kThreads / 32;
+    constexpr int kSlots = kCtas * kWarpsHere;
+    constexpr int kStride = kCtas * kThreads;
+    __shared__ S part_sum[kWarpsHere];
+    __shared__ S part_squares[kWarpsHere];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = static_cast<int>(cluster.block_rank());
+    const int64_t row = blockIdx.x / kCtas;
+    const int t = rank * kThreads + static_cast<int>(threadIdx.x);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const P* xr = reinterpret_cast<const P*>(x + row * cols);
+    P v[kPacks];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) v[k] = xr[k * kStride + t];
+    const auto gather = [&](S* part) {
+        S s = 0;
+        for (int i = lane; i < kSlots; i += 32) s += *cluster.map_shared_rank(part + i % kWarpsHere, i / kWarpsHere);
+        return brrr::warp_sum(s);
+    };
+    S total = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        S s = to_stat(v[k].v[0]);
+#pragma unroll
+        for (int j = 1; j < W; ++j) s += to_stat(v[k].v[j]);
+        total += s;
+    }
+    total = brrr::warp_sum(total);
+    if (lane == 0) part_sum[warp] = total;
+    cluster.sync();
+    const S mu = gather(part_sum) / cols;
+    S squares = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        S s = 0;
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+            const S d = to_stat(v[k].v[j]) - mu;
+            s += d * d;
+        }
+        squares += s;
+    }
+    squares = brrr::warp_sum(squares);
+    if (lane == 0) part_squares[warp] = squares;
+    cluster.sync();
+    const S r = S(1) / sqrt(gather(part_squares) / cols + eps);
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+    const Affine<T> affine(mu, r);
+    P* yr = reinterpret_cast<P*>(y + row * cols);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * kStride + t;
+        const P w = reinterpret_cast<const P*>(weight)[p];
+        const P b = reinterpret_cast<const P*>(bias)[p];
+        brrr::acc_t<T> out[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) out[j] = affine(v[k].v[j], w.v[j], b.v[j]);
+        yr[p] = round_pack<T, W>(out);
+    }
+    if (t == 0) {
+        mean[row] = mu;
+        rstd[row] = r;
+    }
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 // ---- backward v3 (shipped until v4): kernel.cu's header says what it changed from v2; v4 (kernel.cu)
 // says what it changes from this. The v4 flags measured one at a time (kFull, kept products, the
 // lanes' butterfly, float groups of rows) are in benchmarks/results/2026-11-29-h200-layernorm-v4.
@@ -675,6 +762,14 @@ struct Problem {
     Row same_copy(const std::string& what) {
         const double us = bench::median_us(
             [&] { CHECK(cudaMemcpyAsync(y, x, rows * cols * sizeof(T), cudaMemcpyDeviceToDevice)); });
+        const double gbps = 2.0 * rows * cols * sizeof(T) / us / 1e3;
+        return {what, us, gbps, gbps / copy, 0.0, true};
+    }
+
+    // x copied to y by an SM kernel: `launch` gets them as float4 and their count.
+    Row same_copy_kernel(const std::string& what, const std::function<void(const float4*, float4*, int64_t)>& launch) {
+        const int64_t n = rows * cols * static_cast<int64_t>(sizeof(T)) / 16;
+        const double us = bench::median_us([&] { launch(reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y), n); });
         const double gbps = 2.0 * rows * cols * sizeof(T) / us / 1e3;
         return {what, us, gbps, gbps / copy, 0.0, true};
     }
@@ -1118,6 +1213,91 @@ void bounded_variants(Problem<T>& p, std::vector<Row>& rows) {
     }
 }
 
+// What an SM kernel reaches copying the forward's bytes (x to y), beside cudaMemcpy's copy engine:
+// a grid-stride float4 loop at 4, 8 and 16 blocks of 256 an SM, and blocks that each copy their own
+// slice of 1-8 float4 a thread and leave, as a row kernel's blocks do.
+template <typename T>
+void copy_variants(Problem<T>& p, std::vector<Row>& rows) {
+    int sms = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const std::string dtype = bench::name<T>();
+    for (const int per_sm : {4, 8, 16}) {
+        rows.push_back(p.same_copy_kernel("copy, grid-stride float4, " + std::to_string(per_sm) + " x 256 an SM " + dtype,
+                                          [&](const float4* s, float4* d, int64_t n) {
+                                              bench::copy_kernel<<<sms * per_sm, 256>>>(s, d, n);
+                                          }));
+    }
+    const auto slices = [&](auto unroll_) {
+        constexpr int kU = decltype(unroll_)::value;
+        rows.push_back(p.same_copy_kernel("copy, slices of " + std::to_string(kU) + " float4 x 256 threads " + dtype,
+                                          [&](const float4* s, float4* d, int64_t n) {
+                                              const int64_t per_block = 256 * kU;
+                                              bench::copy_slices_kernel<kU><<<static_cast<unsigned>((n + per_block - 1) / per_block), 256>>>(s, d, n);
+                                          }));
+    };
+    slices(std::integral_constant<int, 1>{});
+    slices(std::integral_constant<int, 2>{});
+    slices(std::integral_constant<int, 4>{});
+    slices(std::integral_constant<int, 8>{});
+}
+
+template <typename T, int kCtas, int kThreads, int kPacks>
+void try_cluster(Problem<T>& p, std::vector<Row>& rows) {
+    constexpr int W = 16 / sizeof(T);
+    if (p.cols / W != static_cast<int64_t>(kPacks) * kCtas * kThreads) return;
+    const auto kernel = layernorm_forward_cluster_kernel<T, kCtas, kThreads, kPacks>;
+    cudaFuncAttributes attr;
+    CHECK(cudaFuncGetAttributes(&attr, kernel));
+    rows.push_back(p.forward("fwd cluster of " + std::to_string(kCtas) + " x " + std::to_string(kThreads) + " threads x " +
+                                 std::to_string(kPacks) + " packs: " + std::to_string(attr.numRegs) + " regs " +
+                                 bench::name<T>(),
+                             [&p, kernel] {
+                                 kernel<<<static_cast<unsigned>(p.rows * kCtas), kThreads>>>(p.x, p.w, p.b, p.y, p.mean,
+                                                                                          p.rstd, p.cols, stat_t<T>(1e-5));
+                             }));
+}
+
+template <typename T>
+void cluster_variants(Problem<T>& p, std::vector<Row>& rows) {
+    rows.push_back(p.same_copy_kernel(std::string("copy, slices of 1 float4 x 256 threads ") + bench::name<T>(),
+                                      [](const float4* s, float4* d, int64_t n) {
+                                          bench::copy_slices_kernel<1><<<static_cast<unsigned>((n + 255) / 256), 256>>>(s, d, n);
+                                      }));
+    try_cluster<T, 2, 256, 2>(p, rows);  // bfloat16
+    try_cluster<T, 4, 256, 1>(p, rows);
+    try_cluster<T, 4, 128, 2>(p, rows);
+    try_cluster<T, 8, 128, 1>(p, rows);
+    try_cluster<T, 2, 512, 1>(p, rows);
+    try_cluster<T, 2, 256, 4>(p, rows);  // float32
+    try_cluster<T, 4, 256, 2>(p, rows);
+    try_cluster<T, 8, 256, 1>(p, rows);
+    try_cluster<T, 8, 128, 2>(p, rows);
+    try_cluster<T, 4, 512, 1>(p, rows);
+    try_cluster<T, 4, 128, 4>(p, rows);
+}
+
+// The shipped block kernel at the bench's width with each cache hint (kernel.cu's RowHint), at the
+// launch the launcher picks for it: float32 8 packs x 256 threads, bfloat16 8 x 128 at 6 blocks an SM.
+template <typename T, RowHint kHint>
+void try_hint(Problem<T>& p, std::vector<Row>& rows, const char* what) {
+    constexpr bool k16 = sizeof(T) == 2;
+    constexpr int kThreads = k16 ? kNarrowThreads : 256;
+    constexpr int kMaxT = k16 ? kNarrowThreads : kMaxThreads;
+    constexpr int kMinB = k16 ? kNarrowBlocks : 0;
+    constexpr int W = 16 / sizeof(T);
+    if (p.cols / W != 8 * kThreads) return;
+    time_row_kernel(p, rows, std::string("fwd v2, ") + what, layernorm_forward_block_kernel<T, 8, true, kMaxT, kMinB, kHint>,
+                    kThreads, 0);
+}
+
+template <typename T>
+void hint_variants(Problem<T>& p, std::vector<Row>& rows) {
+    try_hint<T, RowHint::kPlain>(p, rows, "plain loads and stores");
+    try_hint<T, RowHint::kL2>(p, rows, "x at L2 only (ld.global.cg)");
+    try_hint<T, RowHint::kStream>(p, rows, "x evict-first (ld.global.cs)");
+    try_hint<T, RowHint::kL2StreamStore>(p, rows, "x at L2 only, y evict-first (st.global.cs)");
+}
+
 template <typename T>
 void run(double copy, std::vector<Row>& rows) {
     using S = stat_t<T>;
@@ -1130,6 +1310,18 @@ void run(double copy, std::vector<Row>& rows) {
         return;
     }
     rows.push_back(p.same_copy(std::string("copy of the forward's bytes (cudaMemcpy) ") + bench::name<T>()));
+    if (std::getenv("LOAD_HINTS")) {
+        hint_variants(p, rows);
+        return;
+    }
+    if (std::getenv("CLUSTER")) {
+        cluster_variants(p, rows);
+        return;
+    }
+    if (std::getenv("COPIES")) {
+        copy_variants(p, rows);
+        return;
+    }
     if (std::getenv("BOUNDED")) {
         bounded_variants(p, rows);
         return;
