@@ -1276,28 +1276,6 @@ void cluster_variants(Problem<T>& p, std::vector<Row>& rows) {
     try_cluster<T, 4, 128, 4>(p, rows);
 }
 
-// The shipped block kernel at the bench's width with each cache hint (kernel.cu's RowHint), at the
-// launch the launcher picks for it: float32 8 packs x 256 threads, bfloat16 8 x 128 at 6 blocks an SM.
-template <typename T, RowHint kHint>
-void try_hint(Problem<T>& p, std::vector<Row>& rows, const char* what) {
-    constexpr bool k16 = sizeof(T) == 2;
-    constexpr int kThreads = k16 ? kNarrowThreads : 256;
-    constexpr int kMaxT = k16 ? kNarrowThreads : kMaxThreads;
-    constexpr int kMinB = k16 ? kNarrowBlocks : 0;
-    constexpr int W = 16 / sizeof(T);
-    if (p.cols / W != 8 * kThreads) return;
-    time_row_kernel(p, rows, std::string("fwd v2, ") + what, layernorm_forward_block_kernel<T, 8, true, kMaxT, kMinB, kHint>,
-                    kThreads, 0);
-}
-
-template <typename T>
-void hint_variants(Problem<T>& p, std::vector<Row>& rows) {
-    try_hint<T, RowHint::kPlain>(p, rows, "plain loads and stores");
-    try_hint<T, RowHint::kL2>(p, rows, "x at L2 only (ld.global.cg)");
-    try_hint<T, RowHint::kStream>(p, rows, "x evict-first (ld.global.cs)");
-    try_hint<T, RowHint::kL2StreamStore>(p, rows, "x at L2 only, y evict-first (st.global.cs)");
-}
-
 template <typename T>
 void run(double copy, std::vector<Row>& rows) {
     using S = stat_t<T>;
@@ -1310,10 +1288,6 @@ void run(double copy, std::vector<Row>& rows) {
         return;
     }
     rows.push_back(p.same_copy(std::string("copy of the forward's bytes (cudaMemcpy) ") + bench::name<T>()));
-    if (std::getenv("LOAD_HINTS")) {
-        hint_variants(p, rows);
-        return;
-    }
     if (std::getenv("CLUSTER")) {
         cluster_variants(p, rows);
         return;

@@ -185,43 +185,12 @@ __device__ __forceinline__ S row_sum(S value, S* partial) {
     return value;
 }
 
-// Cache hints for v2's row traffic, each timed in benchmarks/rowwise_variants (LOAD_HINTS=1): x
-// read once, y written once, weight and bias read by every row. kL2 reads x at L2 only (ld.global.cg:
-// no L1 line, so x's stream does not push weight and bias out of L1), kStream with the evict-first
-// policy (ld.global.cs); kL2StreamStore adds evict-first stores of y (st.global.cs).
-enum class RowHint { kPlain, kL2, kStream, kL2StreamStore };
-
-template <RowHint H, typename P>
-__device__ __forceinline__ P load_row(const P* p) {
-    static_assert(sizeof(P) == 16, "a 16-byte pack");
-    if constexpr (H == RowHint::kPlain) {
-        return *p;
-    } else {
-        const uint4 bits = H == RowHint::kStream ? __ldcs(reinterpret_cast<const uint4*>(p))
-                                                 : __ldcg(reinterpret_cast<const uint4*>(p));
-        P out;
-        memcpy(&out, &bits, 16);
-        return out;
-    }
-}
-
-template <RowHint H, typename P>
-__device__ __forceinline__ void store_row(P* p, const P& v) {
-    if constexpr (H == RowHint::kL2StreamStore) {
-        uint4 bits;
-        memcpy(&bits, &v, 16);
-        __stcs(reinterpret_cast<uint4*>(p), bits);
-    } else {
-        *p = v;
-    }
-}
-
 // One row, by the `stride` threads that share it (t = 0 .. stride - 1): thread t holds packs
 // t, t + stride, ..., up to kPacks of them, those at or past `packs` not loaded and never used.
 // kFull: packs == kPacks x stride, so every thread holds all kPacks and no slot is tested (the
 // tests were a third of the 16-bit forward's instructions; see the softmax's v4).
 // Every thread of a block reaches both row_sum calls: nothing returns before them.
-template <typename T, int kPacks, bool kWholeBlock, bool kFull = false, RowHint kHint = RowHint::kPlain>
+template <typename T, int kPacks, bool kWholeBlock, bool kFull = false>
 __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T* __restrict__ weight,
                                               const T* __restrict__ bias, T* __restrict__ yr,
                                               stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
@@ -235,7 +204,7 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
-        if (holds(k)) v[k] = load_row<kHint>(reinterpret_cast<const P*>(xr) + p);
+        if (holds(k)) v[k] = reinterpret_cast<const P*>(xr)[p];
     }
     // Each pack summed apart, then the packs: chains of W and kPacks dependent adds, not W * kPacks.
     S total = 0;
@@ -274,7 +243,7 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
             brrr::acc_t<T> out[W];
 #pragma unroll
             for (int j = 0; j < W; ++j) out[j] = affine(v[k].v[j], w.v[j], b.v[j]);
-            store_row<kHint>(reinterpret_cast<P*>(yr) + p, round_pack<T, W>(out));
+            reinterpret_cast<P*>(yr)[p] = round_pack<T, W>(out);
         }
     }
     if (t == 0) {
@@ -300,7 +269,7 @@ layernorm_forward_warp_kernel(const T* __restrict__ x, const T* __restrict__ wei
 
 // Longer rows: one block per row, blockDim.x a multiple of 32 with blockDim.x * kPacks >= packs, at
 // most kMaxT threads and at least kMinBlocks blocks an SM (the register bound: 64 a thread at 1024).
-template <typename T, int kPacks, bool kFull, int kMaxT = kMaxThreads, int kMinBlocks = 0, RowHint kHint = RowHint::kPlain>
+template <typename T, int kPacks, bool kFull, int kMaxT = kMaxThreads, int kMinBlocks = 0>
 __global__ void __launch_bounds__(kMaxT, kMinBlocks)
 layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
@@ -310,7 +279,7 @@ layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ we
     __shared__ stat_t<T> partial_squares[kMaxT / 32];
     const int64_t row = blockIdx.x;
     const int packs = static_cast<int>(cols / (16 / sizeof(T)));
-    normalise_row<T, kPacks, true, kFull, kHint>(x + row * cols, weight, bias, y + row * cols, mean + row, rstd + row, packs,
+    normalise_row<T, kPacks, true, kFull>(x + row * cols, weight, bias, y + row * cols, mean + row, rstd + row, packs,
                                           cols, eps, threadIdx.x, blockDim.x, partial_sum, partial_squares);
 }
 
