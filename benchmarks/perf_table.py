@@ -23,13 +23,17 @@ TARGETS = {("layernorm", None, "forward+backward"): 0.80, ("layernorm", None, "b
            ("bias_gelu", "bfloat16", "forward"): 0.92, ("bias_gelu", "bfloat16", "forward+backward"): 0.85,
            ("softmax", "bfloat16", "forward+backward"): 0.88}
 MEMORY_BOUND = 0.90
+# The issue's table has forward and forward+backward rows; its one target for the backward alone is
+# layernorm's (TARGETS). Other ops' backward-alone rows are shown without one.
+UNTARGETED_PASSES = ("backward",)
 # Compute-bound ops: the cuda stage's speed as a fraction of eager's (cuBLAS for the matmuls, torch's
 # scaled_dot_product_attention for attention), and the fraction it must reach (None: no target).
 COMPUTE_BOUND = {"matmul": (0.80, "cuBLAS"), "matmul_tc": (0.60, "cuBLAS"), "attention": (None, "SDPA")}
 
 
-def target(op: str, dtype: str, pass_: str) -> float:
-    return TARGETS.get((op, dtype, pass_), TARGETS.get((op, None, pass_), MEMORY_BOUND))
+def target(op: str, dtype: str, pass_: str) -> float | None:
+    default = None if pass_ in UNTARGETED_PASSES else MEMORY_BOUND
+    return TARGETS.get((op, dtype, pass_), TARGETS.get((op, None, pass_), default))
 
 
 def rows_by_key(bench: dict) -> dict[tuple[str, str, str], dict[str, dict]]:
@@ -103,11 +107,11 @@ def table(folders: list[Path]) -> str:
         else:
             goal = target(op, dtype, pass_)
             faster = comp is None or comp["ms"] != comp["ms"] or cuda["ms"] <= comp["ms"] * 1.02
-            ok = cuda["copy_fraction"] >= goal and faster
+            ok = goal is None or (cuda["copy_fraction"] >= goal and faster)
             got = f"{cuda['ms'] * 1e3:.1f} us, {pct(cuda)}"
             if cuda.get("same_copy_fraction", float("nan")) == cuda.get("same_copy_fraction"):  # bench since 2026-11-29
                 got += f" ({100 * cuda['same_copy_fraction']:.0f}% of a same-size copy)"
-            want = f">= {100 * goal:.0f}%, >= compile"
+            want = "- (none in the issue)" if goal is None else f">= {100 * goal:.0f}%, >= compile"
             ind_text = indep_text(ind) if ind else "-"
         mark = "" if ok else "**under target**"
         if len(folders) > 1 and source[(op, dtype, pass_)] != main:
