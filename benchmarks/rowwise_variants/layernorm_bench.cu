@@ -1276,41 +1276,6 @@ void cluster_variants(Problem<T>& p, std::vector<Row>& rows) {
     try_cluster<T, 4, 128, 4>(p, rows);
 }
 
-// kernel.cu's block kernel with weight and bias read at each point (WeightLoad), at launch shapes
-// whose threads hold the bench's row exactly.
-template <typename T, int kPacks, int kMaxT, int kMinBlocks, WeightLoad kWL>
-void try_weights(Problem<T>& p, std::vector<Row>& rows) {
-    constexpr int W = 16 / sizeof(T);
-    if (p.cols / W != static_cast<int64_t>(kPacks) * kMaxT) return;
-    const char* when = kWL == WeightLoad::kAfterSums ? "after the sums" : kWL == WeightLoad::kWithRow ? "with the row"
-                                                                                                  : "between the sums";
-    time_row_kernel(p, rows, std::string("fwd, weight and bias ") + when + ", " + std::to_string(kPacks) + " packs x " +
-                                 std::to_string(kMaxT) + " threads, min " + std::to_string(kMinBlocks) + " blocks",
-                    layernorm_forward_block_kernel<T, kPacks, true, kMaxT, kMinBlocks, kWL>, kMaxT, 0);
-}
-
-template <typename T, int kPacks, int kMaxT, int kMinBlocks>
-void try_weight_loads(Problem<T>& p, std::vector<Row>& rows) {
-    try_weights<T, kPacks, kMaxT, kMinBlocks, WeightLoad::kAfterSums>(p, rows);
-    try_weights<T, kPacks, kMaxT, kMinBlocks, WeightLoad::kWithRow>(p, rows);
-    try_weights<T, kPacks, kMaxT, kMinBlocks, WeightLoad::kBetweenSums>(p, rows);
-}
-
-template <typename T>
-void weight_variants(Problem<T>& p, std::vector<Row>& rows) {
-    if constexpr (sizeof(T) == 2) {
-        try_weight_loads<T, 8, 128, 6>(p, rows);
-        try_weight_loads<T, 8, 128, 4>(p, rows);
-        try_weight_loads<T, 4, 256, 3>(p, rows);
-        try_weight_loads<T, 4, 256, 4>(p, rows);
-    } else {
-        try_weight_loads<T, 8, 256, 0>(p, rows);
-        try_weight_loads<T, 8, 256, 2>(p, rows);
-        try_weight_loads<T, 4, 512, 2>(p, rows);
-        try_weight_loads<T, 4, 512, 1>(p, rows);
-    }
-}
-
 template <typename T>
 void run(double copy, std::vector<Row>& rows) {
     using S = stat_t<T>;
@@ -1323,10 +1288,6 @@ void run(double copy, std::vector<Row>& rows) {
         return;
     }
     rows.push_back(p.same_copy(std::string("copy of the forward's bytes (cudaMemcpy) ") + bench::name<T>()));
-    if (std::getenv("WEIGHTS")) {
-        weight_variants(p, rows);
-        return;
-    }
     if (std::getenv("CLUSTER")) {
         cluster_variants(p, rows);
         return;

@@ -185,16 +185,12 @@ __device__ __forceinline__ S row_sum(S value, S* partial) {
     return value;
 }
 
-// When weight and bias are read (benchmarks/rowwise_variants, WEIGHTS=1): after both row sums (their
-// latency then follows the second barrier), with the row, or between the two sums.
-enum class WeightLoad { kAfterSums, kWithRow, kBetweenSums };
-
 // One row, by the `stride` threads that share it (t = 0 .. stride - 1): thread t holds packs
 // t, t + stride, ..., up to kPacks of them, those at or past `packs` not loaded and never used.
 // kFull: packs == kPacks x stride, so every thread holds all kPacks and no slot is tested (the
 // tests were a third of the 16-bit forward's instructions; see the softmax's v4).
 // Every thread of a block reaches both row_sum calls: nothing returns before them.
-template <typename T, int kPacks, bool kWholeBlock, bool kFull = false, WeightLoad kWL = WeightLoad::kAfterSums>
+template <typename T, int kPacks, bool kWholeBlock, bool kFull = false>
 __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T* __restrict__ weight,
                                               const T* __restrict__ bias, T* __restrict__ yr,
                                               stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
@@ -210,19 +206,6 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
         const int p = k * stride + t;
         if (holds(k)) v[k] = reinterpret_cast<const P*>(xr)[p];
     }
-    constexpr bool kHeld = kWL != WeightLoad::kAfterSums;
-    P wv[kHeld ? kPacks : 1], bv[kHeld ? kPacks : 1];
-    const auto load_affine = [&] {
-#pragma unroll
-        for (int k = 0; k < (kHeld ? kPacks : 0); ++k) {
-            const int p = k * stride + t;
-            if (holds(k)) {
-                wv[k] = reinterpret_cast<const P*>(weight)[p];
-                bv[k] = reinterpret_cast<const P*>(bias)[p];
-            }
-        }
-    };
-    if constexpr (kWL == WeightLoad::kWithRow) load_affine();
     // Each pack summed apart, then the packs: chains of W and kPacks dependent adds, not W * kPacks.
     S total = 0;
 #pragma unroll
@@ -235,7 +218,6 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
         }
     }
     const S mu = row_sum<kWholeBlock>(total, partial_sum) / cols;
-    if constexpr (kWL == WeightLoad::kBetweenSums) load_affine();
     // Centred squares from the same registers: two passes, never E[x^2] - E[x]^2, which cancels.
     S squares = 0;
 #pragma unroll
@@ -256,8 +238,8 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
         if (holds(k)) {
-            const P w = kHeld ? wv[kHeld ? k : 0] : reinterpret_cast<const P*>(weight)[p];
-            const P b = kHeld ? bv[kHeld ? k : 0] : reinterpret_cast<const P*>(bias)[p];
+            const P w = reinterpret_cast<const P*>(weight)[p];
+            const P b = reinterpret_cast<const P*>(bias)[p];
             brrr::acc_t<T> out[W];
 #pragma unroll
             for (int j = 0; j < W; ++j) out[j] = affine(v[k].v[j], w.v[j], b.v[j]);
@@ -287,8 +269,7 @@ layernorm_forward_warp_kernel(const T* __restrict__ x, const T* __restrict__ wei
 
 // Longer rows: one block per row, blockDim.x a multiple of 32 with blockDim.x * kPacks >= packs, at
 // most kMaxT threads and at least kMinBlocks blocks an SM (the register bound: 64 a thread at 1024).
-template <typename T, int kPacks, bool kFull, int kMaxT = kMaxThreads, int kMinBlocks = 0,
-          WeightLoad kWL = WeightLoad::kAfterSums>
+template <typename T, int kPacks, bool kFull, int kMaxT = kMaxThreads, int kMinBlocks = 0>
 __global__ void __launch_bounds__(kMaxT, kMinBlocks)
 layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
@@ -298,7 +279,7 @@ layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ we
     __shared__ stat_t<T> partial_squares[kMaxT / 32];
     const int64_t row = blockIdx.x;
     const int packs = static_cast<int>(cols / (16 / sizeof(T)));
-    normalise_row<T, kPacks, true, kFull, kWL>(x + row * cols, weight, bias, y + row * cols, mean + row, rstd + row, packs,
+    normalise_row<T, kPacks, true, kFull>(x + row * cols, weight, bias, y + row * cols, mean + row, rstd + row, packs,
                                           cols, eps, threadIdx.x, blockDim.x, partial_sum, partial_squares);
 }
 
