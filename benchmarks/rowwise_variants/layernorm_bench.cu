@@ -472,6 +472,80 @@ layernorm_forward_cluster_kernel(const T* __restrict__ x, const T* __restrict__ 
     asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
+// ---- forward "Triton's plan" (not shipped): torch.compile's float32 kernel, as its SASS reads ---------
+// Inductor's kernel at 4096 x 8192 float32 (its SASS, 2026-11-29-h200-layernorm-reread-b2b): 512 threads
+// at 32 registers, 4 blocks an SM, a thread's four 16-byte loads of x issued before any sum (L2
+// evict_last), float sums, then x read again with weight and bias. The reread kernel above keeps its
+// second pass unrolled (x, weight and bias of 4 packs in flight: 48 registers) and spilled at 32.
+// Here the row's width is fixed (kPacks packs a thread, the row exactly), the first pass unrolled,
+// the second one pack at a time. A thread sums its values in float about their own float mean c
+// (e1 = sum of x - c, e2 = sum of (x - c)^2), widened once: the row's sum is n c + e1 and its
+// centred squares e2 + d (2 e1 + n d), d = c - mu, in kCombine's type (double: brrr's statistics;
+// float: Inductor's).
+template <typename T, int kThreads, int kPacks, int kMinBlocks, bool kDoubleCombine>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+layernorm_forward_triton_plan_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                                     T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
+                                     int64_t cols, stat_t<T> eps) {
+    using A = brrr::acc_t<T>;
+    using S = std::conditional_t<kDoubleCombine, stat_t<T>, A>;
+    constexpr int W = 16 / sizeof(T);
+    using P = brrr::Pack<T, W>;
+    __shared__ S partial_sum[kThreads / 32];
+    __shared__ S partial_squares[kThreads / 32];
+    const int64_t row = blockIdx.x;
+    const int t = threadIdx.x;
+    const uint4* xr = reinterpret_cast<const uint4*>(x + row * cols);
+    P v[kPacks];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const uint4 bits = first_pass_load<2>(xr + k * kThreads + t);
+        memcpy(&v[k], &bits, 16);
+    }
+    A total = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        A s = brrr::to_acc(v[k].v[0]);
+#pragma unroll
+        for (int j = 1; j < W; ++j) s += brrr::to_acc(v[k].v[j]);
+        total += s;
+    }
+    constexpr int n = kPacks * W;
+    const A c = total / A(n);
+    A e1 = 0, e2 = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+            const A e = brrr::to_acc(v[k].v[j]) - c;
+            e1 += e;
+            e2 = fmaf(e, e, e2);
+        }
+    }
+    const S mu = row_sum<true>(S(n) * S(c) + S(e1), partial_sum) / S(cols);
+    const S d = S(c) - mu;
+    const S r = S(1) / sqrt(row_sum<true>(S(e2) + d * (S(2) * S(e1) + S(n) * d), partial_squares) / S(cols) + S(eps));
+    const Affine<T> affine(static_cast<stat_t<T>>(mu), static_cast<stat_t<T>>(r));
+    P* yr = reinterpret_cast<P*>(y + row * cols);
+#pragma unroll 1
+    for (int k = 0; k < kPacks; ++k) {
+        const int p = k * kThreads + t;
+        const uint4 bits = __ldcs(xr + p);
+        P xv;
+        memcpy(&xv, &bits, 16);
+        const P w = reinterpret_cast<const P*>(weight)[p];
+        const P b = reinterpret_cast<const P*>(bias)[p];
+        A out[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) out[j] = affine(xv.v[j], w.v[j], b.v[j]);
+        yr[p] = round_pack<T, W>(out);
+    }
+    if (t == 0) {
+        mean[row] = mu;
+        rstd[row] = r;
+    }
+}
+
 // ---- backward v3 (shipped until v4): kernel.cu's header says what it changed from v2; v4 (kernel.cu)
 // says what it changes from this. The v4 flags measured one at a time (kFull, kept products, the
 // lanes' butterfly, float groups of rows) are in benchmarks/results/2026-11-29-h200-layernorm-v4.
@@ -1276,6 +1350,30 @@ void cluster_variants(Problem<T>& p, std::vector<Row>& rows) {
     try_cluster<T, 4, 128, 4>(p, rows);
 }
 
+template <typename T, int kThreads, int kPacks, int kMinBlocks, bool kDouble>
+void try_triton_plan(Problem<T>& p, std::vector<Row>& rows) {
+    constexpr int W = 16 / sizeof(T);
+    if (p.cols / W != static_cast<int64_t>(kPacks) * kThreads) return;
+    time_row_kernel(p, rows, std::string("fwd Triton's plan, ") + (kDouble ? "double" : "float") + " combine, " +
+                                 std::to_string(kPacks) + " packs x " + std::to_string(kThreads) + " threads, min " +
+                                 std::to_string(kMinBlocks) + " blocks",
+                    layernorm_forward_triton_plan_kernel<T, kThreads, kPacks, kMinBlocks, kDouble>, kThreads, 0);
+}
+
+template <typename T>
+void triton_plan_variants(Problem<T>& p, std::vector<Row>& rows) {
+    try_triton_plan<T, 512, 4, 4, true>(p, rows);  // float32's 2048 packs
+    try_triton_plan<T, 512, 4, 4, false>(p, rows);
+    try_triton_plan<T, 512, 4, 3, true>(p, rows);
+    try_triton_plan<T, 256, 8, 4, true>(p, rows);
+    try_triton_plan<T, 1024, 2, 2, true>(p, rows);
+    try_triton_plan<T, 512, 2, 4, true>(p, rows);  // bfloat16's 1024 packs
+    try_triton_plan<T, 512, 2, 4, false>(p, rows);
+    try_triton_plan<T, 256, 4, 8, true>(p, rows);
+    try_triton_plan<T, 256, 4, 6, true>(p, rows);
+    try_triton_plan<T, 128, 8, 8, true>(p, rows);
+}
+
 template <typename T>
 void run(double copy, std::vector<Row>& rows) {
     using S = stat_t<T>;
@@ -1288,6 +1386,10 @@ void run(double copy, std::vector<Row>& rows) {
         return;
     }
     rows.push_back(p.same_copy(std::string("copy of the forward's bytes (cudaMemcpy) ") + bench::name<T>()));
+    if (std::getenv("TRITON_PLAN")) {
+        triton_plan_variants(p, rows);
+        return;
+    }
     if (std::getenv("CLUSTER")) {
         cluster_variants(p, rows);
         return;
