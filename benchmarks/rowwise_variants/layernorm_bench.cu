@@ -482,7 +482,17 @@ layernorm_forward_cluster_kernel(const T* __restrict__ x, const T* __restrict__ 
 // (e1 = sum of x - c, e2 = sum of (x - c)^2), widened once: the row's sum is n c + e1 and its
 // centred squares e2 + d (2 e1 + n d), d = c - mu, in kCombine's type (double: brrr's statistics;
 // float: Inductor's).
-template <typename T, int kThreads, int kPacks, int kMinBlocks, bool kDoubleCombine>
+// kHints: the loads as Inductor's SASS spells them (LDG.E.EL for the first pass, weight and bias,
+// LDG.E.EF for the second: L1 eviction priorities, ld.global.L1::evict_last / evict_first), where
+// false gives the first pass an L2 evict_last policy and the second ld.global.cs.
+__device__ __forceinline__ uint4 load_l1_evict_first(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
+template <typename T, int kThreads, int kPacks, int kMinBlocks, bool kDoubleCombine, bool kHints = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
 layernorm_forward_triton_plan_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                      T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
@@ -499,7 +509,7 @@ layernorm_forward_triton_plan_kernel(const T* __restrict__ x, const T* __restric
     P v[kPacks];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-        const uint4 bits = first_pass_load<2>(xr + k * kThreads + t);
+        const uint4 bits = first_pass_load<kHints ? 1 : 2>(xr + k * kThreads + t);
         memcpy(&v[k], &bits, 16);
     }
     A total = 0;
@@ -530,11 +540,18 @@ layernorm_forward_triton_plan_kernel(const T* __restrict__ x, const T* __restric
 #pragma unroll 1
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * kThreads + t;
-        const uint4 bits = __ldcs(xr + p);
-        P xv;
+        const uint4 bits = kHints ? load_l1_evict_first(xr + p) : __ldcs(xr + p);
+        P xv, w, b;
         memcpy(&xv, &bits, 16);
-        const P w = reinterpret_cast<const P*>(weight)[p];
-        const P b = reinterpret_cast<const P*>(bias)[p];
+        if constexpr (kHints) {
+            const uint4 wb = first_pass_load<1>(reinterpret_cast<const uint4*>(weight) + p);
+            const uint4 bb = first_pass_load<1>(reinterpret_cast<const uint4*>(bias) + p);
+            memcpy(&w, &wb, 16);
+            memcpy(&b, &bb, 16);
+        } else {
+            w = reinterpret_cast<const P*>(weight)[p];
+            b = reinterpret_cast<const P*>(bias)[p];
+        }
         A out[W];
 #pragma unroll
         for (int j = 0; j < W; ++j) out[j] = affine(xv.v[j], w.v[j], b.v[j]);
@@ -1350,25 +1367,28 @@ void cluster_variants(Problem<T>& p, std::vector<Row>& rows) {
     try_cluster<T, 4, 128, 4>(p, rows);
 }
 
-template <typename T, int kThreads, int kPacks, int kMinBlocks, bool kDouble>
+template <typename T, int kThreads, int kPacks, int kMinBlocks, bool kDouble, bool kHints = false>
 void try_triton_plan(Problem<T>& p, std::vector<Row>& rows) {
     constexpr int W = 16 / sizeof(T);
     if (p.cols / W != static_cast<int64_t>(kPacks) * kThreads) return;
-    time_row_kernel(p, rows, std::string("fwd Triton's plan, ") + (kDouble ? "double" : "float") + " combine, " +
-                                 std::to_string(kPacks) + " packs x " + std::to_string(kThreads) + " threads, min " +
-                                 std::to_string(kMinBlocks) + " blocks",
-                    layernorm_forward_triton_plan_kernel<T, kThreads, kPacks, kMinBlocks, kDouble>, kThreads, 0);
+    time_row_kernel(p, rows, std::string("fwd Triton's plan") + (kHints ? " with its L1 hints, " : ", ") +
+                                 (kDouble ? "double" : "float") + " combine, " + std::to_string(kPacks) + " packs x " +
+                                 std::to_string(kThreads) + " threads, min " + std::to_string(kMinBlocks) + " blocks",
+                    layernorm_forward_triton_plan_kernel<T, kThreads, kPacks, kMinBlocks, kDouble, kHints>, kThreads, 0);
 }
 
 template <typename T>
 void triton_plan_variants(Problem<T>& p, std::vector<Row>& rows) {
     try_triton_plan<T, 512, 4, 4, true>(p, rows);  // float32's 2048 packs
     try_triton_plan<T, 512, 4, 4, false>(p, rows);
+    try_triton_plan<T, 512, 4, 4, true, true>(p, rows);
+    try_triton_plan<T, 512, 4, 4, false, true>(p, rows);
     try_triton_plan<T, 512, 4, 3, true>(p, rows);
     try_triton_plan<T, 256, 8, 4, true>(p, rows);
     try_triton_plan<T, 1024, 2, 2, true>(p, rows);
     try_triton_plan<T, 512, 2, 4, true>(p, rows);  // bfloat16's 1024 packs
     try_triton_plan<T, 512, 2, 4, false>(p, rows);
+    try_triton_plan<T, 256, 4, 6, true, true>(p, rows);
     try_triton_plan<T, 256, 4, 8, true>(p, rows);
     try_triton_plan<T, 256, 4, 6, true>(p, rows);
     try_triton_plan<T, 128, 8, 8, true>(p, rows);
