@@ -8,6 +8,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 namespace brrr {
 
@@ -90,6 +93,55 @@ __device__ __forceinline__ void allow_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;\n" ::);
 #endif
+}
+
+// Launch facts of the current device, asked of the runtime once per device (a launcher that needs
+// them asks on every call, and each runtime query costs host time a call pays again and again).
+// device_attribute: one cudaDeviceAttr. blocks_per_sm: how many blocks of `kernel` an SM holds at
+// `threads` threads and `smem` bytes of dynamic shared memory, at least 1. Past 48 KB a kernel must
+// be allowed its dynamic shared memory (allow_shared) before each launch that takes it: the
+// allowance is the kernel's, so a launch of the same kernel with another size, here or in another
+// thread, may have changed it since.
+namespace detail {
+inline std::mutex& facts_mutex() {
+    static std::mutex m;
+    return m;
+}
+inline int current_device() {
+    int device = 0;
+    cudaGetDevice(&device);
+    return device;
+}
+}  // namespace detail
+
+inline int device_attribute(cudaDeviceAttr attr) {
+    static std::map<std::pair<int, int>, int> known;
+    const std::pair<int, int> key{detail::current_device(), static_cast<int>(attr)};
+    const std::lock_guard<std::mutex> hold(detail::facts_mutex());
+    const auto found = known.find(key);
+    if (found != known.end()) return found->second;
+    int value = 0;
+    cudaDeviceGetAttribute(&value, attr, key.first);
+    return known[key] = value;
+}
+
+template <typename... P>
+inline void allow_shared(void (*kernel)(P...), size_t smem) {
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+}
+
+template <typename... P>
+inline int blocks_per_sm(void (*kernel)(P...), int threads, size_t smem) {
+    static std::map<std::tuple<const void*, int, int, size_t>, int> known;
+    const std::tuple<const void*, int, int, size_t> key{reinterpret_cast<const void*>(kernel), detail::current_device(),
+                                                        threads, smem};
+    const std::lock_guard<std::mutex> hold(detail::facts_mutex());
+    const auto found = known.find(key);
+    if (found != known.end()) return found->second;
+    allow_shared(kernel, smem);
+    int per_sm = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
+    return known[key] = per_sm > 0 ? per_sm : 1;
 }
 
 }  // namespace brrr

@@ -44,6 +44,8 @@
 //       programmatic dependent launch (launch_early): forward+backward 86.2% and 80.3%
 //       (2026-11-29-h200-layernorm-pdl-v4). Not kept: a "v5" adding the parts up in v4's own grid after
 //       a cooperative grid-wide barrier (no faster than the separate kernel).
+#include <algorithm>
+
 #include "brrr_kernel.cuh"
 
 constexpr int kThreads = 256;  // v1 and backward: a multiple of 32, the reduction works in whole warps
@@ -857,8 +859,7 @@ static int fused_packs(int64_t cols) {
     constexpr int W = 16 / sizeof(T);
     if (cols == 0 || cols % W != 0) return 0;
     const int64_t packs = cols / W;
-    int limit = 0;
-    cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+    const int limit = brrr::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
     if (2 * cols * static_cast<int64_t>(sizeof(part_t<T>)) > limit) return 0;
     // Up to kBwdThreads threads a pack each; beyond, 2 packs a thread (up to kMaxThreads): a block of
     // 512 leaves room for two on an SM, whose barriers then overlap (bfloat16 at 8192 columns: one
@@ -870,12 +871,8 @@ static int fused_packs(int64_t cols) {
 
 template <typename T, int kPacks>
 static int64_t fused_parts(int64_t rows, int64_t cols, int threads, size_t smem) {
-    const auto kernel = layernorm_backward_fused_kernel<T, kPacks>;
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    int sms = 0, per_sm = 0;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
-    const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+    const int64_t resident = static_cast<int64_t>(brrr::device_attribute(cudaDevAttrMultiProcessorCount)) *
+                             brrr::blocks_per_sm(layernorm_backward_fused_kernel<T, kPacks>, threads, smem);
     return rows < resident ? rows : resident;
 }
 
@@ -909,8 +906,7 @@ static FusedShape v4_shape(int64_t cols) {
     constexpr int W = 16 / sizeof(T);
     if (cols == 0 || cols % W != 0) return {0, 0, 0};
     const int64_t packs = cols / W;
-    int limit = 0;
-    cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+    const int limit = brrr::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
     const int64_t smem = static_cast<int64_t>(kV4Stages) * 2 * packs * 16;
     if (smem > limit) return {0, 0, 0};
     int k = 0;
@@ -928,18 +924,13 @@ static bool v4_full(int64_t cols, const FusedShape& f) {
     return cols / (16 / static_cast<int64_t>(sizeof(T))) == static_cast<int64_t>(f.packs_per_thread) * f.threads;
 }
 
-// v4's blocks: as many as fit on the chip at once, at most one a row. Both instances may take the
-// shared memory the shape asks for (past 48 KB a kernel must say so).
+// v4's blocks: as many as fit on the chip at once (either instance), at most one a row.
 template <typename T, int kPacks>
 static int64_t v4_parts(int64_t rows, const FusedShape& f) {
     const auto full = layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, true>;
     const auto any = layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, false>;
-    cudaFuncSetAttribute(full, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(f.smem));
-    cudaFuncSetAttribute(any, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(f.smem));
-    int sms = 0, per_sm = 0;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, any, f.threads, f.smem);
-    const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+    const int per_sm = std::min(brrr::blocks_per_sm(full, f.threads, f.smem), brrr::blocks_per_sm(any, f.threads, f.smem));
+    const int64_t resident = static_cast<int64_t>(brrr::device_attribute(cudaDevAttrMultiProcessorCount)) * per_sm;
     return rows < resident ? rows : resident;
 }
 
@@ -970,9 +961,7 @@ struct BackwardArgs {
 // the forward, forward+backward bfloat16 100.2 -> 98.0 us, float32 184.3 -> 182.5 (-pdl-v4).
 template <typename... P, typename... A>
 static void launch_early(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
-    int device = 0, major = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    const int major = brrr::device_attribute(cudaDevAttrComputeCapabilityMajor);
     cudaLaunchAttribute early[1];
     early[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     early[0].val.programmaticStreamSerializationAllowed = 1;
@@ -990,6 +979,7 @@ template <typename T, int kPacks>
 static void launch_v4(const BackwardArgs<T>& a, const FusedShape& f, unsigned int grid, cudaStream_t stream) {
     const auto kernel = v4_full<T>(a.cols, f) ? layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, true>
                                               : layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, false>;
+    brrr::allow_shared(kernel, f.smem);
     launch_early(kernel, dim3(grid), dim3(f.threads), f.smem, stream, a.grad_y, a.x, a.weight, a.mean, a.rstd, a.grad_x,
                  a.partial, a.rows, a.cols);
 }
@@ -1055,10 +1045,12 @@ void layernorm_backward(const T* grad_y, const T* x, const T* weight, const S* m
         else launch_v4<T, 4>(args, v4, grid, stream);
     } else if (f.packs_per_thread == 1) {
         parts = fused_parts<T, 1>(rows, cols, f.threads, f.smem);
+        brrr::allow_shared(layernorm_backward_fused_kernel<T, 1>, f.smem);
         layernorm_backward_fused_kernel<T, 1><<<static_cast<unsigned int>(parts), f.threads, f.smem, stream>>>(
             grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
     } else {
         parts = fused_parts<T, 2>(rows, cols, f.threads, f.smem);
+        brrr::allow_shared(layernorm_backward_fused_kernel<T, 2>, f.smem);
         layernorm_backward_fused_kernel<T, 2><<<static_cast<unsigned int>(parts), f.threads, f.smem, stream>>>(
             grad_y, x, weight, mean, rstd, grad_x, scratch, rows, cols);
     }

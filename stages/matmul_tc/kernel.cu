@@ -884,9 +884,7 @@ bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b
     if (!vectorizable(a, lda) || !vectorizable(b, ldb)) {
         return matmul_tc_pipelined<AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
     }
-    int device = 0, sms = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const int sms = brrr::device_attribute(cudaDevAttrMultiProcessorCount);
     if (((m + WgmmaTiling::bm - 1) / WgmmaTiling::bm) * ((n + WgmmaTiling::bn - 1) / WgmmaTiling::bn) < sms) {
         return matmul_tc_wgmma_with<WgmmaSmallTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
     }
@@ -900,9 +898,7 @@ bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b
 template <bool AKContig, bool BKContig>
 bool matmul_tc_fastest(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
                        int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
-    int device = 0, sms = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const int sms = brrr::device_attribute(cudaDevAttrMultiProcessorCount);
     const bool fills = ((m + TmaMatmulTiling::bm - 1) / TmaMatmulTiling::bm) *
                            ((n + TmaMatmulTiling::bn - 1) / TmaMatmulTiling::bn) >= sms;
     return fills ? matmul_tc_tma<AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream)
