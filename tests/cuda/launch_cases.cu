@@ -1,13 +1,16 @@
 // The runtime's launch calls beside <<<>>> on the CPU (tests/cuda/test_cpu_runtime_launch.py):
 // cudaLaunchKernel and cudaLaunchCooperativeKernel with an argument array (the kernel cast to void*
 // as public code writes it), cudaLaunchKernelEx with attributes, and the grid-wide barrier of a
-// cooperative launch. Each case prints what it computed or the fault its launch threw.
+// cooperative launch; brrr_kernel.cuh's launch facts, asked once. Each case prints what it computed or
+// the fault its launch threw.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "brrr_kernel.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -99,6 +102,16 @@ int main(int argc, char** argv) {
             cudaLaunchCooperativeKernel(validity, dim3(1), dim3(32), a);
             validity<<<1, 32>>>(op + 1);
             std::printf("%d %d\n", out[0], out[1]);
+        } else if (c == "launch_facts") {
+            // brrr's cached answers against the runtime's own, each asked twice (the second from the cache).
+            int per_sm = 0, sms = 0;
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_sums, 256, 1024);
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+            for (int i = 0; i < 2; ++i) {
+                std::printf("%d %d %d %d ", brrr::device_attribute(cudaDevAttrMultiProcessorCount), sms,
+                            brrr::blocks_per_sm(grid_sums, 256, 1024), per_sm);
+            }
+            std::printf("\n");
         } else if (c == "too_large") {
             int per_sm = 0, sms = 0;
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_sums, 1024, 0);

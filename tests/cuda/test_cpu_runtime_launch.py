@@ -1,6 +1,7 @@
 """The runtime's launch calls beside <<<>>> on the CPU: an argument array unpacked by the kernel's own
 type (a void* cast taken off), cudaLaunchKernelEx's attributes, and a cooperative launch's grid-wide
-barrier, which every block must reach (a block that skips it is a deadlock named at the barrier)."""
+barrier, which every block must reach (a block that skips it is a deadlock named at the barrier);
+brrr_kernel.cuh's cached launch facts against the runtime's own."""
 
 from __future__ import annotations
 
@@ -62,6 +63,12 @@ def test_a_block_that_skips_the_grid_barrier_is_a_deadlock_at_it(program: Path, 
     out = run(program, "skipped", workers, PATIENT)
     assert out.startswith(f"FAULT: {SOURCE}:{line_of('block 1 never comes')}: deadlock in grid_skipped"), out
     assert "grid-wide barrier" in out, out
+
+
+def test_launch_facts_are_the_runtimes_answers_each_time_asked(program: Path) -> None:
+    sms, sms_runtime, per_sm, per_sm_runtime, *again = map(int, run(program, "launch_facts").split())
+    assert sms == sms_runtime > 0 and per_sm == per_sm_runtime > 0
+    assert again == [sms, sms_runtime, per_sm, per_sm_runtime]
 
 
 def test_cuda_launch_kernel_unpacks_the_argument_array(program: Path) -> None:
