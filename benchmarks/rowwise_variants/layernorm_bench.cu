@@ -94,31 +94,9 @@ layernorm_forward_wb_early_kernel(const T* __restrict__ x, const T* __restrict__
             b[k] = reinterpret_cast<const P*>(bias)[p];
         }
     }
-    S total = 0;
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-        if (k * stride + t < packs) {
-            S s = to_stat(v[k].v[0]);
-#pragma unroll
-            for (int j = 1; j < W; ++j) s += to_stat(v[k].v[j]);
-            total += s;
-        }
-    }
-    const S mu = row_sum<true>(total, partial_sum) / cols;
-    S squares = 0;
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-        if (k * stride + t < packs) {
-            S s = 0;
-#pragma unroll
-            for (int j = 0; j < W; ++j) {
-                const S d = to_stat(v[k].v[j]) - mu;
-                s += d * d;
-            }
-            squares += s;
-        }
-    }
-    const S r = S(1) / sqrt(row_sum<true>(squares, partial_squares) / cols + eps);
+    const auto holds = [&](int k) { return k * stride + t < packs; };
+    const S mu = row_sum<true>(held_sum<T, kPacks>(v, holds), partial_sum) / cols;
+    const S r = S(1) / sqrt(row_sum<true>(held_squares<T, kPacks>(v, mu, holds), partial_squares) / cols + eps);
     const Affine<T> affine(mu, r);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
@@ -425,30 +403,12 @@ layernorm_forward_cluster_kernel(const T* __restrict__ x, const T* __restrict__ 
         for (int i = lane; i < kSlots; i += 32) s += *cluster.map_shared_rank(part + i % kWarpsHere, i / kWarpsHere);
         return brrr::warp_sum(s);
     };
-    S total = 0;
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-        S s = to_stat(v[k].v[0]);
-#pragma unroll
-        for (int j = 1; j < W; ++j) s += to_stat(v[k].v[j]);
-        total += s;
-    }
-    total = brrr::warp_sum(total);
+    const auto all = [](int) { return true; };
+    const S total = brrr::warp_sum(held_sum<T, kPacks>(v, all));
     if (lane == 0) part_sum[warp] = total;
     cluster.sync();
     const S mu = gather(part_sum) / cols;
-    S squares = 0;
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-        S s = 0;
-#pragma unroll
-        for (int j = 0; j < W; ++j) {
-            const S d = to_stat(v[k].v[j]) - mu;
-            s += d * d;
-        }
-        squares += s;
-    }
-    squares = brrr::warp_sum(squares);
+    const S squares = brrr::warp_sum(held_squares<T, kPacks>(v, mu, all));
     if (lane == 0) part_squares[warp] = squares;
     cluster.sync();
     const S r = S(1) / sqrt(gather(part_squares) / cols + eps);
@@ -1406,21 +1366,15 @@ void run(double copy, std::vector<Row>& rows) {
         return;
     }
     rows.push_back(p.same_copy(std::string("copy of the forward's bytes (cudaMemcpy) ") + bench::name<T>()));
-    if (std::getenv("TRITON_PLAN")) {
-        triton_plan_variants(p, rows);
-        return;
-    }
-    if (std::getenv("CLUSTER")) {
-        cluster_variants(p, rows);
-        return;
-    }
-    if (std::getenv("COPIES")) {
-        copy_variants(p, rows);
-        return;
-    }
-    if (std::getenv("BOUNDED")) {
-        bounded_variants(p, rows);
-        return;
+    // One set of forward variants beside the shipped forward and the copy, by the environment, and nothing else.
+    const std::pair<const char*, void (*)(Problem<T>&, std::vector<Row>&)> only[] = {
+        {"TRITON_PLAN", triton_plan_variants<T>}, {"CLUSTER", cluster_variants<T>}, {"COPIES", copy_variants<T>},
+        {"BOUNDED", bounded_variants<T>}};
+    for (const auto& [name, variants] : only) {
+        if (std::getenv(name)) {
+            variants(p, rows);
+            return;
+        }
     }
     if (!std::getenv("BWD_ONLY")) forward_variants(p, rows);
     if (std::getenv("FWD_ONLY")) return;

@@ -187,6 +187,44 @@ __device__ __forceinline__ S row_sum(S value, S* partial) {
     return value;
 }
 
+// A thread's two statistics sums over the packs it holds (holds(k): pack k is the thread's), in the
+// statistics' type: each pack summed apart, then the packs, so chains of W and kPacks dependent adds,
+// not W * kPacks. The squares are of x - mu from the same registers: two passes, never E[x^2] -
+// E[x]^2, which cancels.
+template <typename T, int kPacks, typename Holds>
+__device__ __forceinline__ stat_t<T> held_sum(const brrr::Pack<T, 16 / sizeof(T)> (&v)[kPacks], Holds holds) {
+    stat_t<T> total = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        if (holds(k)) {
+            stat_t<T> s = to_stat(v[k].v[0]);
+#pragma unroll
+            for (int j = 1; j < 16 / static_cast<int>(sizeof(T)); ++j) s += to_stat(v[k].v[j]);
+            total += s;
+        }
+    }
+    return total;
+}
+
+template <typename T, int kPacks, typename Holds>
+__device__ __forceinline__ stat_t<T> held_squares(const brrr::Pack<T, 16 / sizeof(T)> (&v)[kPacks], stat_t<T> mu,
+                                                  Holds holds) {
+    stat_t<T> squares = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        if (holds(k)) {
+            stat_t<T> s = 0;
+#pragma unroll
+            for (int j = 0; j < 16 / static_cast<int>(sizeof(T)); ++j) {
+                const stat_t<T> d = to_stat(v[k].v[j]) - mu;
+                s += d * d;
+            }
+            squares += s;
+        }
+    }
+    return squares;
+}
+
 // One row, by the `stride` threads that share it (t = 0 .. stride - 1): thread t holds packs
 // t, t + stride, ..., up to kPacks of them, those at or past `packs` not loaded and never used.
 // kFull: packs == kPacks x stride, so every thread holds all kPacks and no slot is tested (the
@@ -208,33 +246,8 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
         const int p = k * stride + t;
         if (holds(k)) v[k] = reinterpret_cast<const P*>(xr)[p];
     }
-    // Each pack summed apart, then the packs: chains of W and kPacks dependent adds, not W * kPacks.
-    S total = 0;
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-        if (holds(k)) {
-            S s = to_stat(v[k].v[0]);
-#pragma unroll
-            for (int j = 1; j < W; ++j) s += to_stat(v[k].v[j]);
-            total += s;
-        }
-    }
-    const S mu = row_sum<kWholeBlock>(total, partial_sum) / cols;
-    // Centred squares from the same registers: two passes, never E[x^2] - E[x]^2, which cancels.
-    S squares = 0;
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-        if (holds(k)) {
-            S s = 0;
-#pragma unroll
-            for (int j = 0; j < W; ++j) {
-                const S d = to_stat(v[k].v[j]) - mu;
-                s += d * d;
-            }
-            squares += s;
-        }
-    }
-    const S r = S(1) / sqrt(row_sum<kWholeBlock>(squares, partial_squares) / cols + eps);
+    const S mu = row_sum<kWholeBlock>(held_sum<T, kPacks>(v, holds), partial_sum) / cols;
+    const S r = S(1) / sqrt(row_sum<kWholeBlock>(held_squares<T, kPacks>(v, mu, holds), partial_squares) / cols + eps);
     const Affine<T> affine(mu, r);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
