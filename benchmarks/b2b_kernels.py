@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from brrr_kernels.base.errors import OpLoadError
 from brrr_kernels.op.loaders import load_op
 from brrr_kernels.ops import register
 
@@ -52,6 +53,10 @@ def main() -> int:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     args = parser.parse_args()
+    try:
+        load_op(args.op)
+    except OpLoadError as e:  # a mistyped op is one line and exit 2, not a traceback
+        parser.error(str(e))
     spec = load_op(args.op).spec
     dtype = getattr(torch, args.dtype)
     size = spec.bench_sizes[0]

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from brrr_kernels.base.errors import OpLoadError
 from brrr_kernels.cuda import builder
 from brrr_kernels.op.loaders import load_cuda, load_op
 from brrr_kernels.ops import register
@@ -121,6 +122,10 @@ def main() -> int:
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
     parser.add_argument("--profile", action="store_true", help="and cProfile's top functions of the backward's issuing")
     args = parser.parse_args()
+    try:
+        load_op(args.op)
+    except OpLoadError as e:  # a mistyped op is one line and exit 2, not a traceback
+        parser.error(str(e))
     size = tuple(int(v) for v in args.size.split(","))
     found = layers(args.op, size, getattr(torch, args.dtype))
     print(f"{args.op} {size} {args.dtype}: host us to issue one call ({torch.cuda.get_device_name()}, "
