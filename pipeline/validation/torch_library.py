@@ -2,8 +2,10 @@
 
 On CUDA tensors they run the cuda stage, on CPU tensors the reference stage. The fake (meta)
 implementation is the reference stage itself, run on fake tensors, which is why a reference must
-not have data-dependent shapes. Autograd is registered with torch.library.register_autograd, so
-loss.backward() goes through the cuda backward and torch.compile(fullgraph=True) sees one op.
+not have data-dependent shapes. The autograd formula is C++ (native_autograd: a graph node that
+calls NAME_backward with the saved tensors, no Python on the way), or torch.library.register_autograd
+where that cannot be built; either way loss.backward() goes through the registered backward and
+torch.compile(fullgraph=True) sees one op.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from typing import Any
 
 import torch
 
-from ..op.contract import as_tuple, grad_positions, saved_tensors, schemas
+from ..op.contract import as_tuple, grad_positions, saved_positions, saved_tensors, schemas
 from ..op.loaders import load_op
 from ..op.spec import Op
+from . import native_autograd
 
 _libraries: dict[tuple[str, str], torch.library.Library] = {}
 
@@ -95,6 +98,20 @@ def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) 
         lib.impl(f"{name}_backward", bwd(backward), key)
     torch.library.register_fake(f"{namespace}::{name}_backward", bwd(ref.backward), lib=lib)
 
+    if native_autograd.available():
+        torch.ops.brrr_autograd.register(namespace, name, n_inputs, n_outputs, list(saved_positions(spec)),
+                                         list(positions))
+    else:
+        _python_autograd(op, namespace, positions, lib)
+    _libraries[(namespace, name)] = lib
+    return getattr(getattr(torch.ops, namespace), name)
+
+
+def _python_autograd(op: Op, namespace: str, positions: tuple[int, ...], lib: torch.library.Library) -> None:
+    """The same formula through torch.library.register_autograd: Python on every call."""
+    spec, name = op.spec, op.spec.name
+    n_inputs, n_outputs, params = len(spec.inputs), len(spec.outputs), spec.param_values
+
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
         ctx.save_for_backward(*saved_tensors(spec, inputs, as_tuple(output)))
         given = inputs[n_inputs:]
@@ -110,5 +127,3 @@ def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) 
         return (*grads, *(None,) * len(ctx.params))
 
     torch.library.register_autograd(f"{namespace}::{name}", backward, setup_context=setup_context, lib=lib)
-    _libraries[(namespace, name)] = lib
-    return getattr(getattr(torch.ops, namespace), name)

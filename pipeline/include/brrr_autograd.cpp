@@ -1,0 +1,168 @@
+// The autograd formula of every registered brrr op, in C++: torch.ops.brrr_autograd.register(...)
+// gives torch.ops.NS.NAME an Autograd kernel that saves the tensors the spec names and whose graph
+// node calls torch.ops.NS.NAME_backward with them.
+//
+// Why not torch.library.register_autograd: its forward goes through a Python autograd.Function
+// (pytree, defaults filled again, a Python frame per layer) and its backward node takes the GIL on
+// the autograd engine's device thread. Measured on an H200 (benchmarks/host_layers.py) that was most
+// of the host time of a brrr op under autograd, two to three times eager's for the same call. This
+// node is what PyTorch's generated code does for its own ops: the op below autograd, then one graph
+// node holding SavedVariables; nothing here runs Python.
+//
+// The contract (pipeline/op/contract.py): forward(*inputs, *params) -> (*outputs, *stats);
+// backward(*grad_outputs, *saved, *params) -> the gradients of the inputs at grad_positions.
+// Stats (a layer norm's mean) are results without a gradient: marked non-differentiable.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using torch::autograd::Node;
+using torch::autograd::SavedVariable;
+using torch::autograd::variable_list;
+// torch 2.13 holds graph nodes in intrusive_ptr, earlier versions in shared_ptr: whichever getptr gives.
+using NodePtr = decltype(std::declval<Node&>().getptr());
+
+template <class N>
+auto make_node() {
+    if constexpr (std::is_same_v<NodePtr, std::shared_ptr<Node>>) {
+        // deleteNode frees a long chain of nodes without recursing (found by argument lookup: only
+        // the versions that hold nodes in shared_ptr declare it).
+        return std::shared_ptr<N>(new N(), [](N* n) { deleteNode(n); });
+    } else {
+        return c10::make_intrusive<N>();
+    }
+}
+
+struct Formula {
+    int64_t inputs;                  // tensor arguments first in the schema
+    int64_t outputs;                 // differentiable results first among the returns
+    std::vector<int64_t> saved;      // positions in (*inputs, *results)
+    std::vector<int64_t> positions;  // the inputs backward returns gradients for, in its order
+    c10::OperatorHandle backward;
+};
+
+struct OutputShape {
+    std::vector<int64_t> sizes;
+    at::TensorOptions options;
+    bool tracked;  // a floating-point output, with this node as its grad_fn; others get no gradient
+};
+
+struct BrrrBackward : Node {
+    std::shared_ptr<const Formula> formula;
+    std::vector<c10::IValue> params;
+    std::vector<SavedVariable> saved;
+    std::vector<OutputShape> shapes;  // one per output; an unused output's gradient is zeros of its shape
+
+    std::string name() const override { return "BrrrBackward(" + formula->backward.schema().name() + ")"; }
+
+    variable_list apply(variable_list&& grads) override {
+        torch::jit::Stack stack;
+        stack.reserve(grads.size() + saved.size() + params.size());
+        size_t next = 0;
+        for (const auto& shape : shapes) {
+            const at::Tensor* g = shape.tracked ? &grads[next++] : nullptr;
+            stack.emplace_back(g && g->defined() ? g->contiguous() : at::zeros(shape.sizes, shape.options));
+        }
+        const NodePtr self = getptr();
+        for (auto& s : saved) stack.emplace_back(s.unpack(self));
+        for (const auto& p : params) stack.push_back(p);
+        formula->backward.callBoxed(&stack);
+        variable_list result(static_cast<size_t>(formula->inputs));
+        const auto& positions = formula->positions;
+        TORCH_CHECK(stack.size() == positions.size(), formula->backward.schema().name(), " returned ", stack.size(),
+                    " values for ", positions.size(), " gradients");
+        for (size_t k = 0; k < positions.size(); ++k) {
+            const auto i = static_cast<size_t>(positions[k]);
+            if (task_should_compute_output(i) && stack[k].isTensor()) result[i] = stack[k].toTensor();
+        }
+        return result;
+    }
+
+    void release_variables() override {
+        for (auto& s : saved) s.reset_data();
+    }
+};
+
+class AutogradKernel final : public c10::OperatorKernel {
+   public:
+    explicit AutogradKernel(std::shared_ptr<const Formula> formula) : formula_(std::move(formula)) {}
+
+    void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+        const auto n_args = op.schema().arguments().size();
+        const auto args = torch::jit::last(*stack, n_args);
+        std::vector<at::Tensor> inputs;
+        inputs.reserve(static_cast<size_t>(formula_->inputs));
+        for (int64_t i = 0; i < formula_->inputs; ++i) inputs.push_back(args[i].toTensor());
+        const bool grad = torch::autograd::compute_requires_grad(inputs);
+        std::vector<c10::IValue> params;
+        if (grad) params.assign(args.begin() + formula_->inputs, args.end());
+        {
+            at::AutoDispatchBelowADInplaceOrView below;
+            op.redispatchBoxed(keys & c10::after_autograd_keyset, stack);
+        }
+        if (!grad) return;
+        const auto n_results = op.schema().returns().size();
+        const auto results = torch::jit::last(*stack, n_results);
+        auto node = make_node<BrrrBackward>();
+        node->formula = formula_;
+        node->params = std::move(params);
+        node->set_next_edges(torch::autograd::collect_next_edges(inputs));
+        std::vector<at::Tensor> outputs;
+        for (int64_t j = 0; j < formula_->outputs; ++j) {
+            const at::Tensor& y = results[j].toTensor();
+            const bool tracked = torch::autograd::isDifferentiableType(y.scalar_type());
+            if (tracked) outputs.push_back(y);
+            node->shapes.push_back({y.sizes().vec(), y.options(), tracked});
+        }
+        torch::autograd::set_history(outputs, node);
+        for (const auto p : formula_->saved) {
+            if (p < formula_->inputs) {
+                node->saved.emplace_back(inputs[p], false);
+            } else {
+                const int64_t j = p - formula_->inputs;
+                node->saved.emplace_back(results[j].toTensor(), j < formula_->outputs && node->shapes[j].tracked);
+            }
+        }
+    }
+
+   private:
+    std::shared_ptr<const Formula> formula_;
+};
+
+// Each registration's library lives as long as the process: torch keeps pointers into it, and
+// Python may still dispatch to it while the interpreter shuts down.
+std::vector<torch::Library*>& libraries() {
+    static auto* kept = new std::vector<torch::Library*>();
+    return *kept;
+}
+
+void register_formula(const std::string& ns, const std::string& name, int64_t inputs, int64_t outputs,
+                      std::vector<int64_t> saved, std::vector<int64_t> positions) {
+    static std::mutex lock;
+    const std::lock_guard<std::mutex> guard(lock);
+    auto backward = c10::Dispatcher::singleton().findSchemaOrThrow((ns + "::" + name + "_backward").c_str(), "");
+    auto formula = std::make_shared<const Formula>(Formula{inputs, outputs, std::move(saved), std::move(positions),
+                                                           backward});
+    auto* lib = new torch::Library(torch::Library::IMPL, ns, c10::DispatchKey::Autograd, __FILE__, __LINE__);
+    lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<AutogradKernel>(formula)));
+    libraries().push_back(lib);
+}
+
+}  // namespace
+
+TORCH_LIBRARY(brrr_autograd, m) {
+    m.def("register(str ns, str name, int inputs, int outputs, int[] saved, int[] positions) -> ()",
+          &register_formula);
+}
