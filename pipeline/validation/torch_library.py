@@ -2,10 +2,10 @@
 
 On CUDA tensors they run the cuda stage, on CPU tensors the reference stage. The fake (meta)
 implementation is the reference stage itself, run on fake tensors, which is why a reference must
-not have data-dependent shapes. The autograd formula is C++ (native_autograd: a graph node that
-calls NAME_backward with the saved tensors, no Python on the way), or torch.library.register_autograd
-where that cannot be built; either way loss.backward() goes through the registered backward and
-torch.compile(fullgraph=True) sees one op.
+not have data-dependent shapes. The autograd formula is C++ (native_library: a graph node that
+calls NAME_backward with the saved tensors), and so is the call into a built extension's own op,
+where that library can be built; else torch.library.register_autograd and a Python kernel. Either
+way loss.backward() goes through the registered backward and torch.compile(fullgraph=True) sees one op.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
-from ..op.contract import as_tuple, grad_positions, saved_positions, saved_tensors, schemas
+from ..op.contract import as_tuple, grad_positions, saved_tensors, schemas
 from ..op.loaders import load_op
 from ..op.spec import Op
-from . import native_autograd
+from . import native_library
 
 _libraries: dict[tuple[str, str], torch.library.Library] = {}
 
@@ -85,7 +85,8 @@ def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) 
     params = spec.param_values
     fwd = lambda f: _with_defaults(f, n_inputs, params)  # noqa: E731
     for key, (forward, _) in impls.items():
-        lib.impl(name, fwd(lambda *a, f=forward: _fresh(f(*a))), key)
+        if not native_library.route(namespace, name, key, forward):
+            lib.impl(name, fwd(lambda *a, f=forward: _fresh(f(*a))), key)
     torch.library.register_fake(f"{namespace}::{name}", fwd(lambda *a: _fresh(ref.forward(*a))), lib=lib)
     if backward_schema is None:  # forward only: no backward op and no autograd formula
         _libraries[(namespace, name)] = lib
@@ -95,13 +96,11 @@ def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) 
     positions = grad_positions(spec)
     bwd = lambda f: _with_defaults(_picked(f, positions), n_outputs + len(spec.saved), params)  # noqa: E731
     for key, (_, backward) in impls.items():
-        lib.impl(f"{name}_backward", bwd(backward), key)
+        if not native_library.route(namespace, f"{name}_backward", key, backward, positions, n_inputs):
+            lib.impl(f"{name}_backward", bwd(backward), key)
     torch.library.register_fake(f"{namespace}::{name}_backward", bwd(ref.backward), lib=lib)
 
-    if native_autograd.available():
-        torch.ops.brrr_autograd.register(namespace, name, n_inputs, n_outputs, list(saved_positions(spec)),
-                                         list(positions))
-    else:
+    if not native_library.autograd(namespace, name, spec, positions):
         _python_autograd(op, namespace, positions, lib)
     _libraries[(namespace, name)] = lib
     return getattr(getattr(torch.ops, namespace), name)

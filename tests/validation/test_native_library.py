@@ -1,4 +1,4 @@
-"""The C++ autograd formula of registered ops (native_autograd) against the Python one it replaces."""
+"""The C++ side of registered ops (native_library) against the Python it replaces."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import torch
 
 from brrr_kernels.cuda import builder
 from brrr_kernels.op.loaders import builtin_op_names, load_op, load_reference
-from brrr_kernels.validation import native_autograd, torch_library
+from brrr_kernels.validation import native_library, torch_library
 
 _names = itertools.count()
 
 
 @pytest.fixture
 def python_autograd(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(native_autograd, "available", lambda: False)
+    monkeypatch.setattr(native_library, "available", lambda: False)
     yield
 
 
@@ -46,13 +46,13 @@ def gradients(fn: Any, name: str) -> tuple[tuple[torch.Tensor, ...], tuple[Any, 
 
 
 def test_it_builds_and_loads_here() -> None:
-    assert native_autograd.available()
+    assert native_library.available()
 
 
 @pytest.mark.parametrize("name", [n for n in builtin_op_names() if not load_op(n).spec.forward_only])
 def test_gradients_are_the_python_formulas_bit_for_bit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     native, _ = gradients(defined(name), name)
-    monkeypatch.setattr(native_autograd, "available", lambda: False)
+    monkeypatch.setattr(native_library, "available", lambda: False)
     python, _ = gradients(defined(name), name)
     assert len(native) == len(python) > 0
     for a, b in zip(native, python):
@@ -104,22 +104,22 @@ def test_no_grad_gives_results_without_a_graph() -> None:
 
 
 def test_setting_off_means_python_autograd(monkeypatch: pytest.MonkeyPatch) -> None:
-    native_autograd.available.cache_clear()
-    monkeypatch.setenv(native_autograd.SETTING, "0")
+    native_library.available.cache_clear()
+    monkeypatch.setenv(native_library.SETTING, "0")
     try:
-        assert not native_autograd.available()
+        assert not native_library.available()
     finally:
-        native_autograd.available.cache_clear()
+        native_library.available.cache_clear()
 
 
 def test_without_a_compiler_it_warns_once_and_python_autograd_takes_over(monkeypatch: pytest.MonkeyPatch) -> None:
-    native_autograd.available.cache_clear()
+    native_library.available.cache_clear()
     monkeypatch.setattr(builder, "find_cxx", lambda: "/nonexistent/c++")
     try:
-        with pytest.warns(UserWarning, match="C\\+\\+ autograd formula could not be built"):
-            assert not native_autograd.available()
+        with pytest.warns(UserWarning, match="brrr_library.cpp could not be built"):
+            assert not native_library.available()
     finally:
-        native_autograd.available.cache_clear()
+        native_library.available.cache_clear()
 
 
 @pytest.mark.usefixtures("python_autograd")
@@ -127,3 +127,68 @@ def test_the_python_fallback_keeps_gradients() -> None:
     fn = defined("layernorm")
     xs, params = leaves("layernorm")
     assert torch.autograd.gradcheck(lambda *a: fn(*a, *params)[0], tuple(xs))
+
+
+def kernel_file(namespace: str, name: str, key: str) -> str:
+    """Where the kernel NAMESPACE::NAME runs on `key` was registered (the dispatcher's own record)."""
+    dump = torch._C._dispatch_dump(f"{namespace}::{name}")
+    return next(line for line in dump.splitlines() if line.startswith(f"{key}:"))
+
+
+def test_a_torch_op_target_is_called_from_cpp_with_the_same_results() -> None:
+    op = load_op("sigmoid")
+    ref = load_reference(op)
+    ns = f"brrr_test_route_{next(_names)}"
+    fn = torch_library.define(op, ns, {"CPU": (torch.ops.aten.sigmoid, ref.backward)}, ref)
+    assert "brrr_library.cpp" in kernel_file(ns, "sigmoid", "CPU")
+    x = torch.randn(40, dtype=torch.float64, requires_grad=True)
+    torch.testing.assert_close(fn(x), torch.sigmoid(x.detach()), rtol=0, atol=0)
+    fn(x).sum().backward()
+    s = torch.sigmoid(x.detach())
+    torch.testing.assert_close(x.grad, s * (1 - s))
+
+
+def test_a_result_sharing_an_inputs_memory_is_cloned() -> None:
+    op = load_op("sigmoid")
+    ref = load_reference(op)
+    ns = f"brrr_test_route_{next(_names)}"
+    fn = torch_library.define(op, ns, {"CPU": (torch.ops.aten.alias, ref.backward)}, ref)
+    assert "brrr_library.cpp" in kernel_file(ns, "sigmoid", "CPU")
+    x = torch.randn(8)
+    y = fn(x)
+    assert torch.equal(y, x) and y.data_ptr() != x.data_ptr() and y._base is None
+
+
+def test_a_target_taking_other_arguments_keeps_pythons_kernel() -> None:
+    op = load_op("layernorm")
+    ref = load_reference(op)
+    ns = f"brrr_test_route_{next(_names)}"
+    assert not native_library.route(ns, "nothing_defined_yet", "CPU", torch.ops.aten.sigmoid)
+    fn = torch_library.define(op, ns, {"CPU": (ref.forward, ref.backward)}, ref)
+    assert not native_library.route(ns, "layernorm", "CPU", torch.ops.aten.sigmoid)  # one argument, not four
+    assert "brrr_library.cpp" not in kernel_file(ns, "layernorm", "CPU")
+    xs, _ = leaves("layernorm")
+    assert torch.equal(fn(*xs)[0], ref.forward(*xs, *load_op("layernorm").spec.param_values)[0])
+
+
+def test_an_extensions_forward_and_backward_called_from_cpp_give_pythons_gradients(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from brrr_kernels.cuda import cpu_build
+
+    op = load_op("layernorm")
+    ref = load_reference(op)
+    ext = cpu_build.build_cpu_extension(op)
+    impls = {"CPU": (ext.forward, ext.backward)}
+    ns = f"brrr_test_route_{next(_names)}"
+    native = torch_library.define(op, ns, impls, ref)
+    assert "brrr_library.cpp" in kernel_file(ns, "layernorm", "CPU")
+    assert "brrr_library.cpp" in kernel_file(ns, "layernorm_backward", "CPU")
+    monkeypatch.setattr(native_library, "available", lambda: False)
+    python = torch_library.define(op, f"brrr_test_route_{next(_names)}", impls, ref)
+    xs, params = leaves("layernorm")
+    for a, b in zip(native(*xs, *params), python(*xs, *params)):
+        assert torch.equal(a, b)
+    g = torch.randn(xs[0].shape, dtype=xs[0].dtype)
+    want = torch.autograd.grad(python(*xs, *params)[0], xs, g)
+    for a, b in zip(torch.autograd.grad(native(*xs, *params)[0], xs, g), want):
+        assert torch.equal(a, b)

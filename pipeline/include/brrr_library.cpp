@@ -1,6 +1,13 @@
-// The autograd formula of every registered brrr op, in C++: torch.ops.brrr_autograd.register(...)
-// gives torch.ops.NS.NAME an Autograd kernel that saves the tensors the spec names and whose graph
-// node calls torch.ops.NS.NAME_backward with them.
+// What torch.ops.brrr.NAME does on every call, in C++ (pipeline/validation/native_library.py
+// builds and loads it; torch_library.py registers through it):
+//
+// - torch.ops.brrr_native.autograd(...) gives torch.ops.NS.NAME an Autograd kernel that saves the
+//   tensors the spec names and whose graph node calls torch.ops.NS.NAME_backward with them;
+// - torch.ops.brrr_native.route(...) makes NS.NAME (or NAME_backward) on one dispatch key call an
+//   extension's own C++ op (binding.cpp's forward) directly, where Python's kernel called it through
+//   torch.ops: the same arguments, the same results, a clone of any result that is a view or shares
+//   an input's memory (a custom op may not return those), the gradients backward's schema returns
+//   picked from one per input.
 //
 // Why not torch.library.register_autograd: its forward goes through a Python autograd.Function
 // (pytree, defaults filled again, a Python frame per layer) and its backward node takes the GIL on
@@ -141,6 +148,47 @@ class AutogradKernel final : public c10::OperatorKernel {
     std::shared_ptr<const Formula> formula_;
 };
 
+class RouteKernel final : public c10::OperatorKernel {
+   public:
+    RouteKernel(c10::OperatorHandle target, std::vector<int64_t> pick, int64_t inputs)
+        : target_(std::move(target)), pick_(std::move(pick)), inputs_(inputs) {}
+
+    void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+        std::vector<at::Tensor> given;
+        for (const auto& a : torch::jit::last(*stack, op.schema().arguments().size())) {
+            if (a.isTensor()) given.push_back(a.toTensor());
+        }
+        target_.callBoxed(stack);
+        const auto n = target_.schema().returns().size();
+        std::vector<c10::IValue> results(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
+        torch::jit::drop(*stack, n);
+        if (results.size() == 1 && results[0].isTensorList()) {  // a binding returning std::vector<at::Tensor>
+            const auto list = results[0].toTensorVector();
+            results.assign(list.begin(), list.end());
+        }
+        if (!pick_.empty() && results.size() == static_cast<size_t>(inputs_) && results.size() != pick_.size()) {
+            std::vector<c10::IValue> picked;
+            for (const auto i : pick_) picked.push_back(results[static_cast<size_t>(i)]);
+            results = std::move(picked);
+        }
+        TORCH_CHECK(results.size() == op.schema().returns().size(), target_.schema().name(), " returned ",
+                    results.size(), " results where ", op.schema().name(), " returns ", op.schema().returns().size());
+        for (auto& r : results) {
+            if (!r.isTensor()) continue;
+            const at::Tensor& t = r.toTensor();
+            bool shared = t.defined() && t.is_view();
+            for (const auto& g : given) shared = shared || (t.defined() && g.defined() && t.is_alias_of(g));
+            if (shared) r = t.clone();
+        }
+        for (auto& r : results) stack->push_back(std::move(r));
+    }
+
+   private:
+    c10::OperatorHandle target_;
+    std::vector<int64_t> pick_;  // backward: the inputs whose gradients the schema returns
+    int64_t inputs_;             // backward: how many gradients a binding returning one per input gives
+};
+
 // Each registration's library lives as long as the process: torch keeps pointers into it, and
 // Python may still dispatch to it while the interpreter shuts down.
 std::vector<torch::Library*>& libraries() {
@@ -148,10 +196,14 @@ std::vector<torch::Library*>& libraries() {
     return *kept;
 }
 
-void register_formula(const std::string& ns, const std::string& name, int64_t inputs, int64_t outputs,
-                      std::vector<int64_t> saved, std::vector<int64_t> positions) {
+std::mutex& registering() {
     static std::mutex lock;
-    const std::lock_guard<std::mutex> guard(lock);
+    return lock;
+}
+
+void register_autograd(const std::string& ns, const std::string& name, int64_t inputs, int64_t outputs,
+                       std::vector<int64_t> saved, std::vector<int64_t> positions) {
+    const std::lock_guard<std::mutex> guard(registering());
     auto backward = c10::Dispatcher::singleton().findSchemaOrThrow((ns + "::" + name + "_backward").c_str(), "");
     auto formula = std::make_shared<const Formula>(Formula{inputs, outputs, std::move(saved), std::move(positions),
                                                            backward});
@@ -160,9 +212,37 @@ void register_formula(const std::string& ns, const std::string& name, int64_t in
     libraries().push_back(lib);
 }
 
+// The target must take what NS::NAME takes, type for type: a binding whose float param is an int
+// (which Python's call converted) is refused here, and torch_library keeps Python's kernel for it.
+void register_route(const std::string& ns, const std::string& name, const std::string& key, const std::string& target,
+                    std::vector<int64_t> pick, int64_t inputs) {
+    const std::lock_guard<std::mutex> guard(registering());
+    auto& dispatcher = c10::Dispatcher::singleton();
+    const auto source = dispatcher.findSchemaOrThrow((ns + "::" + name).c_str(), "");
+    const auto found = dispatcher.findSchemaOrThrow(target.c_str(), "");
+    const auto& want = source.schema().arguments();
+    const auto& have = found.schema().arguments();
+    TORCH_CHECK(want.size() == have.size(), target, " takes ", have.size(), " arguments, ", ns, "::", name, " ",
+                want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+        TORCH_CHECK(*want[i].type() == *have[i].type(), target, "'s argument ", i, " is ", have[i].type()->str(), ", ",
+                    ns, "::", name, "'s ", want[i].type()->str());
+    }
+    for (const auto& r : found.schema().returns()) {
+        const auto kind = r.type()->kind();
+        TORCH_CHECK(kind == c10::TypeKind::TensorType || *r.type() == *c10::ListType::ofTensors(), target,
+                    " returns a ", r.type()->str(), ", not tensors");
+    }
+    auto* lib = new torch::Library(torch::Library::IMPL, ns, c10::parseDispatchKey(key), __FILE__, __LINE__);
+    lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                std::make_unique<RouteKernel>(found, std::move(pick), inputs)));
+    libraries().push_back(lib);
+}
+
 }  // namespace
 
-TORCH_LIBRARY(brrr_autograd, m) {
-    m.def("register(str ns, str name, int inputs, int outputs, int[] saved, int[] positions) -> ()",
-          &register_formula);
+TORCH_LIBRARY(brrr_native, m) {
+    m.def("autograd(str ns, str name, int inputs, int outputs, int[] saved, int[] positions) -> ()",
+          &register_autograd);
+    m.def("route(str ns, str name, str key, str target, int[] pick, int inputs) -> ()", &register_route);
 }

@@ -1,0 +1,112 @@
+"""torch.ops.brrr_native: what a registered op does on every call, in C++ (include/brrr_library.cpp):
+its autograd formula, and the call from torch.ops.brrr.NAME into the extension's own C++ op.
+
+Built once per cache, compiler and torch version (about 20 s of torch's headers, then cached as
+every other object), loaded once a process. Where it cannot be built (no host compiler) or
+BRRR_NATIVE=0 asks, torch_library registers Python's instead (torch.library.register_autograd, a
+Python kernel calling the extension): the same results and gradients, with more host time a call.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import warnings
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..base.assets import INCLUDE_DIR
+from ..base.errors import BuildError
+from ..base.files import locked, replacing
+from ..cuda import builder
+from ..op.contract import saved_positions
+
+if TYPE_CHECKING:
+    from ..op.spec import OpSpec
+
+SOURCE = INCLUDE_DIR / "brrr_library.cpp"
+SETTING = "BRRR_NATIVE"
+
+
+def wanted() -> bool:
+    return os.environ.get(SETTING, "1") != "0"
+
+
+def _job() -> builder.Job:
+    import torch
+
+    cxx = builder.find_cxx()
+    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
+    command = [cxx, "-c", *builder.CXX_FLAGS, abi, *builder.torch_include_flags()]
+    versions = (builder.compiler_version(cxx), torch.__version__)
+    key = builder.object_key(None, SOURCE, [], command, versions)
+    return builder.Job(SOURCE, command, key, builder.object_path("brrr_library", key), SOURCE)
+
+
+def _library() -> Path:
+    """The shared library, linked beside its object (a file of its own per key)."""
+    from torch.utils import cpp_extension
+
+    obj = builder.compile_job(_job()).path
+    library = obj.with_suffix(".so")
+    dirs = cpp_extension.library_paths()
+    with locked(library.with_suffix(".lock")):
+        if library.is_file():
+            return library
+        with replacing(library, suffix=".so") as partial:
+            command = [builder.find_cxx(), "-shared", "-fPIC", "-o", str(partial), str(obj),
+                       *(f"-L{d}" for d in dirs), *(f"-Wl,-rpath,{d}" for d in dirs), "-lc10", "-ltorch_cpu", "-ltorch"]
+            proc = subprocess.run(command, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise BuildError(f"linking {library.name} failed:\n{proc.stderr[-3000:]}")
+    return library
+
+
+def _first_lines(message: str) -> str:
+    """A build error's first line and the compiler's first message under it."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    return " ".join(lines[:2])
+
+
+@lru_cache(maxsize=1)
+def available() -> bool:
+    """Whether torch.ops.brrr_native can be called in this process (built and loaded here)."""
+    import torch
+
+    if not wanted():
+        return False
+    try:
+        torch.ops.load_library(str(_library()))
+    except (BuildError, OSError) as e:
+        warnings.warn(f"brrr: {SOURCE.name} could not be built, so registered ops call through Python "
+                      f"(more host time a call, the same results): {_first_lines(str(e))}", stacklevel=2)
+        return False
+    return True
+
+
+def autograd(namespace: str, name: str, spec: OpSpec, positions: tuple[int, ...]) -> bool:
+    """NAMESPACE::NAME's Autograd kernel in C++, calling NAME_backward; False where it is not available."""
+    if not available():
+        return False
+    import torch
+
+    torch.ops.brrr_native.autograd(namespace, name, len(spec.inputs), len(spec.outputs), list(saved_positions(spec)),
+                                   list(positions))
+    return True
+
+
+def route(namespace: str, name: str, key: str, target: Any, pick: tuple[int, ...] = (), inputs: int = 0) -> bool:
+    """Whether NAMESPACE::NAME on dispatch key `key` now calls `target` (an extension's op, torch.ops.EXT.forward)
+    in C++. False, and nothing registered, where `target` is not a torch op (a pybind module's function)
+    or does not take NAME's arguments type for type: the caller registers a Python kernel instead.
+    `pick` and `inputs`: a backward's schema returns the gradients at `pick` of a target giving `inputs`."""
+    import torch
+
+    if not available() or not isinstance(target, torch._ops.OpOverloadPacket):
+        return False
+    try:
+        torch.ops.brrr_native.route(namespace, name, key, target._qualified_op_name, list(pick), inputs)
+    except RuntimeError:
+        return False
+    return True
