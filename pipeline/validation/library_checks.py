@@ -72,7 +72,7 @@ def _fresh_function(op_fn: Any, tag: str) -> Callable[..., Any]:
     return call
 
 
-def _registered(stage: Stage, reference: Stage) -> Any:
+def registered_op(stage: Stage, reference: Stage) -> Any:
     """The op as torch.library sees it, its kernels those of `stage` where it runs: on CPU tensors the
     stage if it runs on the CPU (the reference, or the cuda stage's CPU execution), else the reference;
     on CUDA tensors the stage on the GPU."""
@@ -94,7 +94,7 @@ def library_row(check: Check, stage: Stage, reference: Stage, gen: torch.Generat
     op, device = stage.op, stage.device
     b = RowBuilder(op, check, "float64")
     try:
-        op_fn = _registered(stage, reference)
+        op_fn = registered_op(stage, reference)
     except Exception as e:
         b.fail(f"registering {op.name} with torch.library failed: {type(e).__name__}: {_first_lines(str(e))}")
         return b.finish()
