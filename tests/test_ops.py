@@ -10,8 +10,12 @@ from brrr_kernels.op.loaders import builtin_op_names, load_op
 from brrr_kernels.ops import register
 
 
-def sample(name: str, device: str, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, ...]:
+def sample(name: str, device: str) -> tuple[torch.Tensor, ...]:
+    """Inputs that take gradients, in float64 where the stage that runs on `device` computes in it (on a
+    GPU the cuda stage: attention and matmul_tc compute in float32 and bfloat16 only)."""
     spec = load_op(name).spec
+    dtypes = spec.stage_dtypes("cuda" if device == "cuda" else "reference")
+    dtype = torch.float64 if torch.float64 in dtypes else dtypes[0]
     inputs = spec.make_inputs(spec.gradcheck_size, dtype, torch.device(device), torch.Generator().manual_seed(0))
     return tuple(x.requires_grad_(x.is_floating_point()) for x in inputs) + spec.param_values
 

@@ -212,31 +212,44 @@ void register_autograd(const std::string& ns, const std::string& name, int64_t i
     libraries().push_back(lib);
 }
 
-// The target must take what NS::NAME takes, type for type: a binding whose float param is an int
-// (which Python's call converted) is refused here, and torch_library keeps Python's kernel for it.
-void register_route(const std::string& ns, const std::string& name, const std::string& key, const std::string& target,
-                    std::vector<int64_t> pick, int64_t inputs) {
-    const std::lock_guard<std::mutex> guard(registering());
-    auto& dispatcher = c10::Dispatcher::singleton();
-    const auto source = dispatcher.findSchemaOrThrow((ns + "::" + name).c_str(), "");
-    const auto found = dispatcher.findSchemaOrThrow(target.c_str(), "");
+// Why `target` cannot stand for NS::NAME, or "" where it can: it must take what NS::NAME takes,
+// type for type (a binding whose float param is an int, which Python's call converted, is refused
+// and torch_library keeps Python's kernel for it) and return tensors. Refusals are returned, not
+// thrown: nothing is registered then.
+std::string route_refusal(const c10::OperatorHandle& source, const c10::OperatorHandle& found) {
     const auto& want = source.schema().arguments();
     const auto& have = found.schema().arguments();
-    TORCH_CHECK(want.size() == have.size(), target, " takes ", have.size(), " arguments, ", ns, "::", name, " ",
-                want.size());
+    if (want.size() != have.size()) {
+        return "it takes " + std::to_string(have.size()) + " arguments, not " + std::to_string(want.size());
+    }
     for (size_t i = 0; i < want.size(); ++i) {
-        TORCH_CHECK(*want[i].type() == *have[i].type(), target, "'s argument ", i, " is ", have[i].type()->str(), ", ",
-                    ns, "::", name, "'s ", want[i].type()->str());
+        if (!(*want[i].type() == *have[i].type())) {
+            return "its argument " + std::to_string(i) + " is " + have[i].type()->str() + ", not " +
+                   want[i].type()->str();
+        }
     }
     for (const auto& r : found.schema().returns()) {
-        const auto kind = r.type()->kind();
-        TORCH_CHECK(kind == c10::TypeKind::TensorType || *r.type() == *c10::ListType::ofTensors(), target,
-                    " returns a ", r.type()->str(), ", not tensors");
+        if (r.type()->kind() != c10::TypeKind::TensorType && !(*r.type() == *c10::ListType::ofTensors())) {
+            return "it returns a " + r.type()->str() + ", not tensors";
+        }
     }
+    return "";
+}
+
+std::string register_route(const std::string& ns, const std::string& name, const std::string& key,
+                           const std::string& target, std::vector<int64_t> pick, int64_t inputs) {
+    const std::lock_guard<std::mutex> guard(registering());
+    auto& dispatcher = c10::Dispatcher::singleton();
+    const auto source = dispatcher.findSchema({ns + "::" + name, ""});
+    const auto found = dispatcher.findSchema({target, ""});
+    if (!source || !found) return (source ? target : ns + "::" + name) + " is not defined";
+    auto refused = route_refusal(*source, *found);
+    if (!refused.empty()) return target + ": " + refused;
     auto* lib = new torch::Library(torch::Library::IMPL, ns, c10::parseDispatchKey(key), __FILE__, __LINE__);
     lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                std::make_unique<RouteKernel>(found, std::move(pick), inputs)));
+                                std::make_unique<RouteKernel>(*found, std::move(pick), inputs)));
     libraries().push_back(lib);
+    return "";
 }
 
 }  // namespace
@@ -244,5 +257,5 @@ void register_route(const std::string& ns, const std::string& name, const std::s
 TORCH_LIBRARY(brrr_native, m) {
     m.def("autograd(str ns, str name, int inputs, int outputs, int[] saved, int[] positions) -> ()",
           &register_autograd);
-    m.def("route(str ns, str name, str key, str target, int[] pick, int inputs) -> ()", &register_route);
+    m.def("route(str ns, str name, str key, str target, int[] pick, int inputs) -> str", &register_route);
 }

@@ -105,8 +105,4 @@ def route(namespace: str, name: str, key: str, target: Any, pick: tuple[int, ...
 
     if not available() or not isinstance(target, torch._ops.OpOverloadPacket):
         return False
-    try:
-        torch.ops.brrr_native.route(namespace, name, key, target._qualified_op_name, list(pick), inputs)
-    except RuntimeError:
-        return False
-    return True
+    return not torch.ops.brrr_native.route(namespace, name, key, target._qualified_op_name, list(pick), inputs)
