@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+import torch._functorch.config as functorch_config
 
 from ..base.workers import Lost, free_cpus, in_processes
 from ..op.contract import as_tuple
@@ -96,7 +97,10 @@ def runner(op: Op, fn: Callable[..., Any], sets: list[Inputs], pass_: Pass,
     def run(i: int) -> None:
         if pass_ == "backward":
             if i not in graphs:
-                graphs[i] = forward(i)
+                # A graph kept for many backwards: torch.compile's backward must not donate (reuse)
+                # the saved buffers, or its second call fails (AOTAutograd's donated_buffer).
+                with functorch_config.patch(donated_buffer=False):
+                    graphs[i] = forward(i)
             out, wrt = graphs[i]
             torch.autograd.grad(out, wrt, upstreams[i], retain_graph=True)
             return
