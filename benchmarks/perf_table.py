@@ -1,4 +1,5 @@
-"""The README's performance table, from one results folder: `brrr bench` (bench.json) with the
+"""The README's performance table, from one results folder: `brrr bench` (bench.json, and any other
+bench*.json: the rows of several bench calls of one session) with the
 independent timing (indep.json, gpu_indep.py: triton do_bench, L2 flushed; bwd_indep.json,
 benchmarks/bwd_indep.py, the same for the backward alone) beside it, each row
 checked against the targets of the GPU performance issue. Rows under target are marked.
@@ -65,13 +66,19 @@ def tc_indep_by_key(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
             for r in rows if r["size"] == [4096, 4096, 4096]}
 
 
+def bench_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("bench*.json"))
+
+
 def merged(folders: list[Path]) -> tuple[dict, dict, dict[tuple[str, str, str], str]]:
     """bench rows and indep rows by key over the folders, later ones winning, and each key's folder."""
     bench: dict = {}
     indep: dict = {}
     source: dict[tuple[str, str, str], str] = {}
     for folder in folders:
-        rows = rows_by_key(json.loads((folder / "bench.json").read_text()))
+        rows = {}
+        for path in bench_files(folder):
+            rows.update(rows_by_key(json.loads(path.read_text())))
         bench.update(rows)
         source.update(dict.fromkeys(rows, folder.name))
         for name in ("indep.json", "bwd_indep.json"):  # gpu_indep.py's, and benchmarks/bwd_indep.py's
@@ -123,7 +130,7 @@ def table(folders: list[Path]) -> str:
 
 if __name__ == "__main__":
     given = [Path(a) for a in sys.argv[1:]]
-    missing = [str(f / "bench.json") for f in given if not (f / "bench.json").is_file()]
+    missing = [str(f / "bench*.json") for f in given if not bench_files(f)]
     if not given or missing:
         sys.exit(f"perf_table.py: {'not found: ' + ', '.join(missing) if missing else 'no results folder given'}\n"
                  "usage: python3 benchmarks/perf_table.py benchmarks/results/DATE-GPU-perf [LATER ...]")

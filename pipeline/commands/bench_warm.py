@@ -32,7 +32,7 @@ from ..base.workers import Lost, free_cpus, in_processes
 from ..op.contract import as_tuple
 from ..op.spec import Inputs, Op, Size
 
-WarmKind = Literal["build", "compile"]
+WarmKind = Literal["native", "build", "compile"]
 # What a case times: the forward; the backward alone (from a graph the forward left, kept between
 # calls, as a training step's backward finds it); or both, one after the other.
 Pass = Literal["forward", "backward", "forward+backward"]
@@ -122,9 +122,11 @@ def first_calls(op: Op, fn: Callable[..., Any], sets: list[Inputs], pass_: Pass)
 
 
 def plan(ops: Sequence[Op], cases: Sequence[Case]) -> list[WarmTask]:
-    """The builds (one an op), then a compile for each case of an op that has an oracle, the cases with
-    a backward first (they compile two graphs; a backward case and a forward+backward one of the same
-    size and dtype compile the same two, once). Longest first, so that no long task starts last."""
+    """brrr's own C++ library (the registered ops' autograd and calls, which the cuda rows time; built
+    once per cache, 16 s), the builds (one an op), then a compile for each case of an op that has an
+    oracle, the cases with a backward first (they compile two graphs; a backward case and a
+    forward+backward one of the same size and dtype compile the same two, once). Longest first, so
+    that no long task starts last."""
     with_oracle = {str(op.folder) for op in ops if op.spec.oracle is not None}
     builds = [WarmTask("build", Case(str(op.folder), 0, "float32", "forward")) for op in ops]
     unique: dict[tuple[str, str, str, bool], Case] = {}
@@ -132,7 +134,8 @@ def plan(ops: Sequence[Op], cases: Sequence[Case]) -> list[WarmTask]:
         if c.op in with_oracle:
             unique.setdefault((c.op, str(c.size), c.dtype, c.gradients), c)
     compiles = sorted((WarmTask("compile", c) for c in unique.values()), key=lambda t: not t.case.gradients)
-    return builds + compiles
+    native = [WarmTask("native", builds[0].case)] if builds else []
+    return native + builds + compiles
 
 
 def shaped_inputs(op: Op, case: Case, device: torch.device) -> Inputs:
@@ -196,7 +199,11 @@ def warm_one(task: WarmTask, arch: str, threads: int) -> Warmed:
     stable_cache_keys()
     try:
         op = load_op(task.case.op)
-        if task.kind == "build":
+        if task.kind == "native":
+            from ..validation import native_library
+
+            native_library.available()
+        elif task.kind == "build":
             from ..cuda import builder
 
             builder.build_extension(op, arch)
@@ -243,13 +250,13 @@ def warm_up(tasks: Sequence[WarmTask], jobs: int, arch: str) -> list[Warmed]:
 
 def summary(warmed: Sequence[Warmed], jobs: int, seconds: float) -> str:
     """One line for the warm-up, and one for each task that failed."""
-    builds = sum(w.task.kind == "build" for w in warmed)
+    builds = sum(w.task.kind != "compile" for w in warmed)  # brrr's own library among them
     busy = sum(w.seconds for w in warmed)
     lines = [f"warm-up: {builds} builds and {len(warmed) - builds} torch.compile cases in {jobs} processes, "
              f"{seconds:.0f} s ({busy:.0f} s of work)"]
     for w in warmed:
         if w.error:
             c = w.task.case
-            what = "build" if w.task.kind == "build" else f"compile {c.size} {c.dtype} {SHORT_PASS[c.pass_]}"
+            what = w.task.kind if w.task.kind != "compile" else f"compile {c.size} {c.dtype} {SHORT_PASS[c.pass_]}"
             lines.append(f"  {c.op}: {what} failed in the warm-up ({w.error}); its timing reports it")
     return "\n".join(lines)
