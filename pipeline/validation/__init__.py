@@ -13,6 +13,7 @@ Layer map:
     huge            validate --huge: more than 2**31 elements
     library_checks  the torch.library rows: opcheck and torch.compile
     torch_library   an op's stages as real PyTorch ops (ops.register's implementation)
+    native_library  what a registered op does each call, in C++: its autograd, its call into the extension
     runner          many ops, each in its own process when asked
     durations       each op's last validation time here: the longest started first
     estimate        how long the simulator will take, said before it starts
