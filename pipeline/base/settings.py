@@ -34,6 +34,8 @@ SETTINGS = (
     # Internal, for measuring what isolation costs (benchmarks/isolation_cost.py): off runs the op's
     # compiled code in brrr's own process, where a crash in it ends brrr.
     Setting("BRRR_CPU_ISOLATION", "switch", "whether the CPU execution runs the op's code in a child process"),
+    # Off: registered ops run torch.library's Python autograd and kernels (validation/native_library.py).
+    Setting("BRRR_NATIVE", "switch", "whether registered ops run brrr's C++ autograd formula and calls"),
 )
 _SWITCH = {"on": 1.0, "1": 1.0, "off": 0.0, "0": 0.0}
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -9,13 +9,13 @@ Python kernel calling the extension): the same results and gradients, with more 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..base import settings
 from ..base.assets import INCLUDE_DIR
 from ..base.errors import BuildError
 from ..base.files import locked, replacing
@@ -30,7 +30,7 @@ SETTING = "BRRR_NATIVE"
 
 
 def wanted() -> bool:
-    return os.environ.get(SETTING, "1") != "0"
+    return settings.switch(SETTING, True)
 
 
 def _job() -> builder.Job:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import torch
 
+from brrr_kernels.base.errors import UsageError
 from brrr_kernels.cuda import builder
 from brrr_kernels.op.loaders import builtin_op_names, load_op, load_reference
 from brrr_kernels.validation import native_library, torch_library
@@ -108,6 +109,16 @@ def test_setting_off_means_python_autograd(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv(native_library.SETTING, "0")
     try:
         assert not native_library.available()
+    finally:
+        native_library.available.cache_clear()
+
+
+def test_a_mistyped_setting_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    native_library.available.cache_clear()
+    monkeypatch.setenv(native_library.SETTING, "maybe")
+    try:
+        with pytest.raises(UsageError, match="BRRR_NATIVE='maybe': expected on or off"):
+            native_library.available()
     finally:
         native_library.available.cache_clear()
 
