@@ -146,12 +146,18 @@ def kernel_file(namespace: str, name: str, key: str) -> str:
     return next(line for line in dump.splitlines() if line.startswith(f"{key}:"))
 
 
-def test_a_torch_op_target_is_called_from_cpp_with_the_same_results() -> None:
+def routed_sigmoid(forward: Any) -> Any:
+    """The sigmoid op registered on CPU with `forward` (a torch op) as its kernel, which must be routed in C++."""
     op = load_op("sigmoid")
     ref = load_reference(op)
     ns = f"brrr_test_route_{next(_names)}"
-    fn = torch_library.define(op, ns, {"CPU": (torch.ops.aten.sigmoid, ref.backward)}, ref)
+    fn = torch_library.define(op, ns, {"CPU": (forward, ref.backward)}, ref)
     assert "brrr_library.cpp" in kernel_file(ns, "sigmoid", "CPU")
+    return fn
+
+
+def test_a_torch_op_target_is_called_from_cpp_with_the_same_results() -> None:
+    fn = routed_sigmoid(torch.ops.aten.sigmoid)
     x = torch.randn(40, dtype=torch.float64, requires_grad=True)
     torch.testing.assert_close(fn(x), torch.sigmoid(x.detach()), rtol=0, atol=0)
     fn(x).sum().backward()
@@ -160,11 +166,7 @@ def test_a_torch_op_target_is_called_from_cpp_with_the_same_results() -> None:
 
 
 def test_a_result_sharing_an_inputs_memory_is_cloned() -> None:
-    op = load_op("sigmoid")
-    ref = load_reference(op)
-    ns = f"brrr_test_route_{next(_names)}"
-    fn = torch_library.define(op, ns, {"CPU": (torch.ops.aten.alias, ref.backward)}, ref)
-    assert "brrr_library.cpp" in kernel_file(ns, "sigmoid", "CPU")
+    fn = routed_sigmoid(torch.ops.aten.alias)
     x = torch.randn(8)
     y = fn(x)
     assert torch.equal(y, x) and y.data_ptr() != x.data_ptr() and y._base is None
