@@ -386,7 +386,7 @@ def _ncu_target(folder: str, size_json: str, dtype_name: str) -> None:
     size = tuple(size) if isinstance(size, list) else size
     cuda = load_cuda(op, builder.build_extension(op))
     sets = [op.spec.make_inputs(size, getattr(torch, dtype_name), torch.device("cuda"), torch.Generator().manual_seed(0))]
-    run = runner(op, lambda *a: apply(cuda, *a[: len(op.spec.inputs)]), sets, True, {})
+    run = runner(op, lambda *a: apply(cuda, *a[: len(op.spec.inputs)]), sets, "forward+backward", {})
     run(0)
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
