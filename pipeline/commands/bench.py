@@ -215,13 +215,20 @@ def profile_op(op: Op, size: Size, dtype: torch.dtype, impls: dict[str, Callable
             torch.cuda.synchronize()
 
 
+def twin(x: torch.Tensor) -> torch.Tensor:
+    """x's values in memory of their own, laid out as x is: the same strides and storage offset."""
+    return torch.empty((0,), dtype=x.dtype, device=x.device).set_(x.untyped_storage().clone(), x.storage_offset(),
+                                                                  x.size(), x.stride())
+
+
 def make_sets(op: Op, size: Size, dtype: torch.dtype) -> list[Inputs]:
-    """Input sets for a case, enough to exceed L2 L2_MULTIPLE times (made once for every pass:
-    make_inputs draws on the CPU, seconds for a 2^28-element tensor)."""
+    """Input sets for a case, enough to exceed L2 L2_MULTIPLE times (made once for every pass). The
+    first is make_inputs'; the others are copies of it on the GPU, which the rotation past L2 needs
+    (other addresses, not other values): make_inputs draws on the CPU, seconds for a 2^28-element tensor."""
     gen = torch.Generator().manual_seed(0)
     probe = op.spec.make_inputs(size, dtype, torch.device("cuda"), gen)
     count = _sets_for(sum(x.nbytes for x in probe))
-    return [probe] + [op.spec.make_inputs(size, dtype, torch.device("cuda"), gen) for _ in range(count - 1)]
+    return [probe] + [tuple(twin(x) for x in probe) for _ in range(count - 1)]
 
 
 def moved_bytes(pass_: Pass, inputs: int, outputs: int) -> int:

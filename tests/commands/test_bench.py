@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, gpu, plant
+
+from brrr_kernels.commands.bench import twin
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the message on machines without a GPU")
@@ -41,3 +44,13 @@ def test_table_sets_each_row_against_both_copies() -> None:
     header = next(ln for ln in text.splitlines() if ln.startswith("op "))
     assert "% copy  % same vs eager" in header
     assert "  85.4%   96.2%    3.10x" in text.splitlines()[-1]
+
+
+@pytest.mark.parametrize("make", [lambda: torch.randn(6, 8), lambda: torch.randn(8, 6).t(),
+                                  lambda: torch.randn(40)[3:35].view(4, 8), lambda: torch.arange(12).view(3, 4)[:, 1:]])
+def test_a_twin_input_set_has_its_own_memory_laid_out_as_the_first(make) -> None:
+    x = make()
+    y = twin(x)
+    assert torch.equal(x, y) and y.dtype == x.dtype
+    assert (y.stride(), y.storage_offset()) == (x.stride(), x.storage_offset())
+    assert y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
