@@ -69,17 +69,31 @@ def _first_lines(message: str) -> str:
     return " ".join(lines[:2])
 
 
+def loaded() -> bool:
+    """Whether this process has torch.ops.brrr_native already: a second copy (another cache's, in a
+    long-lived process) would define the namespace twice, which torch refuses."""
+    import torch
+
+    try:
+        torch.ops.brrr_native.autograd  # noqa: B018 (the lookup is the question)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
 @lru_cache(maxsize=1)
 def available() -> bool:
-    """Whether torch.ops.brrr_native can be called in this process (built and loaded here)."""
+    """Whether torch.ops.brrr_native can be called in this process (built and loaded here if need be)."""
     import torch
 
     if not wanted():
         return False
+    if loaded():
+        return True
     try:
         torch.ops.load_library(str(_library()))
-    except (BuildError, OSError) as e:
-        warnings.warn(f"brrr: {SOURCE.name} could not be built, so registered ops call through Python "
+    except (BuildError, OSError, RuntimeError) as e:
+        warnings.warn(f"brrr: {SOURCE.name} could not be built or loaded, so registered ops call through Python "
                       f"(more host time a call, the same results): {_first_lines(str(e))}", stacklevel=2)
         return False
     return True

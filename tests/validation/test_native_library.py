@@ -113,6 +113,17 @@ def test_setting_off_means_python_autograd(monkeypatch: pytest.MonkeyPatch) -> N
         native_library.available.cache_clear()
 
 
+def test_another_cache_later_in_one_process_reuses_the_library_loaded(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert native_library.available()
+    native_library.available.cache_clear()
+    monkeypatch.setenv("BRRR_CACHE", str(tmp_path / "other"))
+    try:
+        assert native_library.available()  # a second copy would define torch.ops.brrr_native twice
+        assert not (tmp_path / "other").exists()
+    finally:
+        native_library.available.cache_clear()
+
+
 def test_a_mistyped_setting_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     native_library.available.cache_clear()
     monkeypatch.setenv(native_library.SETTING, "maybe")
@@ -125,6 +136,7 @@ def test_a_mistyped_setting_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch
 
 def test_without_a_compiler_it_warns_once_and_python_autograd_takes_over(monkeypatch: pytest.MonkeyPatch) -> None:
     native_library.available.cache_clear()
+    monkeypatch.setattr(native_library, "loaded", lambda: False)  # as in a process that has not loaded it yet
     monkeypatch.setattr(builder, "find_cxx", lambda: "/nonexistent/c++")
     try:
         with pytest.warns(UserWarning, match="brrr_library.cpp could not be built"):
