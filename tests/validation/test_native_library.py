@@ -217,3 +217,40 @@ def test_an_extensions_forward_and_backward_called_from_cpp_give_pythons_gradien
     want = torch.autograd.grad(python(*xs, *params)[0], xs, g)
     for a, b in zip(torch.autograd.grad(native(*xs, *params)[0], xs, g), want):
         assert torch.equal(a, b)
+
+
+TWO_OUTPUTS_SPEC = '''
+import torch
+from brrr_kernels import OpSpec
+
+def make_inputs(size, dtype, device, gen):
+    return (torch.randn(size, dtype=dtype, generator=gen).to(device),)
+
+SPEC = OpSpec(name="twice_thrice", inputs=("x",), outputs=("a", "b"), saved=(), make_inputs=make_inputs,
+              sim_sizes=(7,), gpu_sizes=(7,), gradcheck_size=5,
+              dtypes={"reference": (torch.float64,), "cuda": (torch.float32,)})
+'''
+TWO_OUTPUTS_REFERENCE = '''
+def forward(x):
+    return 2 * x, 3 * x
+
+def backward(grad_a, grad_b):
+    return 2 * grad_a + 3 * grad_b
+'''
+
+
+@pytest.mark.parametrize("used", ["a", "b", "both"])
+def test_an_output_the_loss_leaves_out_gets_a_zero_gradient(used: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "twice_thrice"
+    folder.mkdir()
+    (folder / "spec.py").write_text(TWO_OUTPUTS_SPEC)
+    (folder / "reference.py").write_text(TWO_OUTPUTS_REFERENCE)
+    op = load_op(str(folder))
+    ref = load_reference(op)
+    native = torch_library.define(op, f"brrr_test_autograd_{next(_names)}", {"CPU": (ref.forward, ref.backward)}, ref)
+    x = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    a, b = native(x)
+    loss = {"a": a.sum(), "b": b.sum(), "both": a.sum() + b.sum()}[used]
+    (grad,) = torch.autograd.grad(loss, x)
+    want = {"a": 2.0, "b": 3.0, "both": 5.0}[used]
+    torch.testing.assert_close(grad, torch.full_like(x, want), rtol=0, atol=0)
