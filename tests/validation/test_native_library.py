@@ -15,6 +15,7 @@ from brrr_kernels.op.loaders import builtin_op_names, load_op, load_reference
 from brrr_kernels.validation import native_library, torch_library
 
 _names = itertools.count()
+_kept: list[Any] = []
 
 
 @pytest.fixture
@@ -254,3 +255,24 @@ def test_an_output_the_loss_leaves_out_gets_a_zero_gradient(used: str, tmp_path,
     (grad,) = torch.autograd.grad(loss, x)
     want = {"a": 2.0, "b": 3.0, "both": 5.0}[used]
     torch.testing.assert_close(grad, torch.full_like(x, want), rtol=0, atol=0)
+
+
+def test_a_target_returning_a_tensor_list_gives_the_schemas_outputs(tmp_path) -> None:
+    folder = tmp_path / "twice_thrice"
+    folder.mkdir()
+    (folder / "spec.py").write_text(TWO_OUTPUTS_SPEC)
+    (folder / "reference.py").write_text(TWO_OUTPUTS_REFERENCE)
+    op = load_op(str(folder))
+    ref = load_reference(op)
+    ext = f"brrr_test_ext_{next(_names)}"
+    lib = torch.library.Library(ext, "DEF")  # an extension whose forward returns std::vector<at::Tensor>
+    _kept.append(lib)  # the route holds its op: kept defined for the process, as an extension's are
+    lib.define("forward(Tensor x) -> Tensor[]")
+    lib.impl("forward", lambda x: [x, 3 * x], "CPU")  # its first result is its input itself
+    ns = f"brrr_test_route_{next(_names)}"
+    fn = torch_library.define(op, ns, {"CPU": (getattr(torch.ops, ext).forward, ref.backward)}, ref)
+    assert "brrr_library.cpp" in kernel_file(ns, "twice_thrice", "CPU")
+    x = torch.randn(5, dtype=torch.float64)
+    a, b = fn(x)
+    assert torch.equal(a, x) and torch.equal(b, 3 * x)
+    assert a.data_ptr() != x.data_ptr()  # a custom op may not return its input: cloned
