@@ -276,3 +276,12 @@ def test_a_target_returning_a_tensor_list_gives_the_schemas_outputs(tmp_path) ->
     a, b = fn(x)
     assert torch.equal(a, x) and torch.equal(b, 3 * x)
     assert a.data_ptr() != x.data_ptr()  # a custom op may not return its input: cloned
+
+
+def test_torch_func_grad_goes_through_the_cpp_node() -> None:
+    # register_autograd's Python formula refuses functorch transforms ("must override the setup_context
+    # staticmethod"); the C++ node is an ordinary graph node to them.
+    fn = defined("sigmoid")
+    x = torch.randn(7, dtype=torch.float64)
+    s = torch.sigmoid(x)
+    torch.testing.assert_close(torch.func.grad(lambda t: fn(t).sum())(x), s * (1 - s))
