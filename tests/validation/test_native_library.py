@@ -240,14 +240,20 @@ def backward(grad_a, grad_b):
 '''
 
 
-@pytest.mark.parametrize("used", ["a", "b", "both"])
-def test_an_output_the_loss_leaves_out_gets_a_zero_gradient(used: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def two_outputs(tmp_path) -> tuple[Any, Any]:
+    """An op folder whose forward has two outputs, loaded: (op, its reference stage)."""
     folder = tmp_path / "twice_thrice"
     folder.mkdir()
     (folder / "spec.py").write_text(TWO_OUTPUTS_SPEC)
     (folder / "reference.py").write_text(TWO_OUTPUTS_REFERENCE)
     op = load_op(str(folder))
-    ref = load_reference(op)
+    return op, load_reference(op)
+
+
+@pytest.mark.parametrize("used", ["a", "b", "both"])
+def test_an_output_the_loss_leaves_out_gets_a_zero_gradient(used: str, two_outputs: tuple[Any, Any]) -> None:
+    op, ref = two_outputs
     native = torch_library.define(op, f"brrr_test_autograd_{next(_names)}", {"CPU": (ref.forward, ref.backward)}, ref)
     x = torch.randn(6, dtype=torch.float64, requires_grad=True)
     a, b = native(x)
@@ -257,13 +263,8 @@ def test_an_output_the_loss_leaves_out_gets_a_zero_gradient(used: str, tmp_path,
     torch.testing.assert_close(grad, torch.full_like(x, want), rtol=0, atol=0)
 
 
-def test_a_target_returning_a_tensor_list_gives_the_schemas_outputs(tmp_path) -> None:
-    folder = tmp_path / "twice_thrice"
-    folder.mkdir()
-    (folder / "spec.py").write_text(TWO_OUTPUTS_SPEC)
-    (folder / "reference.py").write_text(TWO_OUTPUTS_REFERENCE)
-    op = load_op(str(folder))
-    ref = load_reference(op)
+def test_a_target_returning_a_tensor_list_gives_the_schemas_outputs(two_outputs: tuple[Any, Any]) -> None:
+    op, ref = two_outputs
     ext = f"brrr_test_ext_{next(_names)}"
     lib = torch.library.Library(ext, "DEF")  # an extension whose forward returns std::vector<at::Tensor>
     _kept.append(lib)  # the route holds its op: kept defined for the process, as an extension's are
