@@ -16,6 +16,11 @@ def is_device_fault(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and "CUDA error:" in str(error)
 
 
+def first_lines(text: str, n: int, sep: str = "\n") -> str:
+    """A long message's first n non-blank lines (a compiler's or torch's error), joined by sep."""
+    return sep.join([line for line in text.splitlines() if line.strip()][:n])
+
+
 class BrrrError(Exception):
     """An error with a message meant for the user of the tool."""
 

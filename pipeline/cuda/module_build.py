@@ -132,9 +132,10 @@ def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job],
     return jobs, includes
 
 
-def _link(library: Path, objects: list[Path]) -> None:
-    """A Python extension module: torch's libraries (and torch_python for pybind11's casters); the
-    Python C API is resolved by the interpreter that imports it, as for every extension."""
+def link_torch_library(library: Path, objects: list[Path]) -> None:
+    """A shared library against torch (a Python extension module, or brrr's own native library), once
+    per path: torch's libraries (and torch_python for pybind11's casters); the Python C API is
+    resolved by the interpreter that loads it, as for every extension."""
     from torch.utils import cpp_extension
 
     dirs = cpp_extension.library_paths()
@@ -218,7 +219,7 @@ def build_cpu_module(op: Op, flavour: cpu_build.Flavour = cpu_build.DEFAULT, ver
             # brrr's objects first: the linker keeps their uninstrumented copies of the inline library
             # functions the author's (instrumented) sources share, so a report's own strings are not
             # checked again (a fault reported through the author's copy recursed into a stack overflow).
-            _link(library, [o.path for o in [*objects[authors:], *objects[:authors]]])
+            link_torch_library(library, [o.path for o in [*objects[authors:], *objects[:authors]]])
     module = import_module(name, library)
     built = _bind(op, module, library, start, all(o.cached for o in objects) and not linked)
     return replace(built, printf=Printed(library))

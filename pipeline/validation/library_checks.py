@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ..base.errors import first_lines
 from ..op.contract import as_tuple
 from ..op.loaders import Stage
 from ..op.spec import Op
@@ -96,7 +97,7 @@ def library_row(check: Check, stage: Stage, reference: Stage, gen: torch.Generat
     try:
         op_fn = registered_op(stage, reference)
     except Exception as e:
-        b.fail(f"registering {op.name} with torch.library failed: {type(e).__name__}: {_first_lines(str(e))}")
+        b.fail(f"registering {op.name} with torch.library failed: {type(e).__name__}: {first_lines(str(e), 8)}")
         return b.finish()
     args = _sample(op, stage.name, device, gen)
     b.row.dtype = str(next(a for a in args if isinstance(a, torch.Tensor)).dtype).removeprefix("torch.")
@@ -118,7 +119,7 @@ def library_row(check: Check, stage: Stage, reference: Stage, gen: torch.Generat
                 torch.testing.assert_close(g, w, msg=lambda m, what=what: f"compiled {what} differ from eager: {m}")
     except Exception as e:
         said = nan_said(op_fn, args, op.spec.outputs)
-        b.fail(said or f"{check.name} on {device}, size {op.spec.gradcheck_size}: {type(e).__name__}: {_first_lines(str(e))}")
+        b.fail(said or f"{check.name} on {device}, size {op.spec.gradcheck_size}: {type(e).__name__}: {first_lines(str(e), 8)}")
     return b.finish()
 
 
@@ -139,8 +140,3 @@ def nan_said(op_fn: Any, args: tuple[Any, ...], names: tuple[str, ...]) -> str |
                     f"opcheck's sample (size {tuple(out.shape)}): opcheck compares runs of the op and NaN never "
                     "equals NaN, so this is a NaN the op computed, not a difference in tracing; see the forward rows")
     return None
-
-
-def _first_lines(text: str, lines: int = 8) -> str:
-    kept = [ln for ln in text.splitlines() if ln.strip()]
-    return "\n".join(kept[:lines])

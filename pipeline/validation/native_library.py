@@ -9,7 +9,6 @@ Python kernel calling the extension): the same results and gradients, with more 
 
 from __future__ import annotations
 
-import subprocess
 import warnings
 from functools import lru_cache
 from pathlib import Path
@@ -17,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..base import settings
 from ..base.assets import INCLUDE_DIR
-from ..base.errors import BuildError
-from ..base.files import locked, replacing
+from ..base.errors import BuildError, first_lines
 from ..cuda import builder
+from ..cuda.module_build import link_torch_library
 from ..op.contract import saved_positions
 
 if TYPE_CHECKING:
@@ -46,27 +45,10 @@ def _job() -> builder.Job:
 
 def _library() -> Path:
     """The shared library, linked beside its object (a file of its own per key)."""
-    from torch.utils import cpp_extension
-
     obj = builder.compile_job(_job()).path
     library = obj.with_suffix(".so")
-    dirs = cpp_extension.library_paths()
-    with locked(library.with_suffix(".lock")):
-        if library.is_file():
-            return library
-        with replacing(library, suffix=".so") as partial:
-            command = [builder.find_cxx(), "-shared", "-fPIC", "-o", str(partial), str(obj),
-                       *(f"-L{d}" for d in dirs), *(f"-Wl,-rpath,{d}" for d in dirs), "-lc10", "-ltorch_cpu", "-ltorch"]
-            proc = subprocess.run(command, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                raise BuildError(f"linking {library.name} failed:\n{proc.stderr[-3000:]}")
+    link_torch_library(library, [obj])
     return library
-
-
-def _first_lines(message: str) -> str:
-    """A build error's first line and the compiler's first message under it."""
-    lines = [line for line in message.splitlines() if line.strip()]
-    return " ".join(lines[:2])
 
 
 def loaded() -> bool:
@@ -94,7 +76,7 @@ def available() -> bool:
         torch.ops.load_library(str(_library()))
     except (BuildError, OSError, RuntimeError) as e:
         warnings.warn(f"brrr: {SOURCE.name} could not be built or loaded, so registered ops call through Python "
-                      f"(more host time a call, the same results): {_first_lines(str(e))}", stacklevel=2)
+                      f"(more host time a call, the same results): {first_lines(str(e), 2, ' ')}", stacklevel=2)
         return False
     return True
 
