@@ -523,6 +523,135 @@ layernorm_forward_triton_plan_kernel(const T* __restrict__ x, const T* __restric
     }
 }
 
+// ---- forward "bulk" (not shipped): a persistent grid whose rows the TMA brings into shared memory -------
+// What it changes from v2's block path (long_scoreboard first, each block holding its own 16 KB row
+// through two barriers, 4-6 rows an SM in flight; a copy of 16 KB blocks reaches 86.8% of the 1 GiB
+// copy): one block an SM, one producer thread issuing a bulk copy (cp.async.bulk, one instruction a
+// row) of the next kStages rows into shared memory, each completing a transaction barrier (full[s]);
+// kGroups consumer groups of kThreads threads take alternate rows, read their packs out of the stage,
+// release it at once (empty[s]) so the next row's copy starts while they sum, and write y from
+// registers. Weight and bias (kHold) are held in registers for all of a block's rows. kCopy: the
+// consumers store x unchanged (the shape's ceiling, no sums).
+namespace bulk {
+__device__ __forceinline__ uint32_t at(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void init(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(at(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void arrive_expect(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(at(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(at(bar)) : "memory");
+}
+__device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred ready;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
+                 "@ready bra DONE;\nbra WAIT;\nDONE:\n}\n" ::"r"(at(bar)), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(at(dst)),
+                 "l"(src), "r"(bytes), "r"(at(bar))
+                 : "memory");
+}
+// The sum over group g's kThreads threads (warps g * kThreads / 32 ...), one named barrier (1 + g).
+template <int kThreads, typename S>
+__device__ __forceinline__ S group_sum(S value, S* partial, int g) {
+    value = brrr::warp_sum(value);
+    const int t = threadIdx.x % kThreads;
+    if (t % 32 == 0) partial[t / 32] = value;
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + g), "n"(kThreads) : "memory");
+    value = partial[0];
+#pragma unroll
+    for (int w = 1; w < kThreads / 32; ++w) value += partial[w];
+    return value;
+}
+}  // namespace bulk
+
+template <typename T, int kPacks, int kThreads, int kGroups, int kStages, bool kHold, bool kCopy>
+__global__ void __launch_bounds__(kThreads * kGroups + 32, 1)
+layernorm_forward_bulk_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                              T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
+                              int64_t rows, int64_t cols, stat_t<T> eps) {
+    using S = stat_t<T>;
+    constexpr int W = 16 / sizeof(T);
+    constexpr int kPacksRow = kPacks * kThreads;  // the launcher checks cols == kPacksRow * W
+    using P = brrr::Pack<T, W>;
+    extern __shared__ __align__(128) unsigned char shared[];
+    __shared__ uint64_t full[kStages], empty[kStages];
+    __shared__ S partial_sum[kGroups][kThreads / 32], partial_squares[kGroups][kThreads / 32];
+    P* stages = reinterpret_cast<P*>(shared);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kStages; ++s) {
+            bulk::init(&full[s], 1);
+            bulk::init(&empty[s], kThreads);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const int64_t step = gridDim.x;
+    const int64_t mine = (rows - blockIdx.x + step - 1) / step;
+    if (threadIdx.x >= kThreads * kGroups) {
+        if (threadIdx.x == kThreads * kGroups) {
+            constexpr uint32_t kBytes = kPacksRow * 16;
+            for (int64_t i = 0; i < mine; ++i) {
+                const int s = static_cast<int>(i % kStages);
+                if (i >= kStages) bulk::wait(&empty[s], static_cast<uint32_t>((i / kStages + 1) & 1));
+                bulk::arrive_expect(&full[s], kBytes);
+                bulk::load(stages + s * kPacksRow, x + (blockIdx.x + i * step) * cols, kBytes, &full[s]);
+            }
+        }
+        return;
+    }
+    const int g = threadIdx.x / kThreads, t = threadIdx.x % kThreads;
+    P w[kHold ? kPacks : 1], b[kHold ? kPacks : 1];
+    if constexpr (kHold && !kCopy) {
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            w[k] = reinterpret_cast<const P*>(weight)[k * kThreads + t];
+            b[k] = reinterpret_cast<const P*>(bias)[k * kThreads + t];
+        }
+    }
+    const auto holds = [](int) { return true; };
+    for (int64_t i = g; i < mine; i += kGroups) {
+        const int s = static_cast<int>(i % kStages);
+        bulk::wait(&full[s], static_cast<uint32_t>((i / kStages) & 1));
+        P v[kPacks];
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) v[k] = stages[s * kPacksRow + k * kThreads + t];
+        bulk::arrive(&empty[s]);
+        const int64_t row = blockIdx.x + i * step;
+        P* yr = reinterpret_cast<P*>(y + row * cols);
+        if constexpr (kCopy) {
+#pragma unroll
+            for (int k = 0; k < kPacks; ++k) yr[k * kThreads + t] = v[k];
+            continue;
+        }
+        const S mu = bulk::group_sum<kThreads>(held_sum<T, kPacks>(v, holds), partial_sum[g], g) / cols;
+        const S r = S(1) / sqrt(bulk::group_sum<kThreads>(held_squares<T, kPacks>(v, mu, holds), partial_squares[g], g) /
+                                    cols + eps);
+        const Affine<T> affine(mu, r);
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            const int p = k * kThreads + t;
+            P wk, bk;
+            if constexpr (kHold) {
+                wk = w[k];
+                bk = b[k];
+            } else {
+                wk = reinterpret_cast<const P*>(weight)[p];
+                bk = reinterpret_cast<const P*>(bias)[p];
+            }
+            brrr::acc_t<T> out[W];
+#pragma unroll
+            for (int j = 0; j < W; ++j) out[j] = affine(v[k].v[j], wk.v[j], bk.v[j]);
+            yr[p] = round_pack<T, W>(out);
+        }
+        if (t == 0) {
+            mean[row] = mu;
+            rstd[row] = r;
+        }
+    }
+}
+
 // ---- backward v3 (shipped until v4): kernel.cu's header says what it changed from v2; v4 (kernel.cu)
 // says what it changes from this. The v4 flags measured one at a time (kFull, kept products, the
 // lanes' butterfly, float groups of rows) are in benchmarks/results/2026-11-29-h200-layernorm-v4.
@@ -1354,6 +1483,66 @@ void triton_plan_variants(Problem<T>& p, std::vector<Row>& rows) {
     try_triton_plan<T, 128, 8, 8, true>(p, rows);
 }
 
+template <typename T, int kPacks, int kThreads, int kGroups, int kStages, bool kHold, bool kCopy = false>
+void try_bulk(Problem<T>& p, std::vector<Row>& rows) {
+    constexpr int W = 16 / sizeof(T);
+    if (p.cols != static_cast<int64_t>(kPacks) * kThreads * W) return;
+    const auto kernel = layernorm_forward_bulk_kernel<T, kPacks, kThreads, kGroups, kStages, kHold, kCopy>;
+    const size_t smem = static_cast<size_t>(kStages) * p.cols * sizeof(T);
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    const int threads = kThreads * kGroups + 32;
+    int sms = 0, per_sm = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+    if (per_sm == 0) return;
+    cudaFuncAttributes attr;
+    CHECK(cudaFuncGetAttributes(&attr, kernel));
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(p.rows, static_cast<int64_t>(sms) * per_sm));
+    const std::string what = std::string(kCopy ? "copy bulk, " : "fwd bulk, ") + std::to_string(kPacks) + " packs x " +
+                             std::to_string(kThreads) + " x " + std::to_string(kGroups) + " groups, " +
+                             std::to_string(kStages) + " stages" + (kHold ? ", w b held" : "") + ": " +
+                             std::to_string(attr.numRegs) + " regs, " + std::to_string(attr.localSizeBytes) + " B local, " +
+                             std::to_string(per_sm) + "/SM " + bench::name<T>();
+    const auto fn = [&p, kernel, grid, threads, smem] {
+        kernel<<<grid, threads, smem>>>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols, stat_t<T>(1e-5));
+    };
+    if (kCopy) {
+        rows.push_back(p.same_copy_kernel(what, [&fn](const float4*, float4*, int64_t) { fn(); }));
+    } else {
+        rows.push_back(p.forward(what, fn));
+    }
+}
+
+template <typename T>
+void bulk_variants(Problem<T>& p, std::vector<Row>& rows) {
+    rows.push_back(p.same_copy_kernel(std::string("copy, slices of 1 float4 x 256 threads ") + bench::name<T>(),
+                                      [](const float4* s, float4* d, int64_t n) {
+                                          bench::copy_slices_kernel<1><<<static_cast<unsigned>((n + 255) / 256), 256>>>(s, d, n);
+                                      }));
+    if constexpr (sizeof(T) == 2) {  // 1024 packs a row
+        try_bulk<T, 8, 128, 2, 8, true, true>(p, rows);
+        try_bulk<T, 8, 128, 4, 12, false, true>(p, rows);
+        try_bulk<T, 8, 128, 1, 8, true>(p, rows);
+        try_bulk<T, 8, 128, 2, 8, true>(p, rows);
+        try_bulk<T, 8, 128, 2, 12, true>(p, rows);
+        try_bulk<T, 8, 128, 4, 12, false>(p, rows);
+        try_bulk<T, 4, 256, 2, 12, true>(p, rows);
+        try_bulk<T, 4, 256, 3, 12, false>(p, rows);
+        try_bulk<T, 8, 128, 6, 12, false>(p, rows);
+    } else {  // 2048 packs a row
+        try_bulk<T, 8, 256, 2, 6, true, true>(p, rows);
+        try_bulk<T, 8, 256, 1, 6, true>(p, rows);
+        try_bulk<T, 8, 256, 2, 6, true>(p, rows);
+        try_bulk<T, 8, 256, 2, 6, false>(p, rows);
+        try_bulk<T, 16, 128, 4, 6, false>(p, rows);
+        try_bulk<T, 4, 512, 2, 6, false>(p, rows);
+        try_bulk<T, 8, 256, 3, 6, false>(p, rows);
+    }
+}
+
 template <typename T>
 void run(double copy, std::vector<Row>& rows) {
     using S = stat_t<T>;
@@ -1369,7 +1558,7 @@ void run(double copy, std::vector<Row>& rows) {
     // One set of forward variants beside the shipped forward and the copy, by the environment, and nothing else.
     const std::pair<const char*, void (*)(Problem<T>&, std::vector<Row>&)> only[] = {
         {"TRITON_PLAN", triton_plan_variants<T>}, {"CLUSTER", cluster_variants<T>}, {"COPIES", copy_variants<T>},
-        {"BOUNDED", bounded_variants<T>}};
+        {"BOUNDED", bounded_variants<T>}, {"BULK", bulk_variants<T>}};
     for (const auto& [name, variants] : only) {
         if (std::getenv(name)) {
             variants(p, rows);
