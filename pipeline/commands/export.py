@@ -58,7 +58,7 @@ def export(op: Op, directory: Path) -> Path:
             (staging / target).write_text(text)
         for source in cuda_sources(op):
             shutil.copy2(source, csrc / source.name)
-        for header in ("brrr.cuh", "brrr_kernel.cuh"):
+        for header in ("brrr.cuh", "brrr_kernel.cuh", "brrr_library.cpp"):
             shutil.copy2(INCLUDE_DIR / header, csrc / header)
         shutil.copy2(op.path("reference"), staging / package / "reference.py")
     return directory

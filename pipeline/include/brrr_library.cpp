@@ -254,7 +254,13 @@ std::string register_route(const std::string& ns, const std::string& name, const
 
 }  // namespace
 
-TORCH_LIBRARY(brrr_native, m) {
+// brrr loads this as torch.ops.brrr_native; an exported package (brrr export) compiles it into its own
+// extension under a namespace of its own, so that package and brrr, or two packages, share a process.
+#ifndef BRRR_NATIVE_NAMESPACE
+#define BRRR_NATIVE_NAMESPACE brrr_native
+#endif
+
+TORCH_LIBRARY(BRRR_NATIVE_NAMESPACE, m) {
     m.def("autograd(str ns, str name, int inputs, int outputs, int[] saved, int[] positions) -> ()",
           &register_autograd);
     m.def("route(str ns, str name, str key, str target, int[] pick, int inputs) -> str", &register_route);

@@ -26,26 +26,29 @@ if TYPE_CHECKING:
 
 SOURCE = INCLUDE_DIR / "brrr_library.cpp"
 SETTING = "BRRR_NATIVE"
+NAMESPACE = "brrr_native"
 
 
 def wanted() -> bool:
     return settings.switch(SETTING, True)
 
 
-def _job() -> builder.Job:
+def _job(namespace: str) -> builder.Job:
     import torch
 
     cxx = builder.find_cxx()
     abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
-    command = [cxx, "-c", *builder.CXX_FLAGS, abi, *builder.torch_include_flags()]
+    renamed = [] if namespace == NAMESPACE else [f"-DBRRR_NATIVE_NAMESPACE={namespace}"]
+    command = [cxx, "-c", *builder.CXX_FLAGS, abi, *renamed, *builder.torch_include_flags()]
     versions = (builder.compiler_version(cxx), torch.__version__)
     key = builder.object_key(None, SOURCE, [], command, versions)
     return builder.Job(SOURCE, command, key, builder.object_path("brrr_library", key), SOURCE)
 
 
-def _library() -> Path:
-    """The shared library, linked beside its object (a file of its own per key)."""
-    obj = builder.compile_job(_job()).path
+def build(namespace: str = NAMESPACE) -> Path:
+    """The shared library defining torch.ops.NAMESPACE.autograd and .route, linked beside its object (a
+    file of its own per key). brrr's is brrr_native; an exported package's test builds its own namespace."""
+    obj = builder.compile_job(_job(namespace)).path
     library = obj.with_suffix(".so")
     link_torch_library(library, [obj])
     return library
@@ -73,7 +76,7 @@ def available() -> bool:
     if loaded():
         return True
     try:
-        torch.ops.load_library(str(_library()))
+        torch.ops.load_library(str(build()))
     except (BuildError, OSError, RuntimeError) as e:
         warnings.warn(f"brrr: {SOURCE.name} could not be built or loaded, so registered ops call through Python "
                       f"(more host time a call, the same results): {first_lines(str(e), 2, ' ')}", stacklevel=2)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from conftest import brrr, gpu
 
+from brrr_kernels.validation import native_library
+
 
 def test_export_writes_a_complete_package(tmp_path: Path) -> None:
     out = tmp_path / "pkg"
@@ -18,13 +20,15 @@ def test_export_writes_a_complete_package(tmp_path: Path) -> None:
     files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     assert files == {"setup.py", "pyproject.toml", "tests/test_sigmoid.py", "brrr_sigmoid/__init__.py",
                      "brrr_sigmoid/reference.py", "brrr_sigmoid/csrc/kernel.cu", "brrr_sigmoid/csrc/binding.cpp",
-                     "brrr_sigmoid/csrc/brrr.cuh", "brrr_sigmoid/csrc/brrr_kernel.cuh"}
+                     "brrr_sigmoid/csrc/brrr.cuh", "brrr_sigmoid/csrc/brrr_kernel.cuh",
+                     "brrr_sigmoid/csrc/brrr_library.cpp"}
     for py in ("setup.py", "brrr_sigmoid/__init__.py", "tests/test_sigmoid.py"):
         py_compile.compile(str(out / py), doraise=True)
     init = (out / "brrr_sigmoid" / "__init__.py").read_text()
     assert "brrr_kernels" not in init and "pipeline" not in init
     assert '_lib.define("sigmoid(Tensor x) -> Tensor")' in init
-    assert "-DBRRR_NAMESPACE=brrr_sigmoid_export" in (out / "setup.py").read_text()
+    setup = (out / "setup.py").read_text()
+    assert "-DBRRR_NAMESPACE=brrr_sigmoid_export" in setup and "-DBRRR_NATIVE_NAMESPACE=brrr_sigmoid_export_native" in setup
 
 
 def test_export_never_overwrites(tmp_path: Path) -> None:
@@ -45,7 +49,9 @@ def test_exported_package_builds_offline_and_passes_its_test(tmp_path: Path) -> 
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "tests")],
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    check = subprocess.run([sys.executable, "-c", "import brrr_sigmoid, sys; assert 'brrr_kernels' not in sys.modules"],
+    # Both of kernel.cu's ops are called from C++ (brrr_library.cpp's route), nothing through Python.
+    code = "import brrr_sigmoid, sys; assert 'brrr_kernels' not in sys.modules; assert not brrr_sigmoid.ROUTE_REFUSED"
+    check = subprocess.run([sys.executable, "-c", code],
                            capture_output=True, text=True, cwd=tmp_path, env=env)
     assert check.returncode == 0, check.stderr
 
@@ -56,21 +62,29 @@ def test_exported_package_hints_the_real_signature_and_runs_the_reference_on_cpu
     assert proc.returncode == 0, proc.stderr
     hint = "y, mean, rstd = brrr_layernorm.layernorm(x, weight, bias)  # eps=1e-05 unless given"
     assert hint in (out / "brrr_layernorm" / "__init__.py").read_text() and hint in proc.stdout
-    # Import the package as if its extension were built (no GPU here): kernel.cu's forward and
-    # backward registered under any schema (only CUDA tensors would reach them), load_library a no-op.
+    # Import the package as if its extension were built (no GPU here): brrr_library.cpp built under the
+    # package's namespace as its setup.py builds it, kernel.cu's forward and backward registered under
+    # a schema of their own (only CUDA tensors would reach them; the C++ route refuses them, so the
+    # package keeps Python's call for both), then load_library a no-op.
+    native = native_library.build("brrr_layernorm_export_native")
     (out / "brrr_layernorm" / "_C.so").write_text("")
     code = f"""
 import sys, torch
+torch.ops.load_library({str(native)!r})
 torch.ops.load_library = lambda path: None
 lib = torch.library.Library("brrr_layernorm_export", "DEF")
 lib.define("forward(Tensor x) -> Tensor")
 lib.define("backward(Tensor x) -> Tensor")
 sys.path.insert(0, {str(out)!r})
 import brrr_layernorm
+assert sorted(brrr_layernorm.ROUTE_REFUSED) == ["layernorm", "layernorm_backward"], brrr_layernorm.ROUTE_REFUSED
+assert "takes 1 arguments, not 4" in brrr_layernorm.ROUTE_REFUSED["layernorm"]
 x = torch.randn(3, 8, dtype=torch.float64, requires_grad=True)
 w = torch.randn(8, dtype=torch.float64, requires_grad=True)
 b = torch.randn(8, dtype=torch.float64, requires_grad=True)
 y, mean, rstd = brrr_layernorm.layernorm(x, w, b)
+assert y.grad_fn.name() == "BrrrBackward(brrr_layernorm_export::layernorm_backward)", y.grad_fn.name()
+assert not mean.requires_grad  # a stat: no gradient
 want = torch.nn.functional.layer_norm(x, (8,), w, b, 1e-5)
 torch.testing.assert_close(y, want)
 gy = torch.randn_like(y)
