@@ -16,12 +16,17 @@ Each figure is the median over rounds of the mean host time of `CALLS` calls iss
 (time.perf_counter around the issuing; the GPU synchronised between rounds, not inside), at a
 size small enough that the GPU never holds the host back.
 
+  exported:  with --exported PACKAGE, the same op as `brrr export` packages it (built with pip and
+             importable), under autograd and through autograd.grad.
+
 usage, on a GPU machine:  python3 benchmarks/host_layers.py [--op layernorm] [--size 8,1024] [--out FILE.json]
+                          [--exported brrr_layernorm]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import statistics
 import time
@@ -54,7 +59,7 @@ def host_us(fn: Callable[[], Any]) -> float:
     return statistics.median(rounds)
 
 
-def layers(name: str, size: tuple[int, ...], dtype: torch.dtype) -> dict[str, float]:
+def layers(name: str, size: tuple[int, ...], dtype: torch.dtype, exported: str | None = None) -> dict[str, float]:
     op = load_op(name)
     spec = op.spec
     stage = load_cuda(op, builder.build_extension(op))
@@ -80,7 +85,12 @@ def layers(name: str, size: tuple[int, ...], dtype: torch.dtype) -> dict[str, fl
         return lambda: fn(*xs, *params)
 
     backward_op = getattr(torch.ops.brrr, f"{spec.name}_backward")
-    return {
+    package = {}
+    if exported:
+        fn = getattr(importlib.import_module(exported), spec.name)
+        package = {"forward: exported op under autograd": host_us(under_autograd(fn)),
+                   "backward: exported autograd.grad": host_us(graph(fn))}
+    return package | {
         "forward: binding": host_us(lambda: stage.forward(*inputs, *params)),
         "forward: torch op": host_us(lambda: brrr(*inputs, *params)),
         "forward: torch op under autograd": host_us(under_autograd(brrr)),
@@ -120,6 +130,8 @@ def main() -> int:
     parser.add_argument("--size", default="8,1024", help="comma-separated shape of the op's size (default 8,1024)")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--out", default=None, help="write the figures as JSON here")
+    parser.add_argument("--exported", default=None, metavar="PACKAGE",
+                        help="also the op as brrr export packaged it (an installed package, e.g. brrr_layernorm)")
     parser.add_argument("--profile", action="store_true", help="and cProfile's top functions of the backward's issuing")
     args = parser.parse_args()
     try:
@@ -127,7 +139,7 @@ def main() -> int:
     except OpLoadError as e:  # a mistyped op is one line and exit 2, not a traceback
         parser.error(str(e))
     size = tuple(int(v) for v in args.size.split(","))
-    found = layers(args.op, size, getattr(torch, args.dtype))
+    found = layers(args.op, size, getattr(torch, args.dtype), args.exported)
     print(f"{args.op} {size} {args.dtype}: host us to issue one call ({torch.cuda.get_device_name()}, "
           f"torch {torch.__version__})")
     for what, us in found.items():
