@@ -15,10 +15,11 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
   `fence.proxy.async`: include/cpu/brrr_cpu_wgmma.h;
 - `mbarrier.init`, `.arrive` (a count, `.expect_tx`), `.expect_tx`, `.inval`, and `mbarrier.try_wait` /
   `.test_wait` (`.parity` or a token) in the blocks kernels wrap them in (a wait loop of `bra`s, or a
-  `selp` of the predicate); `cp.async.bulk.tensor.1d`-`.5d` tiled loads that complete an mbarrier's
-  transaction bytes; `fence.mbarrier_init`, `prefetch.tensormap` (nothing to do on the CPU):
-  include/cpu/brrr_cpu_tma.h; `griddepcontrol.wait` and `.launch_dependents` (programmatic dependent
-  launch: a launch on the CPU ends before the next one starts), nothing either.
+  `selp` of the predicate); `cp.async.bulk.tensor.1d`-`.5d` tiled loads and `cp.async.bulk`'s plain
+  loads (`[dst], [src], size, [mbar]`) that complete an mbarrier's transaction bytes;
+  `fence.mbarrier_init`, `prefetch.tensormap` (nothing to do on the CPU): include/cpu/brrr_cpu_tma.h;
+  `griddepcontrol.wait` and `.launch_dependents` (programmatic dependent launch: a launch on the CPU
+  ends before the next one starts), nothing either.
 
 Each becomes one line of C++ (a block that packs the operands into 32-bit registers, calls the
 runtime, and unpacks the results), so kernel.cu's line numbers stay. An instruction of these families
@@ -218,7 +219,8 @@ def _wgmma(s: _Statement, instr: str, groups: list[list[str]], predicate: tuple[
 _MBARRIER_HINT = ("brrr emulates mbarrier.init, .arrive{.expect_tx} (a count, a state output or _), .expect_tx, .inval, "
                   "and .try_wait/.test_wait{.parity} in a wait loop or a selp of the predicate")
 _TENSOR_HINT = ("brrr emulates cp.async.bulk.tensor.Nd.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes "
-                "[dst], [map, {c0, ...}], [mbar] (loads into shared memory; no multicast, no im2col, no stores)")
+                "[dst], [map, {c0, ...}], [mbar] and cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                "[dst], [src], size, [mbar] (loads into shared memory; no multicast, no im2col, no stores)")
 _SPACE = r"(\.(relaxed|release|acquire)\.(cta|cluster))?(\.shared(::cta|::cluster)?)?"
 
 
@@ -256,6 +258,17 @@ def _tensor(s: _Statement, instr: str, args: str) -> str:
     return (f"{{ const int32_t brrr_c[{rank}] = {{{listed}}}; {RUNTIME}tensor_load<{rank}>("
             f"{RUNTIME}shared_address({s.value(a.group(1))}), {RUNTIME}global_address({s.value(a.group(2))}), brrr_c, "
             f"{RUNTIME}shared_address({s.value(a.group(4))}), __FILE__, __LINE__); }}")
+
+
+def _bulk(s: _Statement, instr: str, args: str) -> str | None:
+    """cp.async.bulk's plain load (no tensor map) into shared memory, completing an mbarrier's bytes; None
+    for any other form."""
+    m = re.fullmatch(r"cp\.async\.bulk\.shared::(cluster|cta)\.global\.mbarrier::complete_tx::bytes(\.L2::cache_hint)?", instr)
+    a = re.fullmatch(r"\[\s*(%\d+)\s*\]\s*,\s*\[\s*(%\d+)\s*\]\s*,\s*(%\d+|\d+)\s*,\s*\[\s*(%\d+)\s*\](\s*,\s*%\d+)?", args)
+    if not m or not a or bool(m.group(2)) != bool(a.group(5)):
+        return None
+    return (f"{RUNTIME}bulk_load({RUNTIME}shared_address({s.value(a.group(1))}), {RUNTIME}global_address({s.value(a.group(2))}), "
+            f"static_cast<int64_t>({s.value(a.group(3))}), {RUNTIME}shared_address({s.value(a.group(4))}), __FILE__, __LINE__);")
 
 
 _WAIT = re.compile(r"mbarrier\.(try_wait|test_wait)(\.parity)?" + _SPACE + r"\.b64")
@@ -327,6 +340,8 @@ def translate(template: str, sections: list[str]) -> str | None:
     if instr.startswith("cp.async.bulk.tensor"):
         return _tensor(s, instr, args)
     if instr.startswith("cp.async.bulk"):
+        if (call := _bulk(s, instr, args)) is not None:
+            return call
         raise UnsupportedPtx(f'inline PTX "{template}"', _TENSOR_HINT + "; " + _CP_ASYNC_HINT)
     groups = _groups(args) if args else []
     if instr in _CVT:

@@ -1,6 +1,6 @@
 // Kernels for tests/cuda/test_cpu_async_copy.py: asynchronous copies into shared memory on the CPU
 // execution (cp.async in inline PTX, the pipeline primitives, cuda::memcpy_async with cuda::pipeline
-// and cuda::barrier). Each correct kernel stages tiles of `in` through shared memory and writes
+// and cuda::barrier, cp.async.bulk onto PTX mbarriers). Each correct kernel stages tiles of `in` through shared memory and writes
 // out[i] = 2 in[i] + 1; each planted one gets the synchronisation wrong. `prog CASE` prints `out`,
 // or the launch's fault. The test builds this file twice: plain, and with the memory checks.
 #include <cuda.h>
@@ -196,6 +196,50 @@ __global__ void tensor_copies(const __grid_constant__ CUtensorMap map, float* ou
     if (!WaitFirst) bar.wait(std::move(token));
 }
 
+// ---- plain bulk copies (cp.async.bulk, no tensor map) onto PTX mbarriers ------------------------------
+
+__device__ uint32_t smem_at(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ void wait_parity(uint64_t* bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred ready;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
+                 "@ready bra DONE;\nbra WAIT;\nDONE:\n}\n" ::"r"(smem_at(bar)), "r"(parity) : "memory");
+}
+
+// Thread 0 copies tile t + 1 into the other buffer with one cp.async.bulk of Bytes while every thread
+// reads tile t: full[b] (one arrival and the tile's bytes) says a tile landed there, empty[b] (32
+// arrivals) that every thread has read it. WaitFirst = false reads before waiting on full[b].
+template <bool WaitFirst, int Bytes>
+__global__ void bulk_tiles(const float* in, float* out, int64_t tiles) {
+    __shared__ alignas(16) float buf[2][kTile];
+    __shared__ alignas(8) uint64_t full[2], empty[2];
+    if (threadIdx.x == 0) {
+        for (int b = 0; b < 2; ++b) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_at(&full[b])), "r"(1));
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_at(&empty[b])), "r"(32));
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    const auto load = [&](int64_t t) {
+        uint64_t* bar = &full[t % 2];
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_at(bar)), "r"(Bytes) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                     ::"r"(smem_at(&buf[t % 2][0])), "l"(in + t * kTile), "r"(Bytes), "r"(smem_at(bar)) : "memory");
+    };
+    if (threadIdx.x == 0) load(0);
+    for (int64_t t = 0; t < tiles; ++t) {
+        if (threadIdx.x == 0 && t + 1 < tiles) {
+            if (t >= 1) wait_parity(&empty[(t + 1) % 2], static_cast<uint32_t>((t - 1) / 2 % 2));  // tile t - 1 read
+            load(t + 1);
+        }
+        if (WaitFirst) wait_parity(&full[t % 2], static_cast<uint32_t>(t / 2 % 2));
+        for (int64_t k = 0; k < 4; ++k) {
+            const int64_t i = (threadIdx.x + 32 * k) % kTile;
+            out[t * kTile + i] = 2.0f * buf[t % 2][i] + 1.0f;  // bulk read
+        }
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_at(&empty[t % 2])) : "memory");
+    }
+}
+
 static CUtensorMap rows_of_128(const float* in) {
     CUtensorMap map;
     const cuuint64_t dims[2] = {128, 5};
@@ -227,6 +271,9 @@ int main(int argc, char** argv) {
         else if (c == "misaligned_copy") misaligned_copy<<<1, 32>>>(in.data(), out.data()), n = 32;
         else if (c == "tensor_copies") tensor_copies<true><<<1, 32>>>(rows_of_128(in.data()), out.data());
         else if (c == "tensor_read_before_wait") tensor_copies<false><<<1, 32>>>(rows_of_128(in.data()), out.data());
+        else if (c == "bulk_copies") bulk_tiles<true, kTile * 4><<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_read_before_wait") bulk_tiles<false, kTile * 4><<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_size_not_16") bulk_tiles<true, kTile * 4 - 4><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "barrier_missing_arrival") barrier_missing_arrival<<<1, 32>>>(in.data(), out.data()), n = 32;
         else {
             std::printf("unknown case %s\n", c.c_str());

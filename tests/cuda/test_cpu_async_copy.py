@@ -18,7 +18,7 @@ CASES = Path(__file__).with_name("async_copy_cases.cu")
 SOURCE = CASES.resolve()
 TILE, TILES = 128, 5
 INPUT = [(i % 97) * 0.25 - 3.0 for i in range(TILE * TILES)]
-CORRECT = ["ptx_double_buffer", "primitives", "thread_pipeline", "block_barrier", "tensor_copies"]
+CORRECT = ["ptx_double_buffer", "primitives", "thread_pipeline", "block_barrier", "tensor_copies", "bulk_copies"]
 
 
 @pytest.fixture(scope="module")
@@ -97,11 +97,31 @@ def test_planted_misuse_is_named_at_once(plain: Path, case: str, marker: str, ki
     assert detail in out and "BRRR_CPU_TIMEOUT" not in out, out
 
 
-def test_a_tile_read_before_its_tensor_copy_landed_names_both_lines(plain: Path, checked: Path) -> None:
-    """libcudacxx's cp_async_bulk_tensor_2d_global_to_shared onto a cuda::barrier with barrier_arrive_tx:
-    the copy lands when the phase completes, so reading the tile before bar.wait is named in the checked
-    build, and reads the poisoned shared memory without it."""
-    out = run(checked, "tensor_read_before_wait")
-    assert out.startswith(f"FAULT: {SOURCE}:{line_of('// tensor read')}: read before an asynchronous copy landed"), out
-    assert f"{SOURCE}:{line_of('cp_async_bulk_tensor_2d_global_to_shared(&buf[j][0]')}" in out, out
-    assert values(run(plain, "tensor_read_before_wait"))[:TILE] != [2 * x + 1 for x in INPUT[:TILE]]
+@pytest.mark.parametrize("case, copy, read", [
+    # libcudacxx's cp_async_bulk_tensor_2d_global_to_shared onto a cuda::barrier with barrier_arrive_tx
+    ("tensor_read_before_wait", "cp_async_bulk_tensor_2d_global_to_shared(&buf[j][0]", "// tensor read"),
+    # cp.async.bulk onto a PTX mbarrier, its expect_tx arrival first (the order CUTLASS and most Hopper
+    # kernels issue them in)
+    ("bulk_read_before_wait", "cp.async.bulk.shared::cluster.global.mbarrier", "// bulk read"),
+])
+def test_a_tile_read_before_its_copy_landed_names_both_lines(plain: Path, checked: Path, case: str, copy: str,
+                                                             read: str) -> None:
+    """A copy onto a barrier lands when the barrier's phase completes (every arrival made, every byte
+    delivered), so a tile read before the wait is named in the checked build with the copy's line: read
+    before the copy landed, or a race with its landing (no barrier between the read and the copy). Without
+    the checks the tile read is not the copy's: wrong values, or a fault."""
+    out = run(checked, case)
+    copy_at, read_at = f"{SOURCE}:{line_of(copy)}", f"{SOURCE}:{line_of(read)}"
+    landed = out.startswith(f"FAULT: {read_at}: read before an asynchronous copy landed") and copy_at in out
+    raced = out.startswith(f"FAULT: {copy_at}: race on shared memory") and f"read at {read_at}" in out
+    assert landed or raced, out
+    out = run(plain, case)
+    assert out.startswith("FAULT") or values(out)[:TILE] != [2 * x + 1 for x in INPUT[:TILE]], out
+
+
+@pytest.mark.parametrize("build_kind", ["plain", "checked"])
+def test_a_bulk_copy_of_a_size_not_a_multiple_of_16_is_a_fault_naming_its_line(request: pytest.FixtureRequest,
+                                                                               build_kind: str) -> None:
+    out = run(request.getfixturevalue(build_kind), "bulk_size_not_16")
+    assert out.startswith(f"FAULT: {SOURCE}:{line_of('cp.async.bulk.shared::cluster.global.mbarrier')}: "), out
+    assert "cp.async.bulk of 508 bytes" in out and "a positive multiple of 16" in out, out

@@ -269,6 +269,8 @@ MBARRIER_FORMS = [
      ' :: "r"(a), "l"(q), "r"(a), "r"(b), "r"(b) : "memory");', "tensor_load<2>("),
     ('asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"'
      ' :: "r"(a), "l"(q), "r"(a), "r"(b), "r"(b), "r"(b));', "tensor_load<3>("),
+    ('asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"'
+     ' :: "r"(a), "l"(q), "r"(b), "r"(a) : "memory");', "bulk_load(::brrr_cpu::ptx::shared_address((a)), "),
     ('asm volatile("prefetch.tensormap [%0];" :: "l"(q) : "memory");', "no_op("),
     ('asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");', "no_op("),
     ('asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n" ::);', "no_op("),

@@ -587,6 +587,32 @@ void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, in
     complete_if_done(b);
 }
 
+// A bulk copy's bytes, read now: 16-byte aligned at both ends, a whole number of 16 bytes (the PTX
+// ISA's rules for cp.async.bulk), inside the block's shared memory; the source checked as a read. It
+// counts toward the barrier as a tensor copy does.
+void bulk_load(uint64_t dst, const void* src, int64_t bytes, uint64_t barrier, const void* pc, const char* file, int line) {
+    Mbarrier& b = find(barrier, "cp.async.bulk", file, line);
+    char* to = static_cast<char*>(brrr_cpu::async::shared_pointer(dst, file, line));
+    const uint64_t at = static_cast<uint64_t>(to - const_cast<char*>(running_block->arena.data()));
+    const std::string copy = "cp.async.bulk of " + std::to_string(bytes) + " bytes to shared offset " + std::to_string(at);
+    if (bytes <= 0 || bytes % 16) fault("bulk copy", copy + ": the size must be a positive multiple of 16", file, line);
+    if (at % 16 || reinterpret_cast<uintptr_t>(src) % 16) {
+        fault("bulk copy", copy + (at % 16 ? ": the destination" : ": the source") + " must be 16-byte aligned", file, line);
+    }
+    if (at + static_cast<uint64_t>(bytes) > running_block->arena.size()) {
+        fault("bulk copy", copy + " runs past the block's " + std::to_string(running_block->arena.size()) +
+                               " bytes of shared memory", file, line);
+    }
+    brrr_cpu::async::not_read_by_products("cp.async.bulk", at, static_cast<size_t>(bytes), {pc, file, line});
+    if (brrr_cpu_access_checked) brrr_cpu_access_checked(src, static_cast<size_t>(bytes), 0, pc);
+    std::vector<unsigned char> data(static_cast<size_t>(bytes));
+    std::memcpy(data.data(), src, data.size());
+    if (brrr_cpu_async_issued) brrr_cpu_async_issued(to, data.size(), pc);
+    b.tx -= bytes;
+    b.copies.push_back(brrr_cpu::async::Copy{to, std::move(data), pc});
+    complete_if_done(b);
+}
+
 void tensor_load_onto(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank,
                       brrr_cpu::async::BarrierState* barrier, const void* pc, const char* file, int line) {
     brrr_cpu::async::current("cp_async_bulk_tensor_global_to_shared", file, line);

@@ -1,14 +1,15 @@
 // Hopper's tensor memory accelerator and transaction barriers on the CPU: the host's
 // cuTensorMapEncodeTiled (the driver API, also through cudaGetDriverEntryPoint), the PTX of
 // mbarrier (init, arrive, arrive.expect_tx, expect_tx, try_wait / test_wait, with or without
-// .parity) and cp.async.bulk.tensor's tiled loads into shared memory that complete a barrier's
-// transaction bytes, as pipeline/cpu_ptx.py rewrites them.
+// .parity), cp.async.bulk.tensor's tiled loads and cp.async.bulk's plain ones into shared memory that
+// complete a barrier's transaction bytes, as pipeline/cpu_ptx.py rewrites them.
 //
 // A barrier's state lives in the runtime, keyed by its shared-memory address (a GPU's 8 bytes there
-// are opaque). A tensor copy reads its box (zeros, or NaN with the NaN fill, outside the tensor) when
-// it is issued, swizzled as the tensor map says, and writes shared memory only when the barrier's
-// phase completes (every arrival made and every expected byte delivered): a kernel that reads a tile
-// before waiting on the barrier reads what was there before, and in the checked build the bytes in
+// are opaque). A copy reads its source (a tensor copy its box: zeros, or NaN with the NaN fill,
+// outside the tensor, swizzled as the tensor map says) when it is issued, and writes shared memory
+// only when the barrier's phase completes (every arrival made and every expected byte delivered): a
+// kernel that reads a tile before waiting on the barrier reads what was there before, and in the
+// checked build the bytes in
 // flight are a fault naming both lines, as for cp.async.
 #pragma once
 #include <cstddef>
@@ -147,6 +148,9 @@ bool test_token(uint64_t address, uint64_t token, bool yield_if_not, const char*
 void wait_parity(uint64_t address, uint32_t parity, const char* file, int line);
 void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank, uint64_t barrier,
                  const void* pc, const char* file, int line);
+// cp.async.bulk (no tensor map): `bytes` contiguous bytes from global `src` to shared `dst`, completing
+// the barrier's transaction bytes as a tensor copy does.
+void bulk_load(uint64_t dst, const void* src, int64_t bytes, uint64_t barrier, const void* pc, const char* file, int line);
 // The same copy completing a cuda::barrier's transaction bytes (libcudacxx's
 // cuda::device::experimental::cp_async_bulk_tensor_Nd_global_to_shared).
 void tensor_load_onto(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank,
@@ -174,6 +178,11 @@ BRRR_CPU_ENTRY inline void tensor_load(uint64_t dst, uint64_t map, const int32_t
                                        const char* file, int line) {
     brrr_cpu::mbarrier::tensor_load(dst, reinterpret_cast<const CUtensorMap*>(static_cast<uintptr_t>(map)), coords, Rank,
                                     barrier, __builtin_return_address(0), file, line);
+}
+// cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [bar]
+BRRR_CPU_ENTRY inline void bulk_load(uint64_t dst, uint64_t src, int64_t bytes, uint64_t barrier, const char* file, int line) {
+    brrr_cpu::mbarrier::bulk_load(dst, reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), bytes, barrier,
+                                  __builtin_return_address(0), file, line);
 }
 // Hints and fences with nothing to do on the CPU.
 inline void no_op(const char*, int) {}
