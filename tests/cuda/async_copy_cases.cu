@@ -204,17 +204,24 @@ __device__ void wait_parity(uint64_t* bar, uint32_t parity) {
                  "@ready bra DONE;\nbra WAIT;\nDONE:\n}\n" ::"r"(smem_at(bar)), "r"(parity) : "memory");
 }
 
+// How the readers of a bulk tile learn that it landed: each thread waits on full[b] itself, one
+// thread waits and a __syncthreads passes it on, lane 0 of each warp waits and a __syncwarp passes it
+// on (all correct); or, planted, nobody waits, with or without a __syncthreads before the reads (which
+// orders the threads but not the copy: only the barrier's phase says the bytes are there). In the
+// CPU's order the reads come after the copy landed, so only a check of who saw that phase names them.
+enum class Wait { Each, OneThenSyncthreads, LaneThenSyncwarp, SyncthreadsOnly, None };
+
 // Thread 0 copies tile t + 1 into the other buffer with one cp.async.bulk of Bytes while every thread
-// reads tile t: full[b] (one arrival and the tile's bytes) says a tile landed there, empty[b] (32
-// arrivals) that every thread has read it. WaitFirst = false reads before waiting on full[b].
-template <bool WaitFirst, int Bytes>
+// reads tile t: full[b] (one arrival and the tile's bytes) says a tile landed there, empty[b] (an
+// arrival a thread) that every thread has read it.
+template <Wait W, int Bytes>
 __global__ void bulk_tiles(const float* in, float* out, int64_t tiles) {
     __shared__ alignas(16) float buf[2][kTile];
     __shared__ alignas(8) uint64_t full[2], empty[2];
     if (threadIdx.x == 0) {
         for (int b = 0; b < 2; ++b) {
             asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_at(&full[b])), "r"(1));
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_at(&empty[b])), "r"(32));
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_at(&empty[b])), "r"(blockDim.x));
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -231,9 +238,17 @@ __global__ void bulk_tiles(const float* in, float* out, int64_t tiles) {
             if (t >= 1) wait_parity(&empty[(t + 1) % 2], static_cast<uint32_t>((t - 1) / 2 % 2));  // tile t - 1 read
             load(t + 1);
         }
-        if (WaitFirst) wait_parity(&full[t % 2], static_cast<uint32_t>(t / 2 % 2));
-        for (int64_t k = 0; k < 4; ++k) {
-            const int64_t i = (threadIdx.x + 32 * k) % kTile;
+        const uint32_t parity = static_cast<uint32_t>(t / 2 % 2);
+        if (W == Wait::Each) wait_parity(&full[t % 2], parity);
+        if (W == Wait::OneThenSyncthreads || W == Wait::SyncthreadsOnly) {
+            if (W == Wait::OneThenSyncthreads && threadIdx.x == 0) wait_parity(&full[t % 2], parity);
+            __syncthreads();
+        }
+        if (W == Wait::LaneThenSyncwarp) {
+            if (threadIdx.x % 32 == 0) wait_parity(&full[t % 2], parity);
+            __syncwarp();
+        }
+        for (int64_t i = threadIdx.x; i < kTile; i += blockDim.x) {
             out[t * kTile + i] = 2.0f * buf[t % 2][i] + 1.0f;  // bulk read
         }
         asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_at(&empty[t % 2])) : "memory");
@@ -271,9 +286,15 @@ int main(int argc, char** argv) {
         else if (c == "misaligned_copy") misaligned_copy<<<1, 32>>>(in.data(), out.data()), n = 32;
         else if (c == "tensor_copies") tensor_copies<true><<<1, 32>>>(rows_of_128(in.data()), out.data());
         else if (c == "tensor_read_before_wait") tensor_copies<false><<<1, 32>>>(rows_of_128(in.data()), out.data());
-        else if (c == "bulk_copies") bulk_tiles<true, kTile * 4><<<1, 32>>>(in.data(), out.data(), tiles);
-        else if (c == "bulk_read_before_wait") bulk_tiles<false, kTile * 4><<<1, 32>>>(in.data(), out.data(), tiles);
-        else if (c == "bulk_size_not_16") bulk_tiles<true, kTile * 4 - 4><<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_copies") bulk_tiles<Wait::Each, kTile * 4><<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_one_waits_then_syncthreads")
+            bulk_tiles<Wait::OneThenSyncthreads, kTile * 4><<<1, 64>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_lanes_wait_then_syncwarp")
+            bulk_tiles<Wait::LaneThenSyncwarp, kTile * 4><<<1, 64>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_read_before_wait") bulk_tiles<Wait::None, kTile * 4><<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_syncthreads_without_wait")
+            bulk_tiles<Wait::SyncthreadsOnly, kTile * 4><<<1, 64>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_size_not_16") bulk_tiles<Wait::Each, kTile * 4 - 4><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "barrier_missing_arrival") barrier_missing_arrival<<<1, 32>>>(in.data(), out.data()), n = 32;
         else {
             std::printf("unknown case %s\n", c.c_str());

@@ -18,7 +18,8 @@ CASES = Path(__file__).with_name("async_copy_cases.cu")
 SOURCE = CASES.resolve()
 TILE, TILES = 128, 5
 INPUT = [(i % 97) * 0.25 - 3.0 for i in range(TILE * TILES)]
-CORRECT = ["ptx_double_buffer", "primitives", "thread_pipeline", "block_barrier", "tensor_copies", "bulk_copies"]
+CORRECT = ["ptx_double_buffer", "primitives", "thread_pipeline", "block_barrier", "tensor_copies", "bulk_copies",
+           "bulk_one_waits_then_syncthreads", "bulk_lanes_wait_then_syncwarp"]
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +118,20 @@ def test_a_tile_read_before_its_copy_landed_names_both_lines(plain: Path, checke
     assert landed or raced, out
     out = run(plain, case)
     assert out.startswith("FAULT") or values(out)[:TILE] != [2 * x + 1 for x in INPUT[:TILE]], out
+
+
+def test_a_tile_read_after_it_landed_by_a_thread_that_never_waited_names_the_copy(checked: Path) -> None:
+    """The copy has landed in the CPU's order, and a __syncthreads separates it from the reads, so no
+    race is seen and the values are right; but no thread waited on the mbarrier, so on a GPU the bytes
+    need not be there. A thread may read what a copy onto a barrier landed only once it has seen the
+    barrier's phase complete, by its own wait or through a __syncthreads or __syncwarp after a thread that
+    waited (the correct cases bulk_one_waits_then_syncthreads and bulk_lanes_wait_then_syncwarp)."""
+    out = run(checked, "bulk_syncthreads_without_wait")
+    read_at = f"{SOURCE}:{line_of('// bulk read')}"
+    assert out.startswith(f"FAULT: {read_at}: read before an asynchronous copy landed"), out
+    copy_at = f"{SOURCE}:{line_of('cp.async.bulk.shared::cluster.global.mbarrier')}"
+    assert f"issued at {copy_at} landed as phase 0 (parity 0) of the mbarrier at shared offset" in out, out
+    assert "completed; this thread has not waited for that phase" in out, out
 
 
 @pytest.mark.parametrize("build_kind", ["plain", "checked"])

@@ -54,12 +54,33 @@ struct BarrierState {
     unsigned phase;
     int initialised;  // 0x62727272 once init() ran: a barrier used before init is a fault
     int64_t tx;       // transaction bytes the phase still expects (barrier_arrive_tx, tensor copies)
+    uint32_t id;      // the block's number for it (brrr_cpu_async_impl.h: which threads saw which phases)
 };
 void barrier_init(BarrierState* b, int expected, const char* file, int line);
 // cuda::device::barrier_expect_tx / the tx of barrier_arrive_tx: the phase also waits for `bytes` more.
 void barrier_expect_tx(BarrierState* b, int64_t bytes, const char* file, int line);
 unsigned barrier_arrive(BarrierState* b, int count, bool drop, const char* file, int line);
 void barrier_wait(BarrierState* b, unsigned phase, const char* file, int line);
+
+// A copy onto a barrier (an mbarrier or a cuda::barrier) that landed when the barrier's phase
+// completed, as the runtime tells a checked build (brrr_cpu_memcheck.cpp): a thread may read those
+// bytes once it has seen that phase complete, by its own wait or a __syncthreads or warp sync after a
+// thread that waited. Before that a GPU gives no guarantee the bytes are there.
+struct Landing {
+    const void* dst;
+    size_t size;
+    const void* pc;      // where the copy was issued
+    int thread;          // by which thread (linear in the block)
+    uint32_t barrier;    // the barrier's id in the block (see seen_phases)
+    uint64_t phase;      // the count of its completed phases once this one completed
+    uint64_t offset;     // the barrier's shared offset, and what kind it is, for the report
+    bool mbarrier;
+};
+// How many of barrier `id`'s phases thread `thread` has seen complete (the checked build asks).
+uint64_t seen_phases(uint32_t id, int thread);
+// The scheduler's __syncthreads (warp -1) or warp sync over `mask` completed: what one participating
+// thread has seen, each has.
+void share_seen(int warp, unsigned mask);
 
 // The shared-memory window: offsets into the block's shared memory, as a GPU's .shared addresses are.
 size_t shared_offset(const void* p, const char* file, int line);

@@ -17,6 +17,7 @@
 extern "C" void brrr_cpu_access_checked(const void* address, size_t size, int write, const void* pc) __attribute__((weak));
 extern "C" void brrr_cpu_async_issued(const void* dst, size_t size, const void* pc) __attribute__((weak));
 extern "C" void brrr_cpu_async_landed(const void* dst, size_t size, const void* pc, int record) __attribute__((weak));
+extern "C" void brrr_cpu_async_landed_on(const brrr_cpu::async::Landing* landing) __attribute__((weak));
 
 namespace brrr_cpu::async {
 
@@ -26,6 +27,7 @@ struct Copy {
     char* dst;
     std::vector<unsigned char> data;
     const void* pc;
+    int thread = -1;  // the issuing thread
 };
 
 // A wgmma.mma_async waiting for its group's wait: the op, and the shared-memory elements it reads for
@@ -64,8 +66,14 @@ struct BlockCopies {
         int64_t tx;  // transaction bytes still expected this phase (negative: delivered before expected)
         uint64_t phase;
         std::vector<Copy> copies;  // tensor copies that land when the phase completes
+        uint32_t id;
+        uint64_t offset;  // where it is in shared memory
     };
     std::unordered_map<uint64_t, Mbarrier> mbarriers;
+    // seen[id][thread]: how many phases of the block's barrier `id` (each mbarrier.init or
+    // cuda::barrier init is a new one) the thread has seen complete: by its own wait or test, or
+    // from a thread that had, through a __syncthreads or a warp sync they both took part in.
+    std::vector<std::vector<uint64_t>> seen;
 };
 thread_local BlockCopies state;
 
@@ -79,8 +87,22 @@ Fiber& current(const char* what, const char* file, int line) {
         state.product_reads.assign(b.arena.size(), 0);
         state.product_line.assign(b.arena.size(), 0);
         state.mbarriers.clear();
+        state.seen.clear();
     }
     return f;
+}
+
+// A new barrier of the running block: its id, no phase seen by any thread yet.
+uint32_t new_barrier() {
+    state.seen.emplace_back(static_cast<size_t>(running_block->threads), 0);
+    return static_cast<uint32_t>(state.seen.size() - 1);
+}
+
+// Thread `thread` saw `phases` phases of barrier `id` complete.
+void saw(uint32_t id, int thread, uint64_t phases) {
+    if (id >= state.seen.size()) return;
+    uint64_t& s = state.seen[id][static_cast<size_t>(thread)];
+    if (phases > s) s = phases;
 }
 
 char* arena(const Block& b) { return const_cast<char*>(b.arena.data()); }
@@ -88,6 +110,15 @@ char* arena(const Block& b) { return const_cast<char*>(b.arena.data()); }
 void land(Copy& c, bool record) {
     std::memcpy(c.dst, c.data.data(), c.data.size());
     if (brrr_cpu_async_landed) brrr_cpu_async_landed(c.dst, c.data.size(), c.pc, record ? 1 : 0);
+}
+
+// A copy onto a barrier, landing as phase `phases` - 1 of barrier `id` completes (at shared `offset`):
+// the checked build then holds a read of its bytes by a thread that has not seen that phase.
+void land_on_phase(Copy& c, bool record, uint32_t id, uint64_t phases, uint64_t offset, bool mbarrier) {
+    land(c, record);
+    if (!brrr_cpu_async_landed_on) return;
+    const Landing l{c.dst, c.data.size(), c.pc, c.thread, id, phases, offset, mbarrier};
+    brrr_cpu_async_landed_on(&l);
 }
 
 std::string pointer_text(const void* p) {
@@ -143,6 +174,29 @@ void* shared_pointer(uint64_t address, const char* file, int line) {
     fault("shared memory", m.str(), file, line);
 }
 
+uint64_t seen_phases(uint32_t id, int thread) {
+    if (!running_block || state.serial != running_block->serial || id >= state.seen.size()) return 0;
+    return state.seen[id][static_cast<size_t>(thread)];
+}
+
+// A __syncthreads (warp -1) or a warp's sync over `mask` completed: each thread that took part has now
+// seen every phase any of them had seen.
+void share_seen(int warp, unsigned mask) {
+    if (!running_block || state.serial != running_block->serial) return;
+    for (std::vector<uint64_t>& threads : state.seen) {
+        const size_t lo = warp < 0 ? 0 : static_cast<size_t>(warp) * 32;
+        const size_t hi = warp < 0 ? threads.size() : std::min(threads.size(), lo + 32);
+        const auto takes_part = [&](size_t t) { return warp < 0 || (mask >> (t - lo)) & 1u; };
+        uint64_t most = 0;
+        for (size_t t = lo; t < hi; ++t) {
+            if (takes_part(t) && threads[t] > most) most = threads[t];
+        }
+        for (size_t t = lo; t < hi; ++t) {
+            if (takes_part(t)) threads[t] = most;
+        }
+    }
+}
+
 bool is_shared(const void* p) {
     if (!running_block) return false;
     const char* lo = arena(*running_block);
@@ -170,7 +224,7 @@ void copy(Kind kind, void* dst, const void* src, size_t size, size_t src_size, s
         brrr_cpu_access_checked(dst, size, 1, where.pc);
     }
     if (is_shared(dst)) not_read_by_products(kind_name(kind), static_cast<const char*>(dst) - arena(*f.block), size, where);
-    Copy c{static_cast<char*>(dst), std::vector<unsigned char>(size, 0), where.pc};
+    Copy c{static_cast<char*>(dst), std::vector<unsigned char>(size, 0), where.pc, f.linear};
     if (src_size) std::memcpy(c.data.data(), src, src_size);
     if (kind == Kind::Memcpy && !is_shared(dst)) {  // CUDA copies synchronously where it cannot copy asynchronously
         land(c, false);
@@ -225,7 +279,7 @@ void barrier_init(BarrierState* b, int expected, const char* file, int line) {
                                    std::to_string(running_block->threads) + " times a phase",
               file, line);
     }
-    *b = BarrierState{expected, expected, 0, kInitialised, 0};
+    *b = BarrierState{expected, expected, 0, kInitialised, 0, new_barrier()};
     state.barriers.erase(b);
 }
 
@@ -233,8 +287,9 @@ void barrier_init(BarrierState* b, int expected, const char* file, int line) {
 static void complete_if_done(BarrierState* b) {
     if (b->pending == 0 && b->tx == 0) {  // the phase completes: its copies land, visible to every participant
         auto it = state.barriers.find(b);
+        const uint64_t offset = static_cast<uint64_t>(reinterpret_cast<const char*>(b) - arena(*running_block));
         if (it != state.barriers.end()) {
-            for (Copy& c : it->second) land(c, false);
+            for (Copy& c : it->second) land_on_phase(c, false, b->id, b->phase + 1ull, offset, false);
             state.barriers.erase(it);
         }
         b->pending = b->expected;
@@ -291,6 +346,7 @@ void barrier_wait(BarrierState* b, unsigned phase, const char* file, int line) {
         yield(file, line);
         me.waiting = nullptr;
     }
+    saw(b->id, f.linear, b->phase);
 }
 
 }  // namespace brrr_cpu::async
@@ -430,7 +486,7 @@ Mbarrier& find(uint64_t address, const char* what, const char* file, int line) {
 // visible to every thread that then sees the phase change (as __syncthreads orders, for the race checks).
 void complete_if_done(Mbarrier& b) {
     if (b.pending > 0 || b.tx != 0) return;
-    for (auto& c : b.copies) brrr_cpu::async::land(c, true);
+    for (auto& c : b.copies) brrr_cpu::async::land_on_phase(c, true, b.id, b.phase + 1, b.offset, true);
     b.copies.clear();
     b.pending = b.expected;
     ++b.phase;
@@ -445,7 +501,8 @@ void init(uint64_t address, int count, const char* file, int line) {
         fault("mbarrier", "mbarrier.init with an expected arrival count of " + std::to_string(count) + " (1 to 2^20 - 1)",
               file, line);
     }
-    state.mbarriers[offset_of(address, file, line)] = Mbarrier{count, count, 0, 0, {}};
+    const uint64_t at = offset_of(address, file, line);
+    state.mbarriers[at] = Mbarrier{count, count, 0, 0, {}, brrr_cpu::async::new_barrier(), at};
 }
 
 uint64_t arrive(uint64_t address, int count, int64_t expect, const char* file, int line) {
@@ -467,24 +524,33 @@ void expect_tx(uint64_t address, int64_t bytes, const char* file, int line) {
     b.tx += bytes;
 }
 
+namespace {
+
+// A wait or test that found its phase complete: the running thread has seen every phase so far, so
+// it may read what their copies landed (the checked build's landed_check).
+bool seen_if(const Mbarrier& b, bool complete) {
+    if (complete) brrr_cpu::async::saw(b.id, running_fiber->linear, b.phase);
+    return complete;
+}
+
+}  // namespace
+
 bool test_parity(uint64_t address, uint32_t parity, bool yield_if_not, const char* file, int line) {
     Mbarrier* b = &find(address, "mbarrier.try_wait.parity", file, line);
-    if (b->phase % 2 != (parity & 1u)) return true;
+    if (b->phase % 2 != (parity & 1u)) return seen_if(*b, true);
     if (!yield_if_not) return false;
-    const uint64_t at = offset_of(address, file, line);
     yield(file, line);
     b = &find(address, "mbarrier.try_wait.parity", file, line);
-    (void)at;
-    return b->phase % 2 != (parity & 1u);
+    return seen_if(*b, b->phase % 2 != (parity & 1u));
 }
 
 bool test_token(uint64_t address, uint64_t token, bool yield_if_not, const char* file, int line) {
     Mbarrier* b = &find(address, "mbarrier.try_wait", file, line);
-    if (b->phase != token) return true;
+    if (b->phase != token) return seen_if(*b, true);
     if (!yield_if_not) return false;
     yield(file, line);
     b = &find(address, "mbarrier.try_wait", file, line);
-    return b->phase != token;
+    return seen_if(*b, b->phase != token);
 }
 
 void wait_parity(uint64_t address, uint32_t parity, const char* file, int line) {
@@ -493,7 +559,10 @@ void wait_parity(uint64_t address, uint32_t parity, const char* file, int line) 
     auto& me = state.threads[f.linear];
     while (true) {
         Mbarrier& b = find(address, "mbarrier.try_wait.parity", file, line);
-        if (b.phase % 2 != (parity & 1u)) return;
+        if (b.phase % 2 != (parity & 1u)) {
+            seen_if(b, true);
+            return;
+        }
         // Stuck when no other thread can arrive or deliver: each has returned, waits at __syncthreads
         // or a warp intrinsic, or waits on an mbarrier phase that has not completed either.
         bool stuck = true;
@@ -582,6 +651,7 @@ void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, in
                  const char* file, int line) {
     Mbarrier& b = find(barrier, "cp.async.bulk.tensor", file, line);
     brrr_cpu::async::Copy c = read_box(dst, map, coords, rank, pc, file, line);
+    c.thread = running_fiber->linear;
     b.tx -= static_cast<int64_t>(c.data.size());
     b.copies.push_back(std::move(c));
     complete_if_done(b);
@@ -609,7 +679,7 @@ void bulk_load(uint64_t dst, const void* src, int64_t bytes, uint64_t barrier, c
     std::memcpy(data.data(), src, data.size());
     if (brrr_cpu_async_issued) brrr_cpu_async_issued(to, data.size(), pc);
     b.tx -= bytes;
-    b.copies.push_back(brrr_cpu::async::Copy{to, std::move(data), pc});
+    b.copies.push_back(brrr_cpu::async::Copy{to, std::move(data), pc, running_fiber->linear});
     complete_if_done(b);
 }
 
@@ -617,6 +687,7 @@ void tensor_load_onto(uint64_t dst, const CUtensorMap* map, const int32_t* coord
                       brrr_cpu::async::BarrierState* barrier, const void* pc, const char* file, int line) {
     brrr_cpu::async::current("cp_async_bulk_tensor_global_to_shared", file, line);
     brrr_cpu::async::Copy c = read_box(dst, map, coords, rank, pc, file, line);
+    c.thread = running_fiber->linear;
     barrier->tx -= static_cast<int64_t>(c.data.size());
     brrr_cpu::async::state.barriers[barrier].push_back(std::move(c));
     brrr_cpu::async::complete_if_done(barrier);

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "brrr_cpu.h"
+#include "brrr_cpu_async.h"
 
 namespace {
 
@@ -69,6 +70,18 @@ struct Access {
     const void* pc = nullptr;
 };
 
+// The last copy onto a barrier that landed in an element: by whom, where, and at which of the
+// barrier's phases (its count of completed phases once the copy's completed).
+struct Landed {
+    static constexpr uint32_t kNone = ~0u;
+    uint32_t barrier = kNone;
+    int32_t thread = -1;
+    uint64_t phase = 0;
+    uint64_t offset = 0;  // the barrier's, in shared memory
+    bool mbarrier = false;
+    const void* pc = nullptr;
+};
+
 // A byte of shared memory between two barriers (its epoch): the last writer and up to two
 // distinct readers, enough to find a conflicting pair whenever there is one (see read()).
 struct Cell {
@@ -94,6 +107,11 @@ struct Shared {
     // it: the issuing thread and line, kept across barriers (a barrier does not complete a copy).
     std::vector<Access> flights;
     std::size_t in_flight = 0;
+    // Elements a copy onto a barrier landed in when one of the barrier's phases completed: a thread
+    // may read or write them once it has seen that phase (brrr_cpu::async::seen_phases). Kept until
+    // a thread that has seen it writes the element. barrier == kNone: no such copy.
+    std::vector<Landed> landings;
+    std::size_t landed = 0;
 };
 
 // Per OS thread: the block it runs (blocks may run on several OS threads at once).
@@ -449,9 +467,45 @@ void in_flight_check(const Shared& s, uintptr_t addr, std::size_t size, bool wri
     }
 }
 
+// An access to an element a copy onto a barrier landed in, by a thread that has not seen the phase
+// that landed it: on a GPU the bytes need not be there yet (nor, for a write, stay this thread's).
+// The race checks cannot see it, since a phase's completion orders the block like a barrier.
+void landed_check(const BlockState& b, Shared& s, uintptr_t addr, std::size_t size, bool write, const void* pc) {
+    const std::size_t first = cell_of(s, addr), last = cell_of(s, addr + size - 1);
+    uint32_t asked = Landed::kNone;
+    uint64_t seen = 0;
+    for (std::size_t i = first; i <= last; ++i) {
+        Landed& l = s.landings[i];
+        if (l.barrier == Landed::kNone) continue;
+        if (l.barrier != asked) {
+            asked = l.barrier;
+            seen = brrr_cpu::async::seen_phases(l.barrier, b.thread);
+        }
+        if (seen >= l.phase) {
+            if (write) {  // overwritten by a thread the landing is ordered before: no longer the copy's
+                l = Landed{};
+                --s.landed;
+            }
+            continue;
+        }
+        const Place now = symbolize(pc), copy = symbolize(l.pc);
+        const uint64_t completed = l.phase - 1;
+        const std::string barrier = std::string(l.mbarrier ? "the mbarrier" : "the cuda::barrier") + " at shared offset " +
+                                    std::to_string(l.offset);
+        const std::string detail =
+            std::string(write ? "writes " : "reads ") + element_name(s, s.lo + i * s.cell) + ", where the copy thread " +
+            triple(thread_of(l.thread)) + " issued at " + copy.file + ":" + std::to_string(copy.line) + " landed as phase " +
+            std::to_string(completed) + " (parity " + std::to_string(completed % 2) + ") of " + barrier +
+            " completed; this thread has not waited for that phase (mbarrier.try_wait / test_wait, cuda::barrier::wait), "
+            "nor passed a __syncthreads or __syncwarp after a thread that did";
+        report(write ? "write before an asynchronous copy landed" : "read before an asynchronous copy landed", detail, now);
+    }
+}
+
 // b: the OS thread's BlockState, read once an access (a thread-local read is a call in a library).
 void shared_access(BlockState& b, Shared& s, uintptr_t addr, std::size_t size, bool write, const void* pc) {
     if (s.in_flight) in_flight_check(s, addr, size, write, pc);
+    if (s.landed) landed_check(b, s, addr, size, write, pc);
     const uint32_t ws = b.wsync[b.thread];
     const Access me{b.thread, ws, pc};
     const std::size_t first = cell_of(s, addr), last = cell_of(s, addr + size - 1);
@@ -802,8 +856,28 @@ extern "C" void brrr_cpu_async_landed(const void* dst, std::size_t size, const v
         for (std::size_t i = cell_of(s, addr), last = cell_of(s, addr + size - 1); i <= last; ++i) {
             if (s.flights[i].thread >= 0) --s.in_flight;
             s.flights[i] = Access{};
+            // The new bytes are not an earlier copy's: a copy onto a barrier tags them again after this.
+            if (s.landed && s.landings[i].barrier != Landed::kNone) {
+                s.landings[i] = Landed{};
+                --s.landed;
+            }
         }
         if (record) shared_access(*B, s, addr, size, true, pc);
+    }
+}
+
+// The copy just landed was onto a barrier (after brrr_cpu_async_landed): its elements are readable
+// by the threads that see the landing phase.
+extern "C" void brrr_cpu_async_landed_on(const brrr_cpu::async::Landing* l) {
+    if (B == nullptr || !B->running) return;
+    const auto addr = reinterpret_cast<uintptr_t>(l->dst);
+    for (Shared& s : B->shared) {
+        if (addr < s.lo || addr + l->size > s.hi) continue;
+        if (s.landings.empty()) s.landings.resize(s.cells.size());
+        for (std::size_t i = cell_of(s, addr), last = cell_of(s, addr + l->size - 1); i <= last; ++i) {
+            if (s.landings[i].barrier == Landed::kNone) ++s.landed;
+            s.landings[i] = Landed{l->barrier, l->thread, l->phase, l->offset, l->mbarrier, l->pc};
+        }
     }
 }
 

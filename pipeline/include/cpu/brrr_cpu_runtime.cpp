@@ -14,6 +14,7 @@
 // - a warp intrinsic's mask names the lanes that take part: each must reach the same call with the
 //   same mask; a lane that has exited, or does not exist (a partial warp), cannot.
 #include "brrr_cpu.h"
+#include "brrr_cpu_async.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -515,6 +516,7 @@ static void complete_barrier(Block& b, Fiber& last) {
     }
     b.at_barrier = 0;
     ++b.epoch;
+    async::share_seen(-1, 0);
     if (hooks().barrier_done) hooks().barrier_done(b.epoch);
 }
 
@@ -616,6 +618,7 @@ static int source_lane(const WarpCall& c, int lane) {
 }
 
 static void complete_warp(Block& b, int w, Fiber& caller, const WarpCall& c) {
+    async::share_seen(w, c.mask);
     if (hooks().warp_done) hooks().warp_done(w, c.mask);
     std::vector<const WarpCall*> calls(32, nullptr);
     std::vector<const WarpCall*> taking;
