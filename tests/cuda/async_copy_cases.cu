@@ -271,7 +271,7 @@ static CUtensorMap rows_of_128(const float* in) {
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     const int64_t tiles = 5;
-    std::vector<float> in(tiles * kTile), out(tiles * kTile, -7.0f);
+    std::vector<float> in((tiles + 1) * kTile), out(tiles * kTile, -7.0f);  // a tile to spare: bulk_past_buffer reads 2
     for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 97) * 0.25f - 3.0f;
     int64_t n = tiles * kTile;
     try {
@@ -294,6 +294,7 @@ int main(int argc, char** argv) {
         else if (c == "bulk_read_before_wait") bulk_tiles<Wait::None, kTile * 4><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "bulk_syncthreads_without_wait")
             bulk_tiles<Wait::SyncthreadsOnly, kTile * 4><<<1, 64>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_past_buffer") bulk_tiles<Wait::Each, kTile * 8><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "bulk_size_not_16") bulk_tiles<Wait::Each, kTile * 4 - 4><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "barrier_missing_arrival") barrier_missing_arrival<<<1, 32>>>(in.data(), out.data()), n = 32;
         else {

@@ -134,6 +134,15 @@ def test_a_tile_read_after_it_landed_by_a_thread_that_never_waited_names_the_cop
     assert "completed; this thread has not waited for that phase" in out, out
 
 
+def test_a_bulk_copy_running_past_its_shared_array_is_an_out_of_bounds_write_at_its_line(checked: Path) -> None:
+    """Two tiles' bytes into buf[1] run on past buf: named when the copy is issued, before it lands in
+    whatever follows buf in shared memory."""
+    out = run(checked, "bulk_past_buffer")
+    assert out.startswith(f"FAULT: {SOURCE}:{line_of('cp.async.bulk.shared::cluster.global.mbarrier')}: "
+                          "out-of-bounds write"), out
+    assert "buf" in out, out
+
+
 @pytest.mark.parametrize("build_kind", ["plain", "checked"])
 def test_a_bulk_copy_of_a_size_not_a_multiple_of_16_is_a_fault_naming_its_line(request: pytest.FixtureRequest,
                                                                                build_kind: str) -> None:

@@ -15,6 +15,7 @@
 // Defined by brrr_cpu_memcheck.cpp where a checked build links it in: an access at the kernel's
 // line (bounds and races), and the destination bytes of a copy in flight and landed.
 extern "C" void brrr_cpu_access_checked(const void* address, size_t size, int write, const void* pc) __attribute__((weak));
+extern "C" void brrr_cpu_bounds_checked(const void* address, size_t size, int write, const void* pc) __attribute__((weak));
 extern "C" void brrr_cpu_async_issued(const void* dst, size_t size, const void* pc) __attribute__((weak));
 extern "C" void brrr_cpu_async_landed(const void* dst, size_t size, const void* pc, int record) __attribute__((weak));
 extern "C" void brrr_cpu_async_landed_on(const brrr_cpu::async::Landing* landing) __attribute__((weak));
@@ -589,6 +590,21 @@ void wait_parity(uint64_t address, uint32_t parity, const char* file, int line) 
 
 namespace {
 
+// A copy of `bytes` onto shared offset `at` (a tensor copy's box or a bulk copy's bytes): inside the
+// block's shared memory and not under a wgmma that has yet to complete, else a fault of `kind` naming
+// the copy (`what`) and its line; in the checked build also inside one __shared__ variable (an
+// out-of-bounds write naming it, where a copy runs on into the next).
+void check_destination(const char* kind, const std::string& what, uint64_t at, uint64_t bytes,
+                       const brrr_cpu::async::Where& where) {
+    if (at + bytes > running_block->arena.size()) {
+        fault(kind, what + " of " + std::to_string(bytes) + " bytes at shared offset " + std::to_string(at) +
+                        " runs past the block's " + std::to_string(running_block->arena.size()) + " bytes of shared memory",
+              where.file, where.line);
+    }
+    if (brrr_cpu_bounds_checked) brrr_cpu_bounds_checked(brrr_cpu::async::arena(*running_block) + at, bytes, 1, where.pc);
+    brrr_cpu::async::not_read_by_products(what.c_str(), at, bytes, where);
+}
+
 // A tensor copy's box, read now: checked against the map and shared memory, each element in row-major
 // order (dimension 0 fastest), zero (or NaN) outside the tensor, each 16-byte unit at its swizzled place.
 brrr_cpu::async::Copy read_box(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank, const void* pc,
@@ -615,11 +631,7 @@ brrr_cpu::async::Copy read_box(uint64_t dst, const CUtensorMap* map, const int32
     uint64_t count = 1;
     for (int d = 0; d < rank; ++d) count *= m.box[d];
     const uint64_t bytes = count * m.elem_bytes;
-    if (at + bytes > running_block->arena.size()) {
-        fault("tensor copy", "cp.async.bulk.tensor of " + std::to_string(bytes) + " bytes at shared offset " + std::to_string(at) +
-                                 " runs past the block's shared memory", file, line);
-    }
-    brrr_cpu::async::not_read_by_products("cp.async.bulk.tensor", at, bytes, {pc, file, line});
+    check_destination("tensor copy", "cp.async.bulk.tensor", at, bytes, {pc, file, line});
     std::vector<unsigned char> box(bytes, 0);
     const unsigned char nan_bits[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     for (uint64_t e = 0; e < count; ++e) {
@@ -669,11 +681,7 @@ void bulk_load(uint64_t dst, const void* src, int64_t bytes, uint64_t barrier, c
     if (at % 16 || reinterpret_cast<uintptr_t>(src) % 16) {
         fault("bulk copy", copy + (at % 16 ? ": the destination" : ": the source") + " must be 16-byte aligned", file, line);
     }
-    if (at + static_cast<uint64_t>(bytes) > running_block->arena.size()) {
-        fault("bulk copy", copy + " runs past the block's " + std::to_string(running_block->arena.size()) +
-                               " bytes of shared memory", file, line);
-    }
-    brrr_cpu::async::not_read_by_products("cp.async.bulk", at, static_cast<size_t>(bytes), {pc, file, line});
+    check_destination("bulk copy", "cp.async.bulk", at, static_cast<uint64_t>(bytes), {pc, file, line});
     if (brrr_cpu_access_checked) brrr_cpu_access_checked(src, static_cast<size_t>(bytes), 0, pc);
     std::vector<unsigned char> data(static_cast<size_t>(bytes));
     std::memcpy(data.data(), src, data.size());

@@ -826,6 +826,12 @@ extern "C" void brrr_cpu_atomic_checked(const void* address, std::size_t size, c
     check(B, reinterpret_cast<uintptr_t>(address), size, true, pc, true);
 }
 
+// Bounds only, no access recorded (as for an atomic): the destination of a bulk or tensor copy when it
+// is issued, whose write the landing records.
+extern "C" void brrr_cpu_bounds_checked(const void* address, std::size_t size, int write, const void* pc) {
+    check(B, reinterpret_cast<uintptr_t>(address), size, write != 0, pc, true);
+}
+
 // Accesses brrr's headers make for the kernel, outside the instrumentation (wmma loads and stores,
 // ldmatrix rows, an asynchronous copy's source and destination): checked as the kernel's, at pc.
 extern "C" void brrr_cpu_access_checked(const void* address, std::size_t size, int write, const void* pc) {
