@@ -229,7 +229,7 @@ __global__ void bulk_tiles(const float* in, float* out, int64_t tiles) {
     const auto load = [&](int64_t t) {
         uint64_t* bar = &full[t % 2];
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_at(bar)), "r"(Bytes) : "memory");
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"  // bulk copy
                      ::"r"(smem_at(&buf[t % 2][0])), "l"(in + t * kTile), "r"(Bytes), "r"(smem_at(bar)) : "memory");
     };
     if (threadIdx.x == 0) load(0);
@@ -252,6 +252,29 @@ __global__ void bulk_tiles(const float* in, float* out, int64_t tiles) {
             out[t * kTile + i] = 2.0f * buf[t % 2][i] + 1.0f;  // bulk read
         }
         asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_at(&empty[t % 2])) : "memory");
+    }
+}
+
+// An mbarrier initialised afresh for every tile, the tiles gone over `rounds` times (1100 inits with
+// the test's 5 tiles and 220 rounds): the CPU execution keeps a record of which thread saw which phase
+// of each barrier, and past 1024 barriers in one block it stops adding to it.
+__global__ void bulk_reinit_per_tile(const float* in, float* out, int64_t tiles, int rounds) {
+    __shared__ alignas(16) float buf[kTile];
+    __shared__ alignas(8) uint64_t full;
+    for (int r = 0; r < rounds; ++r) {
+        for (int64_t t = 0; t < tiles; ++t) {
+            if (threadIdx.x == 0) {
+                asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_at(&full)), "r"(1));
+                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_at(&full)), "r"(kTile * 4)
+                             : "memory");
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                             ::"r"(smem_at(&buf[0])), "l"(in + t * kTile), "r"(kTile * 4), "r"(smem_at(&full)) : "memory");
+            }
+            __syncthreads();  // the init before any thread's wait
+            wait_parity(&full, 0);
+            for (int64_t i = threadIdx.x; i < kTile; i += blockDim.x) out[t * kTile + i] = 2.0f * buf[i] + 1.0f;
+            __syncthreads();  // every read done before the next tile's copy
+        }
     }
 }
 
@@ -294,6 +317,7 @@ int main(int argc, char** argv) {
         else if (c == "bulk_read_before_wait") bulk_tiles<Wait::None, kTile * 4><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "bulk_syncthreads_without_wait")
             bulk_tiles<Wait::SyncthreadsOnly, kTile * 4><<<1, 64>>>(in.data(), out.data(), tiles);
+        else if (c == "bulk_reinit_per_tile") bulk_reinit_per_tile<<<1, 32>>>(in.data(), out.data(), tiles, 220);
         else if (c == "bulk_past_buffer") bulk_tiles<Wait::Each, kTile * 8><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "bulk_size_not_16") bulk_tiles<Wait::Each, kTile * 4 - 4><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "barrier_missing_arrival") barrier_missing_arrival<<<1, 32>>>(in.data(), out.data()), n = 32;

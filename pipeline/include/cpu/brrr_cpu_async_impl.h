@@ -93,8 +93,13 @@ Fiber& current(const char* what, const char* file, int line) {
     return f;
 }
 
-// A new barrier of the running block: its id, no phase seen by any thread yet.
+// A new barrier of the running block: its id, no phase seen by any thread yet. Past kTracked barriers
+// in one block (a kernel that initialises one a loop iteration) the rest go untracked (kUntracked):
+// their copies land unchecked, rather than the block's memory growing with every init.
+constexpr size_t kTracked = 1024;
+constexpr uint32_t kUntracked = ~0u;
 uint32_t new_barrier() {
+    if (state.seen.size() >= kTracked) return kUntracked;
     state.seen.emplace_back(static_cast<size_t>(running_block->threads), 0);
     return static_cast<uint32_t>(state.seen.size() - 1);
 }
@@ -117,7 +122,7 @@ void land(Copy& c, bool record) {
 // the checked build then holds a read of its bytes by a thread that has not seen that phase.
 void land_on_phase(Copy& c, bool record, uint32_t id, uint64_t phases, uint64_t offset, bool mbarrier) {
     land(c, record);
-    if (!brrr_cpu_async_landed_on) return;
+    if (!brrr_cpu_async_landed_on || id >= state.seen.size()) return;
     const Landing l{c.dst, c.data.size(), c.pc, c.thread, id, phases, offset, mbarrier};
     brrr_cpu_async_landed_on(&l);
 }
