@@ -314,7 +314,7 @@ bias_gelu_forward_flat_kernel(const T* __restrict__ x, const T* __restrict__ bia
     const int64_t i = static_cast<int64_t>(blockIdx.x) * kFlatThreads + threadIdx.x;
     if (i >= packs) return;
     const V xv = reinterpret_cast<const V*>(x)[i];
-    const V bv = reinterpret_cast<const V*>(bias)[i % row_packs];
+    const V bv = brrr::load_kept(reinterpret_cast<const V*>(bias) + i % row_packs);  // every row reads it
     V out;
 #pragma unroll
     for (int e = 0; e < kAccess<T>; ++e) out.v[e] = brrr::from_acc<T>(gelu<T>(brrr::to_acc(xv.v[e]) + brrr::to_acc(bv.v[e])));

@@ -253,8 +253,9 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
         if (holds(k)) {
-            const P w = reinterpret_cast<const P*>(weight)[p];
-            const P b = reinterpret_cast<const P*>(bias)[p];
+            // Every row reads weight and bias: kept in L1 and L2 ahead of the streamed rows.
+            const P w = brrr::load_kept(reinterpret_cast<const P*>(weight) + p);
+            const P b = brrr::load_kept(reinterpret_cast<const P*>(bias) + p);
             brrr::acc_t<T> out[W];
 #pragma unroll
             for (int j = 0; j < W; ++j) out[j] = affine(v[k].v[j], w.v[j], b.v[j]);
