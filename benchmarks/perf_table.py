@@ -24,6 +24,10 @@ TARGETS = {("layernorm", None, "forward+backward"): 0.80, ("layernorm", None, "b
            ("bias_gelu", "bfloat16", "forward"): 0.92, ("bias_gelu", "bfloat16", "forward+backward"): 0.85,
            ("softmax", "bfloat16", "forward+backward"): 0.88}
 MEMORY_BOUND = 0.90
+# How far brrr's time may sit above torch.compile's in one run and still count as its speed: the two
+# trade places by 1-2% between runs of the same kernels (cache lines one kernel leaves in the L2 under an
+# evict_last policy speed up the next; benchmarks/results/2026-11-30-h200-kept-loads).
+SAME_RUN_SPREAD = 0.02
 # The issue's table has forward and forward+backward rows; its one target for the backward alone is
 # layernorm's (TARGETS). Other ops' backward-alone rows are shown without one.
 UNTARGETED_PASSES = ("backward",)
@@ -113,7 +117,8 @@ def table(folders: list[Path]) -> str:
             ind_text = indep_text(ind) if ind else "-"
         else:
             goal = target(op, dtype, pass_)
-            faster = comp is None or comp["ms"] != comp["ms"] or cuda["ms"] <= comp["ms"] * 1.02
+            # At least torch.compile's speed, within 2% (SAME_RUN_SPREAD).
+            faster = comp is None or comp["ms"] != comp["ms"] or cuda["ms"] <= comp["ms"] * (1 + SAME_RUN_SPREAD)
             ok = goal is None or (cuda["copy_fraction"] >= goal and faster)
             got = f"{cuda['ms'] * 1e3:.1f} us, {pct(cuda)}"
             if cuda.get("same_copy_fraction", float("nan")) == cuda.get("same_copy_fraction"):  # bench since 2026-11-29

@@ -225,6 +225,17 @@ __device__ __forceinline__ stat_t<T> held_squares(const brrr::Pack<T, 16 / sizeo
     return squares;
 }
 
+// Weight and bias, which every row reads. float32 and double keep them in L1 and L2 ahead of the
+// streamed rows (brrr::load_kept: forward 70.5 -> 69.6 us on an H200 at 4096 x 8192, forward+backward
+// unchanged). The 16-bit types load them plainly: there the forward gained as much (38.3 -> 37.7 us)
+// but the forward+backward lost more, 97.9 -> 99.3 us in two runs each
+// (benchmarks/results/2026-11-30-h200-kept-loads).
+template <typename T, typename P>
+__device__ __forceinline__ P load_param(const P* p) {
+    if constexpr (sizeof(T) >= 4) return brrr::load_kept(p);
+    else return *p;
+}
+
 // One row, by the `stride` threads that share it (t = 0 .. stride - 1): thread t holds packs
 // t, t + stride, ..., up to kPacks of them, those at or past `packs` not loaded and never used.
 // kFull: packs == kPacks x stride, so every thread holds all kPacks and no slot is tested (the
@@ -253,9 +264,8 @@ __device__ __forceinline__ void normalise_row(const T* __restrict__ xr, const T*
     for (int k = 0; k < kPacks; ++k) {
         const int p = k * stride + t;
         if (holds(k)) {
-            // Every row reads weight and bias: kept in L1 and L2 ahead of the streamed rows.
-            const P w = brrr::load_kept(reinterpret_cast<const P*>(weight) + p);
-            const P b = brrr::load_kept(reinterpret_cast<const P*>(bias) + p);
+            const P w = load_param<T>(reinterpret_cast<const P*>(weight) + p);
+            const P b = load_param<T>(reinterpret_cast<const P*>(bias) + p);
             brrr::acc_t<T> out[W];
 #pragma unroll
             for (int j = 0; j < W; ++j) out[j] = affine(v[k].v[j], w.v[j], b.v[j]);
