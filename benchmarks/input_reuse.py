@@ -10,38 +10,15 @@ usage, on a GPU machine:  python3 benchmarks/input_reuse.py [--op layernorm] [--
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from b2b_timing import CALLS, REPEATS, per_call_us
 
 from brrr_kernels.base.errors import OpLoadError
 from brrr_kernels.op.loaders import load_op
 from brrr_kernels.ops import register
-
-CALLS, REPEATS = 200, 7
-
-
-def per_call_us(fns: dict[str, Callable[[int], Any]]) -> dict[str, float]:
-    """Median time a call back to back (CALLS between two events; fn(i) makes call i), the
-    functions taking turns REPEATS times."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for fn in fns.values():
-        for i in range(10):
-            fn(i)
-    torch.cuda.synchronize()
-    for _ in range(REPEATS):
-        for name, fn in fns.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(int(5e7))  # the host runs ahead: the calls are queued back to back
-            start.record()
-            for i in range(CALLS):
-                fn(i)
-            end.record()
-            torch.cuda.synchronize()
-            times[name].append(start.elapsed_time(end) * 1e3 / CALLS)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main() -> int:

@@ -13,39 +13,16 @@ import gc
 import importlib.util
 import inspect
 import re
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+from b2b_timing import CALLS, REPEATS, per_call_us
 
 from brrr_kernels.base.errors import OpLoadError
 from brrr_kernels.op.loaders import load_op
 from brrr_kernels.ops import register
-
-CALLS, REPEATS = 200, 7
-
-
-def per_call_us(fns: dict[str, Callable[[], Any]]) -> dict[str, float]:
-    """Each function's median time a call, back to back (CALLS between two events), the functions
-    taking turns REPEATS times so that drift in the GPU's clock is shared."""
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for fn in fns.values():
-        for _ in range(10):
-            fn()
-    torch.cuda.synchronize()
-    for _ in range(REPEATS):
-        for name, fn in fns.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(int(5e7))  # the host runs ahead: the calls are queued back to back
-            start.record()
-            for _ in range(CALLS):
-                fn()
-            end.record()
-            torch.cuda.synchronize()
-            times[name].append(start.elapsed_time(end) * 1e3 / CALLS)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def the_autotuner(name_part: str) -> Any:
@@ -164,7 +141,7 @@ def main() -> int:
         for t in tensors:
             if t.shape == ref.shape and t.dtype == ref.dtype and not any(t is i for i in inputs):
                 print("fixed-buffer output matches compile's:", torch.equal(t, ref), flush=True)
-        times = per_call_us(fns)
+        times = per_call_us({label: (lambda i, fn=fn: fn()) for label, fn in fns.items()})
     lines = [f"{args.op} {size} {args.dtype}: us a call, back to back ({CALLS} calls, median of {REPEATS})"]
     lines += [f"  {label:45s} {us:8.2f}" for label, us in times.items()]
     (out / "times.txt").write_text("\n".join(lines) + "\n")
