@@ -9,6 +9,7 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
 - `cp.async.ca/.cg.shared{::cta}.global{.L2::64B/128B/256B} [dst], [src], size{, src_size}`,
   `cp.async.commit_group`, `cp.async.wait_group N`, `cp.async.wait_all`: include/cpu/brrr_cpu_async.h;
 - `cvt.rna.tf32.f32`, `cvt.rn.bf16x2.f32` and `cvt.rn.f16x2.f32`;
+- `cvta.to.shared` and `cvta.shared` (.u32, .u64): the generic <-> .shared address conversions;
 - `wgmma.mma_async.sync.aligned.m64nNk16.f32.AB.AB` (AB = bf16 or f16) with both operands in shared
   memory (descriptors), alone or in the block `{ .reg .pred p; setp.ne.b32 p, %N, 0; wgmma ... p, ...; }`
   that passes scale-d as a predicate; `wgmma.fence`, `.commit_group`, `.wait_group N` and
@@ -305,6 +306,18 @@ def _wait_block(template: str, sections: list[str]) -> str | None:
     raise UnsupportedPtx(f'inline PTX "{template}"', _MBARRIER_HINT)
 
 
+def _cvta(s: _Statement, args: str, to_shared: bool) -> str:
+    """`cvta.to.shared.u64 %0, %1` (a generic pointer's .shared address: an offset of the block's
+    shared memory, as __cvta_generic_to_shared gives) and `cvta.shared.u64 %0, %1` (back)."""
+    groups = [g[0] for g in _groups(args)]
+    if len(groups) != 2:
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', "cvta takes a destination and a source")
+    dst, src = s.operand(groups[0]).expr, s.value(groups[1])
+    if to_shared:
+        return f"({dst}) = __cvta_generic_to_shared(reinterpret_cast<const void*>({src}));"
+    return f"({dst}) = reinterpret_cast<uintptr_t>(__cvta_shared_to_generic(static_cast<size_t>({src})));"
+
+
 _NO_OPS = re.compile(r"fence\.mbarrier_init\.release\.cluster|prefetch\.tensormap|setmaxnreg\.(inc|dec)\.sync\.aligned\.u32"
                      r"|fence\.proxy\.tensormap::generic\.\w+\.\w+"
                      # programmatic dependent launch: launches on the CPU end before the next starts
@@ -334,6 +347,8 @@ def translate(template: str, sections: list[str]) -> str | None:
         return f"{RUNTIME}fence_proxy_async(__FILE__, __LINE__);"
     if _NO_OPS.fullmatch(instr):
         return f"{RUNTIME}no_op(__FILE__, __LINE__);"
+    if cvta := re.fullmatch(r"cvta(\.to)?\.shared(::cta)?\.u(32|64)", instr):
+        return _cvta(_Statement(template, operands(sections)), args, to_shared=bool(cvta.group(1)))
     if family not in ("mma", "ldmatrix", "cp.async", "wgmma", "mbarrier") and instr not in _CVT:
         return None
     s = _Statement(template, operands(sections))

@@ -278,6 +278,18 @@ __global__ void bulk_reinit_per_tile(const float* in, float* out, int64_t tiles,
     }
 }
 
+// The .shared address of a generic pointer and back in PTX (`cvta.to.shared`, `cvta.shared`), as kernels
+// written for NVRTC spell __cvta_generic_to_shared: a store through the round trip lands in buf.
+__global__ void cvta_round_trip(const float* in, float* out) {
+    __shared__ float buf[32];
+    unsigned long long at, back;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(at) : "l"(&buf[threadIdx.x]));
+    asm("cvta.shared.u64 %0, %1;" : "=l"(back) : "l"(at));
+    *reinterpret_cast<float*>(back) = 2.0f * in[threadIdx.x] + 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = buf[threadIdx.x];
+}
+
 static CUtensorMap rows_of_128(const float* in) {
     CUtensorMap map;
     const cuuint64_t dims[2] = {128, 5};
@@ -318,6 +330,7 @@ int main(int argc, char** argv) {
         else if (c == "bulk_syncthreads_without_wait")
             bulk_tiles<Wait::SyncthreadsOnly, kTile * 4><<<1, 64>>>(in.data(), out.data(), tiles);
         else if (c == "bulk_reinit_per_tile") bulk_reinit_per_tile<<<1, 32>>>(in.data(), out.data(), tiles, 220);
+        else if (c == "cvta_round_trip") cvta_round_trip<<<1, 32>>>(in.data(), out.data()), n = 32;
         else if (c == "bulk_past_buffer") bulk_tiles<Wait::Each, kTile * 8><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "bulk_size_not_16") bulk_tiles<Wait::Each, kTile * 4 - 4><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "barrier_missing_arrival") barrier_missing_arrival<<<1, 32>>>(in.data(), out.data()), n = 32;

@@ -69,6 +69,12 @@ def test_an_mbarrier_initialised_again_for_every_tile_past_the_tracked_count(req
     assert values(out) == [2 * x + 1 for x in INPUT]
 
 
+@pytest.mark.parametrize("build_kind", ["plain", "checked"])
+def test_cvta_to_and_from_shared_in_ptx_round_trips(request: pytest.FixtureRequest, build_kind: str) -> None:
+    out = run(request.getfixturevalue(build_kind), "cvta_round_trip")
+    assert values(out) == [2 * x + 1 for x in INPUT[:32]]
+
+
 def test_cp_async_src_size_fills_the_rest_with_zeros(checked: Path) -> None:
     assert values(run(checked, "ptx_zero_fill")) == [2 * x + 1 for x in INPUT[:6]] + [1.0, 1.0]
 

@@ -276,6 +276,9 @@ MBARRIER_FORMS = [
     ('asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n" ::);', "no_op("),
     ('asm volatile("griddepcontrol.wait;" ::: "memory");', "no_op("),
     ('asm volatile("griddepcontrol.launch_dependents;");', "no_op("),
+    ('asm("cvta.to.shared.u64 %0, %1;" : "=l"(q) : "l"(p));',
+     "(q) = __cvta_generic_to_shared(reinterpret_cast<const void*>((p)))"),
+    ('asm("cvta.shared.u64 %0, %1;" : "=l"(q) : "l"(q));', "(q) = reinterpret_cast<uintptr_t>(__cvta_shared_to_generic("),
 ]
 
 
