@@ -118,12 +118,19 @@ void land(Copy& c, bool record) {
     if (brrr_cpu_async_landed) brrr_cpu_async_landed(c.dst, c.data.size(), c.pc, record ? 1 : 0);
 }
 
-// A copy onto a barrier, landing as phase `phases` - 1 of barrier `id` completes (at shared `offset`):
-// the checked build then holds a read of its bytes by a thread that has not seen that phase.
-void land_on_phase(Copy& c, bool record, uint32_t id, uint64_t phases, uint64_t offset, bool mbarrier) {
+// The phase a copy onto a barrier lands with: barrier `id` (at shared `offset`) has completed `phases`.
+struct Phase {
+    uint32_t id;
+    uint64_t phases;
+    uint64_t offset;
+    bool mbarrier;
+};
+
+// The checked build then holds a read of the copy's bytes by a thread that has not seen that phase.
+void land_on_phase(Copy& c, bool record, const Phase& p) {
     land(c, record);
-    if (!brrr_cpu_async_landed_on || id >= state.seen.size()) return;
-    const Landing l{c.dst, c.data.size(), c.pc, c.thread, id, phases, offset, mbarrier};
+    if (!brrr_cpu_async_landed_on || p.id >= state.seen.size()) return;
+    const Landing l{c.dst, c.data.size(), c.pc, c.thread, p.id, p.phases, p.offset, p.mbarrier};
     brrr_cpu_async_landed_on(&l);
 }
 
@@ -293,9 +300,9 @@ void barrier_init(BarrierState* b, int expected, const char* file, int line) {
 static void complete_if_done(BarrierState* b) {
     if (b->pending == 0 && b->tx == 0) {  // the phase completes: its copies land, visible to every participant
         auto it = state.barriers.find(b);
-        const uint64_t offset = static_cast<uint64_t>(reinterpret_cast<const char*>(b) - arena(*running_block));
         if (it != state.barriers.end()) {
-            for (Copy& c : it->second) land_on_phase(c, false, b->id, b->phase + 1ull, offset, false);
+            const uint64_t offset = static_cast<uint64_t>(reinterpret_cast<const char*>(b) - arena(*running_block));
+            for (Copy& c : it->second) land_on_phase(c, false, {b->id, b->phase + 1ull, offset, false});
             state.barriers.erase(it);
         }
         b->pending = b->expected;
@@ -492,7 +499,7 @@ Mbarrier& find(uint64_t address, const char* what, const char* file, int line) {
 // visible to every thread that then sees the phase change (as __syncthreads orders, for the race checks).
 void complete_if_done(Mbarrier& b) {
     if (b.pending > 0 || b.tx != 0) return;
-    for (auto& c : b.copies) brrr_cpu::async::land_on_phase(c, true, b.id, b.phase + 1, b.offset, true);
+    for (auto& c : b.copies) brrr_cpu::async::land_on_phase(c, true, {b.id, b.phase + 1, b.offset, true});
     b.copies.clear();
     b.pending = b.expected;
     ++b.phase;
