@@ -9,7 +9,8 @@ the host issues the next ones):
   in a training step that keeps the GPU busy. A batch of back-to-back calls is queued behind a
   GPU sleep long enough for the host to issue all of them, between CUDA events, so no launch gap
   of the host's is counted; the median of many batches. Inputs rotate among enough sets that
-  they cannot sit in L2 between calls.
+  they cannot sit in L2 between calls, and before each implementation the L2 lines an earlier
+  one kept (an evict_last policy outlives that rotation) return to normal (release_kept_lines).
 - host time (`host_ms`): how long the host takes to issue one call (Python, autograd, launches).
   Where it is the larger, the op is host-bound at that size: back to back, it runs at host speed.
 Achieved bandwidth counts the bytes an op must move at least (each input read once, each result
@@ -23,6 +24,7 @@ of the gap an op could still close and how much no load/store kernel of that siz
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import math
 import re
@@ -115,6 +117,29 @@ def _sleep_cycles_per_ms() -> float:
     return _cycles_per_ms
 
 
+_libcuda: ctypes.CDLL | None = None
+
+
+def release_kept_lines() -> None:
+    """Return every L2 line held under an evict_last policy to normal priority.
+
+    Inductor's Triton kernels load a row they read twice under evict_last (brrr's kernels their
+    weights), and such lines outlive the input rotation: on an H200, a third of a 20 MiB buffer
+    read so still came from L2 after four flushes by normal writes of twice the L2
+    (benchmarks/l2_residue.py; benchmarks/results/2026-11-30-h200-l2-residue). Timed after such a
+    kernel, another implementation would read part of the same inputs from L2 and look faster, so
+    the order of implementations would move the comparison. cuCtxResetPersistingL2Cache clears
+    them (measured there); where the driver library cannot be loaded, nothing is done."""
+    global _libcuda
+    if _libcuda is None:
+        try:
+            _libcuda = ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            return
+    torch.cuda.synchronize()  # every kernel that could still mark a line has run
+    _libcuda.cuCtxResetPersistingL2Cache()
+
+
 def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> CallTime:
     """Median device and host milliseconds per call of fn(i), i rotating over input sets.
 
@@ -125,6 +150,7 @@ def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> CallTime:
     Host time: the wall time to issue the batch (the issuing never waits for the GPU, which is
     still asleep or busy with earlier calls), over its calls.
     """
+    release_kept_lines()  # nothing an implementation timed before this one kept in L2 helps it
     fn(0)  # the first call (a compile, a JIT, a first launch) stays out of everything below
     torch.cuda.synchronize()
     start = time.perf_counter()
