@@ -120,7 +120,7 @@ def _sleep_cycles_per_ms() -> float:
 _libcuda: ctypes.CDLL | None = None
 
 
-def release_kept_lines() -> None:
+def release_kept_lines() -> int | None:
     """Return every L2 line held under an evict_last policy to normal priority.
 
     Inductor's Triton kernels load a row they read twice under evict_last (brrr's kernels their
@@ -129,15 +129,16 @@ def release_kept_lines() -> None:
     (benchmarks/l2_residue.py; benchmarks/results/2026-11-30-h200-l2-residue). Timed after such a
     kernel, another implementation would read part of the same inputs from L2 and look faster, so
     the order of implementations would move the comparison. cuCtxResetPersistingL2Cache clears
-    them (measured there); where the driver library cannot be loaded, nothing is done."""
+    them (measured there). Returns the driver's CUresult (0: success), or None where the driver
+    library cannot be loaded and nothing was done."""
     global _libcuda
     if _libcuda is None:
         try:
             _libcuda = ctypes.CDLL("libcuda.so.1")
         except OSError:
-            return
+            return None
     torch.cuda.synchronize()  # every kernel that could still mark a line has run
-    _libcuda.cuCtxResetPersistingL2Cache()
+    return int(_libcuda.cuCtxResetPersistingL2Cache())
 
 
 def time_ms(fn: Callable[[int], Any], sets: int, runs: int = RUNS) -> CallTime:

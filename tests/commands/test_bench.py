@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import HAS_GPU, SIGMOID_VARIANTS, brrr, copy_op, gpu, plant
 
-from brrr_kernels.commands.bench import twin
+from brrr_kernels.commands.bench import release_kept_lines, twin
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the message on machines without a GPU")
@@ -34,6 +34,12 @@ def test_bench_times_first_versions_only_when_they_match_the_reference(tmp_path:
     trace = json.loads((tmp_path / "trace.json").read_text())
     names = {e.get("name", "") for e in trace["traceEvents"]}
     assert any(n.startswith("sigmoid cuda v2 ") for n in names) and any(n.startswith("sigmoid eager ") for n in names)
+
+
+@gpu
+def test_kept_l2_lines_are_released_in_torchs_context() -> None:
+    torch.zeros(1, device="cuda")  # torch's context is current on this thread
+    assert release_kept_lines() == 0  # CUDA_SUCCESS: the reset ran in that context
 
 
 def test_table_sets_each_row_against_both_copies() -> None:
