@@ -63,7 +63,25 @@ def test_known_ptx_becomes_cpp() -> None:
     assert lines[3].strip() == ";"
 
 
+@pytest.mark.parametrize("declaration, registered", [
+    ("__global__ void __cluster_dims__(2, 1, 1) k(float* y) {", True),
+    ("__global__ void __launch_bounds__(64) __cluster_dims__(4) k(float* y) {", True),
+    ("template <int N>\n__global__ void __cluster_dims__(N, 2) k(float* y) {", False),
+])
+def test_cluster_dims_are_checked_in_the_kernel_and_registered_where_it_is_not_a_template(declaration: str,
+                                                                                      registered: bool) -> None:
+    lines = body(declaration + "\n    y[0] = 1;\n}\n")
+    dims = declaration.split("__cluster_dims__(")[1].split(")")[0]
+    first = len(declaration.split("\n")) - 1
+    assert "__cluster_dims__" not in "\n".join(lines)
+    assert lines[first].endswith(f"{{ ::brrr_cpu::cluster_dims_declared(dim3({dims}), __FILE__, __LINE__);")
+    registration = "::brrr_cpu::register_cluster_dims(reinterpret_cast<const void*>(&k), dim3(" + dims + "));"
+    assert (registration in lines[first + 2]) == registered and lines[first + 2].startswith("}")
+
+
 @pytest.mark.parametrize("source, named", [
+    ("__global__ void __cluster_dims__() k() {}\n", "one to three dimensions"),
+    ("__cluster_dims__(2) int x;\n", "not on a kernel's declaration"),
     ('void f() {\n  int r;\n  asm("add.s32 %0, %1, %2;" : "=r"(r) : "r"(1), "r"(2));\n}\n', 'inline PTX "add.s32 %0, %1, %2"'),
     ("__shared__ float g[32];\n", "outside a function body"),
     ("namespace n {\n__shared__ float g[32];\n}\n", "outside a function body"),
@@ -73,7 +91,8 @@ def test_known_ptx_becomes_cpp() -> None:
 def test_what_cannot_be_rewritten_is_an_error_naming_the_line(source: str, named: str) -> None:
     with pytest.raises(CpuSourceError) as e:
         rewrite(source, KERNEL)
-    line = next(i + 1 for i, text in enumerate(source.split("\n")) if any(w in text for w in ("asm", "__shared__", "<<<")))
+    line = next(i + 1 for i, text in enumerate(source.split("\n"))
+                if any(w in text for w in ("asm", "__shared__", "<<<", "__cluster_dims__")))
     assert f"kernel.cu:{line}: not supported on the CPU" in str(e.value) and named in str(e.value)
 
 

@@ -57,6 +57,7 @@ struct LaunchConfig {
     size_t shared_bytes;
     cudaStream_t stream;
     bool cooperative = false;  // cudaLaunchCooperativeKernel: the grid may meet at this_grid().sync()
+    dim3 cluster{1, 1, 1};     // thread block clusters: cudaLaunchKernelEx's attribute or __cluster_dims__
     LaunchConfig(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr) : grid(g), block(b), shared_bytes(s), stream(st) {}
 };
 
@@ -234,6 +235,9 @@ cudaError_t launch_ex(const Site& site, const cudaLaunchConfig_t* given, void (*
     for (unsigned i = 0; i < given->numAttrs; ++i) {
         const cudaLaunchAttribute& a = given->attrs[i];
         if (a.id == cudaLaunchAttributeCooperative && a.val.cooperative) config.cooperative = true;
+        if (a.id == cudaLaunchAttributeClusterDimension) {
+            config.cluster = dim3(a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z);
+        }
     }
     if (config.cooperative && !cooperative_fits(config)) return cudaErrorCooperativeLaunchTooLarge;
     launch(config, site, kernel, std::forward<A>(args)...);
@@ -244,6 +248,29 @@ cudaError_t launch_ex(const Site& site, const cudaLaunchConfig_t* given, void (*
 // running launch is one (grid_group::is_valid).
 void grid_sync(const char* file, int line);
 bool cooperative_launch();
+
+// ---- thread block clusters (brrr_cpu_runtime.cpp) ---------------------------------------------------
+// The running launch's cluster shape, this block's index and rank in its cluster, and its cluster's
+// index and rank in the grid. A launch without clusters is one of 1 x 1 x 1 blocks, as on a GPU.
+dim3 cluster_dims();
+uint3 cluster_block_index();
+unsigned cluster_block_rank();
+uint3 cluster_index();
+// barrier.cluster: every thread of every block of the cluster arrives, then waits for the others.
+void cluster_arrive(const char* file, int line);
+void cluster_wait(const char* file, int line);
+// Distributed shared memory: `address` in this block's shared memory, as the same offset in the
+// shared memory of the cluster's block `rank` (a fault while that block is not running), and the
+// rank whose shared memory holds an address.
+void* cluster_map_shared(const void* address, unsigned rank, const char* file, int line);
+unsigned cluster_shared_rank(const void* address, const char* file, int line);
+// Whether [address, address + size) lies in the shared memory of another running block of this
+// block's cluster (the memory checks accept such an access as distributed shared memory).
+bool in_cluster_shared(const void* address, size_t size);
+// `__cluster_dims__(x, y, z)` on a kernel (cpu_source.py): registered for its launches when the kernel
+// is not a template, and checked against the launch at the start of the kernel in any case.
+bool register_cluster_dims(const void* kernel, dim3 dims);
+void cluster_dims_declared(dim3 dims, const char* file, int line);
 
 // ---- __shared__ -------------------------------------------------------------------------------
 

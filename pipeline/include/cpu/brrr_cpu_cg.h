@@ -132,8 +132,68 @@ class grid_group {
     dim3 dim_blocks() const { return gridDim; }
     dim3 block_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
     void sync(BRRR_CPU_HERE) const { brrr_cpu::grid_sync(brrr_file, brrr_line); }
+    dim3 dim_clusters() const {
+        const dim3 c = brrr_cpu::cluster_dims();
+        return dim3(gridDim.x / c.x, gridDim.y / c.y, gridDim.z / c.z);
+    }
+    unsigned long long num_clusters() const {
+        const dim3 d = dim_clusters();
+        return static_cast<unsigned long long>(d.x) * d.y * d.z;
+    }
+    dim3 cluster_index() const { return brrr_cpu::cluster_index(); }
+    unsigned long long cluster_rank() const {
+        const dim3 d = dim_clusters(), i = cluster_index();
+        return i.x + static_cast<unsigned long long>(d.x) * (i.y + static_cast<unsigned long long>(d.y) * i.z);
+    }
 };
 inline grid_group this_grid() { return grid_group(); }
+
+// The block's thread block cluster (brrr_cpu_runtime.cpp: the barrier and distributed shared memory).
+class cluster_group {
+   public:
+    using arrival_token = struct {};
+    static void sync(BRRR_CPU_HERE) {
+        brrr_cpu::cluster_arrive(brrr_file, brrr_line);
+        brrr_cpu::cluster_wait(brrr_file, brrr_line);
+    }
+    static arrival_token barrier_arrive(BRRR_CPU_HERE) {
+        brrr_cpu::cluster_arrive(brrr_file, brrr_line);
+        return arrival_token();
+    }
+    static void barrier_wait(BRRR_CPU_HERE) { brrr_cpu::cluster_wait(brrr_file, brrr_line); }
+    static void barrier_wait(arrival_token&&, BRRR_CPU_HERE) { brrr_cpu::cluster_wait(brrr_file, brrr_line); }
+    static unsigned query_shared_rank(const void* addr, BRRR_CPU_HERE) {
+        return brrr_cpu::cluster_shared_rank(addr, brrr_file, brrr_line);
+    }
+    template <typename T>
+    static T* map_shared_rank(T* addr, int rank, BRRR_CPU_HERE) {
+        return static_cast<T*>(brrr_cpu::cluster_map_shared(addr, static_cast<unsigned>(rank), brrr_file, brrr_line));
+    }
+    static dim3 block_index() { return brrr_cpu::cluster_block_index(); }
+    static unsigned block_rank() { return brrr_cpu::cluster_block_rank(); }
+    static dim3 dim_blocks() { return brrr_cpu::cluster_dims(); }
+    static unsigned num_blocks() {
+        const dim3 c = brrr_cpu::cluster_dims();
+        return c.x * c.y * c.z;
+    }
+    static dim3 dim_threads() {
+        const dim3 c = brrr_cpu::cluster_dims();
+        return dim3(c.x * blockDim.x, c.y * blockDim.y, c.z * blockDim.z);
+    }
+    static dim3 thread_index() {
+        const dim3 i = block_index();
+        return dim3(i.x * blockDim.x + threadIdx.x, i.y * blockDim.y + threadIdx.y, i.z * blockDim.z + threadIdx.z);
+    }
+    static unsigned num_threads() { return num_blocks() * brrr_cpu::cg::block_threads(); }
+    static unsigned size() { return num_threads(); }
+    static unsigned thread_rank() { return block_rank() * brrr_cpu::cg::block_threads() + brrr_cpu::cg::block_rank(); }
+    static bool is_valid() { return true; }
+
+   private:
+    cluster_group() = default;
+    friend cluster_group this_cluster();
+};
+inline cluster_group this_cluster() { return cluster_group(); }
 
 // The operations of a group within one warp; ranks are mapped to lanes by Lanes (a tile: a
 // contiguous, aligned run of lanes; a coalesced group: the set bits of its mask).

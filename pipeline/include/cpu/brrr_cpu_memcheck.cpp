@@ -573,6 +573,8 @@ inline void check(BlockState* b, uintptr_t addr, std::size_t size, bool write, c
     for (const Range& r : L.images) {
         if (addr >= r.lo && addr + size <= r.hi) return;
     }
+    // Another block's shared memory through its cluster (distributed shared memory): bounds only.
+    if (brrr_cpu::in_cluster_shared(reinterpret_cast<const void*>(addr), size)) return;
     // Without a known allocation for every argument only the shared variables bound an access.
     if (L.bounds || near_shared(addr)) out_of_bounds(addr, size, write, pc);
 }
@@ -820,6 +822,10 @@ BRRR_ACCESS(16)
 extern "C" void __asan_loadN_noabort(uintptr_t addr, std::size_t size) { access(addr, size, false, __builtin_return_address(0)); }
 extern "C" void __asan_storeN_noabort(uintptr_t addr, std::size_t size) { access(addr, size, true, __builtin_return_address(0)); }
 extern "C" void __asan_handle_no_return() {}
+// A global initialised by code (kernel.cu's registration of a kernel's __cluster_dims__) is bracketed by
+// these for the sanitizer's initialisation-order check, which brrr does not make.
+extern "C" void __asan_before_dynamic_init(const char*) {}
+extern "C" void __asan_after_dynamic_init() {}
 
 // The atomics of brrr_cpu.h, which the instrumentation leaves out, report here.
 extern "C" void brrr_cpu_atomic_checked(const void* address, std::size_t size, const void* pc) {

@@ -219,6 +219,8 @@ struct Fiber {
     const char* spin_file = nullptr;  // or the line of the __nanosleep or grid sync it waits at
     int spin_line = 0;
     bool spin_grid = false;           // it waits at this_grid().sync()
+    bool spin_cluster = false;        // it waits at the cluster barrier
+    uint64_t cluster_round = 0;       // the cluster barrier's round it last arrived at
     uintptr_t spin_address = 0;
 };
 
@@ -259,6 +261,8 @@ struct Block {
     bool single_worker = true;
     bool abandoned = false;  // stopped at a grid barrier because another block of its cooperative grid faulted
     uint64_t serial = 0;  // unique to each block run: brrr_cpu_async_impl.h starts its state afresh by it
+    int64_t cluster_id = -1;  // in a launch with clusters of more than one block: its cluster and rank there
+    unsigned cluster_rank = 0;
 };
 
 static thread_local Block* running_block = nullptr;
@@ -922,7 +926,34 @@ constexpr int kSpinSlice = 4096;
 constexpr int kSpinAddresses = 8;
 constexpr int kQuietRounds = 3;
 
+// ---- thread block clusters -----------------------------------------------------------------------
+// A GPU runs a cluster's blocks at once. Here the launch hands blocks out cluster by cluster
+// (block_of), and a block waiting at the cluster barrier is a stalled block, so its siblings start
+// beside it, as a cooperative grid's blocks do. barrier.cluster is per thread: every thread of every
+// block of the cluster arrives, and a round completes with the last arrival. A block's shared memory
+// is its worker's arena; distributed shared memory is the same offset in a sibling's arena while the
+// sibling runs (members: its Block, from its start to its end).
+constexpr int kMaxCluster = 16;  // the non-portable limit (8 without cudaFuncAttributeNonPortableClusterSizeAllowed)
+
+struct ClusterState {
+    std::atomic<int64_t> arrived{0};
+    std::atomic<uint64_t> rounds{0};
+    std::atomic<Block*> members[kMaxCluster] = {};
+};
+
+static int64_t volume(dim3 d) { return int64_t(d.x) * d.y * d.z; }
+
+// Block `i` of the launch's order: clusters one after another, a cluster's blocks by rank (x fastest),
+// so a cluster's blocks are consecutive. Without clusters (1 x 1 x 1) the order is blockIdx's, x fastest.
+static uint3 block_of(int64_t i, dim3 g, dim3 c) {
+    const int64_t size = volume(c), k = i / size, r = i % size;
+    const int64_t nx = g.x / c.x, ny = g.y / c.y;
+    return uint3{static_cast<unsigned>((k % nx) * c.x + r % c.x), static_cast<unsigned>(((k / nx) % ny) * c.y + (r / c.x) % c.y),
+                 static_cast<unsigned>((k / (nx * ny)) * c.z + r / (int64_t(c.x) * c.y))};
+}
+
 struct Coordination {
+    std::unique_ptr<ClusterState[]> clusters;  // one a cluster, in a launch of clusters of more than one block
     std::mutex mutex;
     std::atomic<uint64_t> progress{0};
     // A cooperative launch's grid-wide barrier: blocks arrived at this round of it, and rounds done.
@@ -1025,6 +1056,10 @@ static void report_deadlock(Block& b, int resident) {
         m << "this block waits at the grid-wide barrier (this_grid().sync()) for blocks that will never reach it: "
              "every block of a cooperative launch must call it as often as the others, and some returned first or "
              "wait elsewhere (a GPU hangs here)";
+    } else if (spinner->spin_cluster) {
+        m << "this thread waits at the cluster barrier (cluster.sync(), barrier.cluster.wait) for threads that will "
+             "never arrive: every thread of every block of the cluster must arrive as often as the others, and some "
+             "returned first or wait elsewhere (a GPU hangs here)";
     } else {
         m << "this thread waits on memory: it polls ";
         if (spinner->spin_file) m << "with __nanosleep";
@@ -1114,6 +1149,24 @@ static void resume(Block& b, Fiber& f) {
     }
 }
 
+static ClusterState* cluster_state(const Block& b) {
+    return b.cluster_id < 0 ? nullptr : &b.coordination->clusters[b.cluster_id];
+}
+
+static void join_cluster(Block& b, uint3 index) {
+    const dim3 c = b.launch->config.cluster, g = b.launch->config.grid;
+    b.cluster_id = -1;
+    b.cluster_rank = 0;
+    if (volume(c) == 1 || !b.coordination) return;
+    b.cluster_rank = index.x % c.x + c.x * (index.y % c.y + c.y * (index.z % c.z));
+    b.cluster_id = index.x / c.x + int64_t(g.x / c.x) * (index.y / c.y + int64_t(g.y / c.y) * (index.z / c.z));
+    cluster_state(b)->members[b.cluster_rank].store(&b);
+}
+
+static void leave_cluster(Block& b) {
+    if (ClusterState* s = cluster_state(b)) s->members[b.cluster_rank].store(nullptr);
+}
+
 static void run_block(Block& b, uint3 index) {
     const dim3 dim = b.launch->config.block;
     b.index = index;
@@ -1148,6 +1201,7 @@ static void run_block(Block& b, uint3 index) {
     blockIdx = index;
     blockDim = dim;
     gridDim = b.launch->config.grid;
+    join_cluster(b, index);
     if (b.single_worker) {
         brrr_cpu_debug_block[0] = static_cast<int>(index.x);
         brrr_cpu_debug_block[1] = static_cast<int>(index.y);
@@ -1175,6 +1229,7 @@ static void run_block(Block& b, uint3 index) {
         after_round(b);
     }
     if (!b.race.empty()) record(b, b.race);  // the block ended with no barrier after its race
+    leave_cluster(b);
     for (Fiber& f : b.fibers) {  // a failed block's threads are abandoned where they stand
         if (f.stack) give_stack(f.stack);
         f.stack = nullptr;
@@ -1202,6 +1257,14 @@ static std::string config_error(const Launch& l) {
         s << "grid " << triple(uint3{g.x, g.y, g.z}) << " is too large: x at most 2^31 - 1, y and z at most 65535";
     else if (l.config.shared_bytes > kMaxShared)
         s << l.config.shared_bytes << " bytes of dynamic shared memory: a block has at most " << kMaxShared;
+    else if (const dim3 c = l.config.cluster; c.x == 0 || c.y == 0 || c.z == 0 || volume(c) > kMaxCluster)
+        s << "cluster " << triple(uint3{c.x, c.y, c.z}) << " has " << volume(c) << " blocks: a cluster has 1 to 8 (16 "
+          << "where the kernel allows non-portable sizes)";
+    else if (g.x % c.x || g.y % c.y || g.z % c.z)
+        s << "grid " << triple(uint3{g.x, g.y, g.z}) << " is not a whole number of clusters " << triple(uint3{c.x, c.y, c.z})
+          << ": each grid dimension must be a multiple of the cluster's";
+    else if (l.config.cooperative && volume(c) > 1)
+        s << "a cooperative launch with clusters (brrr's CPU execution runs one or the other)";
     return s.str();
 }
 
@@ -1432,6 +1495,150 @@ void grid_sync(const char* file, int line) {
     barrier(Sync::Threads, 1, file, line);
 }
 
+// ---- thread block clusters: the barrier, distributed shared memory, __cluster_dims__ ------------------
+
+dim3 cluster_dims() { return running_launch ? running_launch->config.cluster : dim3(1, 1, 1); }
+
+uint3 cluster_block_index() {
+    const dim3 c = cluster_dims();
+    return uint3{blockIdx.x % c.x, blockIdx.y % c.y, blockIdx.z % c.z};
+}
+
+unsigned cluster_block_rank() {
+    const dim3 c = cluster_dims();
+    const uint3 i = cluster_block_index();
+    return i.x + c.x * (i.y + c.y * i.z);
+}
+
+uint3 cluster_index() {
+    const dim3 c = cluster_dims();
+    return uint3{blockIdx.x / c.x, blockIdx.y / c.y, blockIdx.z / c.z};
+}
+
+void cluster_arrive(const char* file, int line) {
+    Fiber& f = here("the cluster barrier", file, line);
+    Block& b = *f.block;
+    ClusterState* s = cluster_state(b);
+    if (!s) return;  // a cluster of one block: cluster_wait is the block's barrier
+    f.cluster_round = s->rounds.load();
+    if (s->arrived.fetch_add(1) + 1 == volume(b.launch->config.cluster) * b.threads) {
+        s->arrived.store(0);
+        s->rounds.fetch_add(1);
+    }
+    made_progress(b, f);
+}
+
+void cluster_wait(const char* file, int line) {
+    Fiber& f = here("the cluster barrier", file, line);
+    Block& b = *f.block;
+    ClusterState* s = cluster_state(b);
+    if (!s) {
+        barrier(Sync::Threads, 1, file, line);
+        return;
+    }
+    while (s->rounds.load() <= f.cluster_round) {
+        if (waits_in_vain(*b.coordination)) {
+            b.abandoned = true;  // the launch reports the block that faulted, not this one
+            fault("cluster barrier", "abandoned: another block of the cluster faulted", file, line);
+        }
+        f.spin_file = file;
+        f.spin_line = line;
+        f.spin_cluster = true;
+        watched(f, nullptr, false, nullptr);
+    }
+    f.spin_cluster = false;
+    made_progress(b, f);
+}
+
+static size_t arena_offset(const Block& b, const void* address) {
+    return static_cast<size_t>(reinterpret_cast<uintptr_t>(address) - reinterpret_cast<uintptr_t>(b.arena.data()));
+}
+
+void* cluster_map_shared(const void* address, unsigned rank, const char* file, int line) {
+    Fiber& f = here("map_shared_rank", file, line);
+    Block& b = *f.block;
+    const int64_t blocks = volume(b.launch->config.cluster);
+    if (rank >= blocks) {
+        fault("distributed shared memory", "map_shared_rank to rank " + std::to_string(rank) + " of a cluster of " +
+              std::to_string(blocks) + " blocks", file, line);
+    }
+    const size_t offset = arena_offset(b, address);
+    if (offset >= b.arena.size()) {
+        fault("distributed shared memory", "map_shared_rank of an address that is not in this block's shared memory",
+              file, line);
+    }
+    ClusterState* s = cluster_state(b);
+    if (!s) return const_cast<void*>(address);
+    Block* other = s->members[rank].load();
+    if (!other) {
+        fault("distributed shared memory", "block rank " + std::to_string(rank) + " of this cluster is not running: it "
+              "has not started yet or has already returned. A cluster.sync() after every block of the cluster starts "
+              "and before any returns makes its shared memory safe to use (the CUDA Programming Guide)", file, line);
+    }
+    return other->arena.data() + offset;
+}
+
+unsigned cluster_shared_rank(const void* address, const char* file, int line) {
+    Fiber& f = here("query_shared_rank", file, line);
+    Block& b = *f.block;
+    if (arena_offset(b, address) < b.arena.size()) return b.cluster_rank;
+    if (ClusterState* s = cluster_state(b)) {
+        for (int r = 0; r < volume(b.launch->config.cluster); ++r) {
+            Block* o = s->members[r].load();
+            if (o && arena_offset(*o, address) < o->arena.size()) return static_cast<unsigned>(r);
+        }
+    }
+    fault("distributed shared memory", "query_shared_rank of an address in no running block of this cluster's shared "
+          "memory", file, line);
+}
+
+bool in_cluster_shared(const void* address, size_t size) {
+    const Block* b = running_block;
+    ClusterState* s = b ? cluster_state(*b) : nullptr;
+    if (!s) return false;
+    for (int r = 0; r < volume(b->launch->config.cluster); ++r) {
+        const Block* o = s->members[r].load();
+        if (o && o != b && arena_offset(*o, address) + size <= o->arena.size()) return true;
+    }
+    return false;
+}
+
+static std::mutex cluster_dims_mutex;
+static std::vector<std::pair<const void*, dim3>>& cluster_dims_table() {
+    static std::vector<std::pair<const void*, dim3>> table;
+    return table;
+}
+
+bool register_cluster_dims(const void* kernel, dim3 dims) {
+    std::lock_guard<std::mutex> lock(cluster_dims_mutex);
+    cluster_dims_table().emplace_back(kernel, dims);
+    return true;
+}
+
+static dim3 registered_cluster(const void* kernel) {
+    std::lock_guard<std::mutex> lock(cluster_dims_mutex);
+    for (const auto& [k, dims] : cluster_dims_table()) {
+        if (k == kernel) return dims;
+    }
+    return dim3(1, 1, 1);
+}
+
+void cluster_dims_declared(dim3 dims, const char* file, int line) {
+    const dim3 c = cluster_dims();
+    if (c.x == dims.x && c.y == dims.y && c.z == dims.z) return;
+    here("__cluster_dims__", file, line);
+    std::ostringstream m;
+    m << "the kernel declares __cluster_dims__" << triple(uint3{dims.x, dims.y, dims.z}) << " but runs in clusters of "
+      << triple(uint3{c.x, c.y, c.z});
+    if (volume(c) == 1) {
+        m << ": brrr ties __cluster_dims__ to a kernel's launches only where the kernel is not a template; launch this "
+             "one with cudaLaunchKernelEx and cudaLaunchAttributeClusterDimension";
+    } else {
+        m << ": a GPU refuses a launch whose cluster shape differs from the kernel's";
+    }
+    fault("invalid cluster", m.str(), file, line);
+}
+
 void flush_printed();
 
 void run(const Launch& given, void (*thread_main)(void*), void* context) {
@@ -1441,6 +1648,7 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
     }
     Launch launch = given;
     launch.name = kernel_name(launch);
+    if (volume(launch.config.cluster) == 1) launch.config.cluster = registered_cluster(launch.kernel);
     const std::string bad = config_error(launch);
     if (!bad.empty()) {
         throw KernelFault(std::string(launch.site.file) + ":" + std::to_string(launch.site.line) +
@@ -1465,6 +1673,7 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
     std::string error;
     Watchdog watchdog(seconds);
     Coordination coordination;
+    if (volume(launch.config.cluster) > 1) coordination.clusters.reset(new ClusterState[total / volume(launch.config.cluster)]);
     std::mutex pool_mutex;
     std::vector<std::thread> pool;
     int running_workers = workers;
@@ -1491,9 +1700,7 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
             // Blocks after a failed one are skipped; earlier ones still run, so the fault reported
             // is the first block's, whatever the number of workers.
             if (i >= total || i > first_failed.load()) break;
-            const uint3 index{static_cast<unsigned>(i % g.x), static_cast<unsigned>((i / g.x) % g.y),
-                              static_cast<unsigned>(i / (int64_t(g.x) * g.y))};
-            run_block(*b, index);
+            run_block(*b, block_of(i, g, launch.config.cluster));
             if (b->failed) {
                 std::lock_guard<std::mutex> lock(error_mutex);
                 if (!b->abandoned) coordination.block_failed = true;

@@ -1,0 +1,64 @@
+"""Thread block clusters on the CPU (brrr_cpu_runtime.cpp, brrr_cpu_cg.h; `__cluster_dims__` through
+cpu_source.py): a cluster's blocks run together, meet at the cluster barrier and read each other's
+shared memory, with the values each block should see computed here from the CUDA Programming Guide's
+definitions; planted bugs fail as faults naming their line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cpu_programs import build, line_in, run
+
+CASES = Path(__file__).with_name("cluster_cases.cu")
+SOURCE = CASES.resolve()
+GRID_X, GRID_Y, CLUSTER_X, CLUSTER_Y = 4, 4, 2, 2  # cluster_facts' launch
+
+
+@pytest.fixture(scope="module", params=["plain", "checked"])
+def program(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(CASES, tmp_path_factory.mktemp("cpu-cluster"), checked=request.param == "checked")
+
+
+def line_of(text: str) -> int:
+    return line_in(CASES, text)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_pairs_read_each_others_shared_memory(program: Path, workers: int) -> None:
+    out = [float(v) for v in run(program, "swap_halves", workers).split()]
+    want = [t + 100.0 * (b % 2 ^ 1) + 1000.0 * (b ^ 1) for b in range(6) for t in range(32)]
+    assert out == want
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_cluster_launch_tells_each_block_its_place_and_sums_across_blocks(program: Path, workers: int) -> None:
+    values = run(program, "cluster_facts", workers).split()
+    facts, sums = [int(v) for v in values[:-4]], [float(v) for v in values[-4:]]
+    clusters_x = GRID_X // CLUSTER_X
+    want_sums = [0.0] * 4
+    for y in range(GRID_Y):
+        for x in range(GRID_X):
+            b = x + GRID_X * y
+            ix, iy = x % CLUSTER_X, y % CLUSTER_Y
+            rank = ix + CLUSTER_X * iy
+            cluster = x // CLUSTER_X + clusters_x * (y // CLUSTER_Y)
+            want_sums[cluster] += b
+            assert facts[b * 8:b * 8 + 8] == [rank, 4, 22, ix * 10 + iy, cluster, 4, 4 * 64, rank], f"block {b}"
+    assert sums == want_sums
+
+
+@pytest.mark.parametrize("case, line, kind, detail", [
+    ("ragged_grid", "return cudaLaunchKernelEx(&config, cluster_facts, facts, sums);", "invalid configuration argument",
+     "grid (5, 3, 1) is not a whole number of clusters (2, 2, 1)"),
+    ("read_before_sync", "// no cluster.sync() first", "distributed shared memory",
+     "block rank 1 of this cluster is not running: it has not started yet or has already returned"),
+    ("rank_one_returns", "cluster.sync();  // waits for a block that has left", "deadlock",
+     "waits at the cluster barrier (cluster.sync(), barrier.cluster.wait) for threads that will never arrive"),
+    ("templated", "__global__ void __cluster_dims__(N, 1, 1) templated", "invalid cluster",
+     "launch this one with cudaLaunchKernelEx and cudaLaunchAttributeClusterDimension"),
+])
+def test_planted_cluster_bugs_fail_naming_the_line(program: Path, case: str, line: str, kind: str, detail: str) -> None:
+    out = run(program, case)
+    assert out.startswith(f"FAULT: {SOURCE}:{line_of(line)}: {kind}"), out
+    assert detail in out, out
