@@ -20,7 +20,10 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
   loads (`[dst], [src], size, [mbar]`) that complete an mbarrier's transaction bytes;
   `fence.mbarrier_init`, `prefetch.tensormap` (nothing to do on the CPU): include/cpu/brrr_cpu_tma.h;
   `griddepcontrol.wait` and `.launch_dependents` (programmatic dependent launch: a launch on the CPU
-  ends before the next one starts), nothing either.
+  ends before the next one starts), nothing either;
+- thread block clusters: `barrier.cluster.arrive` / `.wait` (with .release, .relaxed, .acquire,
+  .aligned), `mov.u32` of `%cluster_ctarank`, `%cluster_nctarank`, `%clusterid`, `%nclusterid`,
+  `%cluster_ctaid`, `%cluster_nctaid` and `%is_explicit_cluster`, and `mapa.u64` on generic addresses.
 
 Each becomes one line of C++ (a block that packs the operands into 32-bit registers, calls the
 runtime, and unpacks the results), so kernel.cu's line numbers stay. An instruction of these families
@@ -318,6 +321,44 @@ def _cvta(s: _Statement, args: str, to_shared: bool) -> str:
     return f"({dst}) = reinterpret_cast<uintptr_t>(__cvta_shared_to_generic(static_cast<size_t>({src})));"
 
 
+# Thread block clusters (include/cpu/brrr_cpu_runtime.cpp): the special registers a kernel reads with
+# `mov.u32 %0, %%cluster_ctarank;`, the cluster barrier, and mapa on generic addresses (what
+# cooperative groups' map_shared_rank compiles to).
+_CLUSTER_REGISTERS = {
+    "cluster_ctarank": "::brrr_cpu::cluster_block_rank()",
+    "cluster_nctarank": "(::brrr_cpu::cluster_dims().x * ::brrr_cpu::cluster_dims().y * ::brrr_cpu::cluster_dims().z)",
+    "is_explicit_cluster": "(::brrr_cpu::cluster_dims().x * ::brrr_cpu::cluster_dims().y * ::brrr_cpu::cluster_dims().z > 1)",
+    **{f"cluster_ctaid.{a}": f"::brrr_cpu::cluster_block_index().{a}" for a in "xyz"},
+    **{f"cluster_nctaid.{a}": f"::brrr_cpu::cluster_dims().{a}" for a in "xyz"},
+    **{f"clusterid.{a}": f"::brrr_cpu::cluster_index().{a}" for a in "xyz"},
+    **{f"nclusterid.{a}": f"(gridDim.{a} / ::brrr_cpu::cluster_dims().{a})" for a in "xyz"},
+}
+_MAPA_HINT = ("brrr emulates mapa.u64 on generic addresses (what cooperative groups' map_shared_rank gives); a "
+              ".shared::cluster address (mapa.shared::cluster, ld/st.shared::cluster) is not emulated on the CPU")
+
+
+def _cluster(s: _Statement, instr: str, args: str) -> str | None:
+    """The cluster barrier, a cluster special register read, or mapa; None for other instructions."""
+    if barrier := re.fullmatch(r"barrier\.cluster\.(arrive|wait)(\.(release|relaxed|acquire))?(\.aligned)?", instr):
+        if args:
+            raise UnsupportedPtx(f'inline PTX "{s.template}"', "barrier.cluster.arrive and .wait take no operands")
+        return f"::brrr_cpu::cluster_{barrier.group(1)}(__FILE__, __LINE__);"
+    if re.fullmatch(r"mov\.[usb]32", instr):
+        parts = [g[0] for g in _groups(args)]
+        special = parts[1].lstrip("%") if len(parts) == 2 else ""
+        if special not in _CLUSTER_REGISTERS:
+            return None
+        return f"({s.operand(parts[0]).expr}) = {_CLUSTER_REGISTERS[special]};"
+    if instr.startswith("mapa"):
+        parts = [g[0] for g in _groups(args)]
+        if not re.fullmatch(r"mapa(\.generic)?\.u64", instr) or len(parts) != 3:
+            raise UnsupportedPtx(f'inline PTX "{s.template}"', _MAPA_HINT)
+        mapped = (f"::brrr_cpu::cluster_map_shared(reinterpret_cast<const void*>({s.value(parts[1])}), "
+                  f"static_cast<unsigned>({s.value(parts[2])}), __FILE__, __LINE__)")
+        return f"({s.operand(parts[0]).expr}) = reinterpret_cast<uintptr_t>({mapped});"
+    return None
+
+
 _NO_OPS = re.compile(r"fence\.mbarrier_init\.release\.cluster|prefetch\.tensormap|setmaxnreg\.(inc|dec)\.sync\.aligned\.u32"
                      r"|fence\.proxy\.tensormap::generic\.\w+\.\w+"
                      # programmatic dependent launch: launches on the CPU end before the next starts
@@ -347,6 +388,8 @@ def translate(template: str, sections: list[str]) -> str | None:
         return f"{RUNTIME}fence_proxy_async(__FILE__, __LINE__);"
     if _NO_OPS.fullmatch(instr):
         return f"{RUNTIME}no_op(__FILE__, __LINE__);"
+    if instr.startswith(("barrier.cluster", "mov.", "mapa")):
+        return _cluster(_Statement(template, operands(sections)), instr, args)
     if cvta := re.fullmatch(r"cvta(\.to)?\.shared(::cta)?\.u(32|64)", instr):
         return _cvta(_Statement(template, operands(sections)), args, to_shared=bool(cvta.group(1)))
     if family not in ("mma", "ldmatrix", "cp.async", "wgmma", "mbarrier") and instr not in _CVT:

@@ -50,6 +50,24 @@ __global__ void cluster_facts(int* facts, float* sums) {
     cluster.barrier_wait(std::move(token));
 }
 
+// The same exchange in PTX, as CUTLASS-style kernels write it: the rank and size from special
+// registers, the split cluster barrier, and mapa on a generic address.
+__global__ void __cluster_dims__(4, 1, 1) ptx_ring(float* out) {
+    __shared__ float mine;
+    unsigned rank, blocks, cluster_x;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(cluster_x));
+    if (threadIdx.x == 0) mine = 10.0f * blockIdx.x;
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    uint64_t next;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(next) : "l"(reinterpret_cast<uint64_t>(&mine)), "r"((rank + 1) % blocks));
+    out[blockIdx.x * 32 + threadIdx.x] = *reinterpret_cast<const float*>(next) + 1000.0f * cluster_x + threadIdx.x;
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+}
+
 // The planted bugs.
 __global__ void __cluster_dims__(2, 1, 1) read_before_sync(float* out) {
     __shared__ float mine[32];
@@ -108,6 +126,10 @@ int main(int argc, char** argv) {
             std::vector<int> facts(15 * 8);
             std::vector<float> sums(4);
             launch_facts(dim3(5, 3), dim3(2, 2, 1), facts.data(), sums.data());
+        } else if (c == "ptx_ring") {
+            std::vector<float> ring(8 * 32);
+            ptx_ring<<<8, 32>>>(ring.data());
+            print(ring);
         } else if (c == "read_before_sync") {
             read_before_sync<<<2, 32>>>(out.data());
         } else if (c == "rank_one_returns") {

@@ -48,6 +48,13 @@ def test_a_cluster_launch_tells_each_block_its_place_and_sums_across_blocks(prog
     assert sums == want_sums
 
 
+def test_the_ptx_forms_rank_the_block_meet_and_map_a_siblings_address(program: Path) -> None:
+    out = [float(v) for v in run(program, "ptx_ring", 2).split()]
+    ring = 4  # __cluster_dims__(4, 1, 1)
+    want = [10.0 * (b // ring * ring + (b % ring + 1) % ring) + 1000.0 * (b // ring) + t for b in range(8) for t in range(32)]
+    assert out == want
+
+
 @pytest.mark.parametrize("case, line, kind, detail", [
     ("ragged_grid", "return cudaLaunchKernelEx(&config, cluster_facts, facts, sums);", "invalid configuration argument",
      "grid (5, 3, 1) is not a whole number of clusters (2, 2, 1)"),

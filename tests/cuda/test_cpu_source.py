@@ -82,6 +82,8 @@ def test_cluster_dims_are_checked_in_the_kernel_and_registered_where_it_is_not_a
 @pytest.mark.parametrize("source, named", [
     ("__global__ void __cluster_dims__() k() {}\n", "one to three dimensions"),
     ("__cluster_dims__(2) int x;\n", "not on a kernel's declaration"),
+    ('void f(unsigned a) {\n  unsigned r;\n  asm("mapa.shared::cluster.u32 %0, %1, 1;" : "=r"(r) : "r"(a));\n}\n',
+     ".shared::cluster address (mapa.shared::cluster, ld/st.shared::cluster) is not emulated"),
     ('void f() {\n  int r;\n  asm("add.s32 %0, %1, %2;" : "=r"(r) : "r"(1), "r"(2));\n}\n', 'inline PTX "add.s32 %0, %1, %2"'),
     ("__shared__ float g[32];\n", "outside a function body"),
     ("namespace n {\n__shared__ float g[32];\n}\n", "outside a function body"),
