@@ -154,9 +154,8 @@ class _Rewriter:
             return k
 
     # -- __cluster_dims__(x, y, z) -------------------------------------------------------------------
-    # Not C++: taken off the declaration. A kernel with a body checks first thing that its launch has
-    # that cluster shape (brrr_cpu::cluster_dims_declared); one that is not a template also registers
-    # the shape for its launches, on the line that ends its declaration or body.
+    # Not C++: taken off the declaration, and the kernel's body starts by telling the runtime its shape
+    # (brrr_cpu::cluster_dims_declared: a launch without a cluster shape learns it there and runs again).
     _ATTRIBUTE = re.compile(r"__\w+__")
 
     def cluster_dims(self) -> None:
@@ -170,7 +169,7 @@ class _Rewriter:
                                  hint="__cluster_dims__(x), (x, y) or (x, y, z), as CUDA takes it")
             dims = f"dim3({', '.join(parts)})"
             self.edits.append(self.keep_lines(m.start(), close + 1, ""))
-            name, params = self._declared_function(close + 1)
+            params = self._declared_function(close + 1)
             if params < 0:
                 raise self.error(m.start(), "__cluster_dims__ not on a kernel's declaration brrr can read",
                                  hint="write it as CUDA's samples do: __global__ void __cluster_dims__(2, 1, 1) name(...)")
@@ -180,26 +179,20 @@ class _Rewriter:
             if end < len(self.mask) and self.mask[end] == "{":
                 self.edits.append(_Edit(end + 1, end + 1,
                                         f" ::brrr_cpu::cluster_dims_declared({dims}, __FILE__, __LINE__);"))
-                end = _matching(self.mask, end, "{}")
-            start = max(self.mask.rfind(";", 0, m.start()), self.mask.rfind("}", 0, m.start()))
-            if end >= 0 and not re.search(r"\btemplate\b", self.mask[start + 1:m.start()]):
-                self.counter += 1
-                self.edits.append(_Edit(end + 1, end + 1, f" static const bool brrr_cluster_dims_{self.counter} = "
-                                        f"::brrr_cpu::register_cluster_dims(reinterpret_cast<const void*>(&{name}), {dims});"))
 
-    def _declared_function(self, at: int) -> tuple[str, int]:
-        """The name of the function declared after `at` (other __attributes__(...) skipped) and where its
-        parameter list closes; -1 if there is none."""
+    def _declared_function(self, at: int) -> int:
+        """Where the parameter list of the function declared after `at` closes (other __attributes__(...)
+        skipped); -1 if there is none."""
         while True:
             paren = self.mask.find("(", at)
             if paren < 0 or any(c in self.mask[at:paren] for c in ";{}"):
-                return "", -1
+                return -1
             name = re.search(r"([A-Za-z_]\w*)\s*$", self.mask[at:paren])
             if not name:
-                return "", -1
+                return -1
             close = _matching(self.mask, paren)
             if not self._ATTRIBUTE.fullmatch(name.group(1)):
-                return name.group(1), close
+                return close
             at = close + 1
 
     # -- __shared__ --------------------------------------------------------------------------------

@@ -85,9 +85,13 @@ __global__ void __cluster_dims__(2, 1, 1) rank_one_returns(float* out) {
     out[blockIdx.x] = 1.0f;
 }
 
+// A template's shape (as fast.cu's cluster kernels declare theirs), launched plainly: learnt by a first
+// launch that stops before any code of the kernel runs, so every thread counts once.
 template <int N>
-__global__ void __cluster_dims__(N, 1, 1) templated(float* out) {
-    out[blockIdx.x] = cg::this_cluster().block_rank();
+__global__ void __cluster_dims__(N, 1, 1) templated(float* out, int* calls) {
+    atomicAdd(calls, 1);
+    cg::this_cluster().sync();
+    if (threadIdx.x == 0) out[blockIdx.x] = cg::this_cluster().block_rank() + 10.0f * cg::this_cluster().num_blocks();
 }
 
 void print(const std::vector<float>& v) {
@@ -135,7 +139,23 @@ int main(int argc, char** argv) {
         } else if (c == "rank_one_returns") {
             rank_one_returns<<<2, 32>>>(out.data());
         } else if (c == "templated") {
-            templated<2><<<2, 32>>>(out.data());
+            int calls = 0;
+            std::vector<float> ranks(6);
+            templated<3><<<6, 32>>>(ranks.data(), &calls);
+            templated<3><<<6, 32>>>(ranks.data(), &calls);
+            std::printf("%d ", calls);
+            print(ranks);
+        } else if (c == "shape_mismatch") {
+            cudaLaunchConfig_t config = {};
+            config.gridDim = dim3(6);
+            config.blockDim = dim3(32);
+            cudaLaunchAttribute attribute[1];
+            attribute[0].id = cudaLaunchAttributeClusterDimension;
+            attribute[0].val.clusterDim.x = 3;
+            attribute[0].val.clusterDim.y = attribute[0].val.clusterDim.z = 1;
+            config.attrs = attribute;
+            config.numAttrs = 1;
+            cudaLaunchKernelEx(&config, swap_halves, out.data());
         } else {
             std::printf("unknown case %s\n", c.c_str());
             return 2;

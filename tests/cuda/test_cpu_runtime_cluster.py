@@ -55,6 +55,13 @@ def test_the_ptx_forms_rank_the_block_meet_and_map_a_siblings_address(program: P
     assert out == want
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_templates_cluster_shape_is_learnt_before_any_of_its_code_runs(program: Path, workers: int) -> None:
+    calls, *ranks = run(program, "templated", workers).split()
+    assert int(calls) == 2 * 6 * 32  # two launches of 6 blocks of 32 threads, each thread once
+    assert [float(r) for r in ranks] == [b % 3 + 30.0 for b in range(6)]
+
+
 @pytest.mark.parametrize("case, line, kind, detail", [
     ("ragged_grid", "return cudaLaunchKernelEx(&config, cluster_facts, facts, sums);", "invalid configuration argument",
      "grid (5, 3, 1) is not a whole number of clusters (2, 2, 1)"),
@@ -62,8 +69,8 @@ def test_the_ptx_forms_rank_the_block_meet_and_map_a_siblings_address(program: P
      "block rank 1 of this cluster is not running: it has not started yet or has already returned"),
     ("rank_one_returns", "cluster.sync();  // waits for a block that has left", "deadlock",
      "waits at the cluster barrier (cluster.sync(), barrier.cluster.wait) for threads that will never arrive"),
-    ("templated", "__global__ void __cluster_dims__(N, 1, 1) templated", "invalid cluster",
-     "launch this one with cudaLaunchKernelEx and cudaLaunchAttributeClusterDimension"),
+    ("shape_mismatch", "__global__ void __cluster_dims__(2, 1, 1) swap_halves", "invalid cluster",
+     "declares __cluster_dims__(2, 1, 1) but is launched in clusters of (3, 1, 1): a GPU refuses such a launch"),
 ])
 def test_planted_cluster_bugs_fail_naming_the_line(program: Path, case: str, line: str, kind: str, detail: str) -> None:
     out = run(program, case)

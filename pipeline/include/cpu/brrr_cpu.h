@@ -267,9 +267,7 @@ unsigned cluster_shared_rank(const void* address, const char* file, int line);
 // Whether [address, address + size) lies in the shared memory of another running block of this
 // block's cluster (the memory checks accept such an access as distributed shared memory).
 bool in_cluster_shared(const void* address, size_t size);
-// `__cluster_dims__(x, y, z)` on a kernel (cpu_source.py): registered for its launches when the kernel
-// is not a template, and checked against the launch at the start of the kernel in any case.
-bool register_cluster_dims(const void* kernel, dim3 dims);
+// `__cluster_dims__(x, y, z)` on a kernel: cpu_source.py makes this call the kernel's first statement.
 void cluster_dims_declared(dim3 dims, const char* file, int line);
 
 // ---- __shared__ -------------------------------------------------------------------------------

@@ -822,10 +822,6 @@ BRRR_ACCESS(16)
 extern "C" void __asan_loadN_noabort(uintptr_t addr, std::size_t size) { access(addr, size, false, __builtin_return_address(0)); }
 extern "C" void __asan_storeN_noabort(uintptr_t addr, std::size_t size) { access(addr, size, true, __builtin_return_address(0)); }
 extern "C" void __asan_handle_no_return() {}
-// A global initialised by code (kernel.cu's registration of a kernel's __cluster_dims__) is bracketed by
-// these for the sanitizer's initialisation-order check, which brrr does not make.
-extern "C" void __asan_before_dynamic_init(const char*) {}
-extern "C" void __asan_after_dynamic_init() {}
 
 // The atomics of brrr_cpu.h, which the instrumentation leaves out, report here.
 extern "C" void brrr_cpu_atomic_checked(const void* address, std::size_t size, const void* pc) {

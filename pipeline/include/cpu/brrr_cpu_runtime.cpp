@@ -1609,10 +1609,9 @@ static std::vector<std::pair<const void*, dim3>>& cluster_dims_table() {
     return table;
 }
 
-bool register_cluster_dims(const void* kernel, dim3 dims) {
+static void register_cluster_dims(const void* kernel, dim3 dims) {
     std::lock_guard<std::mutex> lock(cluster_dims_mutex);
     cluster_dims_table().emplace_back(kernel, dims);
-    return true;
 }
 
 static dim3 registered_cluster(const void* kernel) {
@@ -1623,20 +1622,22 @@ static dim3 registered_cluster(const void* kernel) {
     return dim3(1, 1, 1);
 }
 
+// The first statement of a kernel declaring __cluster_dims__ (cpu_source.py), so it runs before any
+// other code of the kernel, in every thread. Launched without a cluster shape, the kernel's first
+// launch learns it here: every thread stops at once (no code of the kernel has run), and run()
+// launches again in clusters of that shape, as every later launch of the kernel is.
+constexpr const char* kClusterShapeLearned = "cluster shape learned";
+
 void cluster_dims_declared(dim3 dims, const char* file, int line) {
     const dim3 c = cluster_dims();
     if (c.x == dims.x && c.y == dims.y && c.z == dims.z) return;
     here("__cluster_dims__", file, line);
-    std::ostringstream m;
-    m << "the kernel declares __cluster_dims__" << triple(uint3{dims.x, dims.y, dims.z}) << " but runs in clusters of "
-      << triple(uint3{c.x, c.y, c.z});
-    if (volume(c) == 1) {
-        m << ": brrr ties __cluster_dims__ to a kernel's launches only where the kernel is not a template; launch this "
-             "one with cudaLaunchKernelEx and cudaLaunchAttributeClusterDimension";
-    } else {
-        m << ": a GPU refuses a launch whose cluster shape differs from the kernel's";
+    if (volume(c) == 1 && !running_launch->config.cooperative) {
+        register_cluster_dims(running_launch->kernel, dims);
+        fault(kClusterShapeLearned, "", file, line);
     }
-    fault("invalid cluster", m.str(), file, line);
+    fault("invalid cluster", "the kernel declares __cluster_dims__" + triple(uint3{dims.x, dims.y, dims.z}) +
+          " but is launched in clusters of " + triple(uint3{c.x, c.y, c.z}) + ": a GPU refuses such a launch", file, line);
 }
 
 void flush_printed();
@@ -1743,6 +1744,10 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
     if (hooks().launch_end) hooks().launch_end(launch);
     flush_printed();
     if (first_failed.load() < total) {
+        if (error.find(kClusterShapeLearned) != std::string::npos && volume(registered_cluster(launch.kernel)) > 1) {
+            run(given, thread_main, context);  // in the kernel's clusters, registered by cluster_dims_declared
+            return;
+        }
         if (error.find(": time limit in ") != std::string::npos) {
             error = at_interrupted_line(error, launch);
             std::lock_guard<std::mutex> lock(timed_out_mutex);
