@@ -21,9 +21,9 @@ from pathlib import Path
 from ..base.errors import BuildError
 from ..base.files import shown
 from .cpu_source import masked
+from .tokens import kernel_names as declared_kernels
 
 _MODULE = re.compile(r"\bPYBIND11_MODULE\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)")
-_KERNEL = re.compile(r"\b__global__\b[^;{]*?\b(\w+)\s*\(", re.S)
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def duplicated_module(text: str, path: Path) -> str | None:
 
 
 def kernel_names(text: str) -> set[str]:
-    return {m.group(1) for m in _KERNEL.finditer(masked(text))}
+    return set(declared_kernels(text))
 
 
 def _definition_heads(mask: str, name: str) -> list[int]:

@@ -100,6 +100,9 @@ def split_top(text: str, sep: str = ",", angles: bool = False) -> list[str]:
     return parts
 
 
+_ATTRIBUTE = re.compile(r"__\w+__")
+
+
 def kernel_names(source: str) -> list[str]:
     """The __global__ functions a file defines or declares, by name, in order of first appearance."""
     toks, found = tokens(source), []
@@ -109,8 +112,13 @@ def kernel_names(source: str) -> list[str]:
         depth, j = 0, i + 1
         while j < len(toks):
             u = toks[j].text
-            if u == "__launch_bounds__" and j + 1 < len(toks) and toks[j + 1].text == "(":
-                while j < len(toks) and toks[j].text != ")":
+            if _ATTRIBUTE.fullmatch(u) and j + 1 < len(toks) and toks[j + 1].text == "(":
+                # __launch_bounds__(...), __cluster_dims__(...), __attribute__((...)): skipped whole
+                parens, j = 0, j + 1
+                while j < len(toks):
+                    parens += {"(": 1, ")": -1}.get(toks[j].text, 0)
+                    if parens == 0:
+                        break
                     j += 1
             elif u == "<":
                 depth += 1

@@ -14,6 +14,7 @@ from brrr_kernels.cuda.module_source import (
     defining_namespace,
     duplicated_module,
     host_twins,
+    kernel_names,
     module_text,
     rename_host_twins,
 )
@@ -144,3 +145,13 @@ def test_cuda_device_types_read_as_the_cpu_in_code_only() -> None:
 def test_the_deprecated_type_check_reads_as_the_tensors_own() -> None:
     line = '#define CHECK_CUDA(x) AT_ASSERTM(x.type().is_cuda(), #x " must be a CUDA tensor")\n'
     assert cuda_device_as_cpu(line) == '#define CHECK_CUDA(x) AT_ASSERTM(x.is_cuda(), #x " must be a CUDA tensor")\n'
+
+
+@pytest.mark.parametrize("declaration", [
+    "__global__ void __launch_bounds__(256, 2) k(int x) {}",
+    "__global__ void __cluster_dims__(2, 1, 1) k(int x) {}",
+    "template <int N> __global__ void __launch_bounds__(N) __cluster_dims__(N, (1), 1) k(float* y);",
+    "__global__ void __attribute__((noinline)) k(int) {}",
+])
+def test_a_kernels_name_is_found_past_its_attributes(declaration: str) -> None:
+    assert kernel_names(declaration) == {"k"}
