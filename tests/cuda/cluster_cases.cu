@@ -1,12 +1,13 @@
 // Thread block clusters on the CPU (tests/cuda/test_cpu_runtime_cluster.py): kernels written as the
 // CUDA Programming Guide's cluster examples are, each case printing what it computed or the fault its
-// launch threw.
+// launch threw. Buffers are managed memory, so the correct cases also build with nvcc and run on a GPU
+// (benchmarks/results/2026-11-30-h200-clusters: the same output there).
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
-#include <vector>
 
 namespace cg = cooperative_groups;
 
@@ -94,7 +95,23 @@ __global__ void __cluster_dims__(N, 1, 1) templated(float* out, int* calls) {
     if (threadIdx.x == 0) out[blockIdx.x] = cg::this_cluster().block_rank() + 10.0f * cg::this_cluster().num_blocks();
 }
 
-void print(const std::vector<float>& v) {
+template <typename T>
+struct Managed {
+    T* p = nullptr;
+    size_t n;
+    explicit Managed(size_t count) : n(count) {
+        cudaMallocManaged(&p, n * sizeof(T));
+        cudaMemset(p, 0, n * sizeof(T));
+        cudaDeviceSynchronize();
+    }
+    ~Managed() { cudaFree(p); }
+    T* data() { return p; }
+    T* begin() { return p; }
+    T* end() { return p + n; }
+};
+
+void print(Managed<float>& v) {
+    cudaDeviceSynchronize();
     for (float x : v) std::printf("%g ", x);
     std::printf("\n");
 }
@@ -116,22 +133,23 @@ cudaError_t launch_facts(dim3 grid, dim3 cluster, int* facts, float* sums) {
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     try {
-        std::vector<float> out(6 * 32);
+        Managed<float> out(6 * 32);
         if (c == "swap_halves") {
             swap_halves<<<6, 32>>>(out.data());
             print(out);
         } else if (c == "cluster_facts") {
-            std::vector<int> facts(16 * 8);
-            std::vector<float> sums(4);
+            Managed<int> facts(16 * 8);
+            Managed<float> sums(4);
             launch_facts(dim3(4, 4), dim3(2, 2, 1), facts.data(), sums.data());
+            cudaDeviceSynchronize();
             for (int f : facts) std::printf("%d ", f);
             print(sums);
         } else if (c == "ragged_grid") {
-            std::vector<int> facts(15 * 8);
-            std::vector<float> sums(4);
+            Managed<int> facts(15 * 8);
+            Managed<float> sums(4);
             launch_facts(dim3(5, 3), dim3(2, 2, 1), facts.data(), sums.data());
         } else if (c == "ptx_ring") {
-            std::vector<float> ring(8 * 32);
+            Managed<float> ring(8 * 32);
             ptx_ring<<<8, 32>>>(ring.data());
             print(ring);
         } else if (c == "read_before_sync") {
@@ -139,11 +157,12 @@ int main(int argc, char** argv) {
         } else if (c == "rank_one_returns") {
             rank_one_returns<<<2, 32>>>(out.data());
         } else if (c == "templated") {
-            int calls = 0;
-            std::vector<float> ranks(6);
-            templated<3><<<6, 32>>>(ranks.data(), &calls);
-            templated<3><<<6, 32>>>(ranks.data(), &calls);
-            std::printf("%d ", calls);
+            Managed<int> calls(1);
+            Managed<float> ranks(6);
+            templated<3><<<6, 32>>>(ranks.data(), calls.data());
+            templated<3><<<6, 32>>>(ranks.data(), calls.data());
+            cudaDeviceSynchronize();
+            std::printf("%d ", calls.data()[0]);
             print(ranks);
         } else if (c == "shape_mismatch") {
             cudaLaunchConfig_t config = {};

@@ -11,6 +11,8 @@ import pytest
 from cpu_programs import build, line_in, run
 
 CASES = Path(__file__).with_name("cluster_cases.cu")
+# The correct cases' output on an H200 (the same file built by nvcc; the folder's README says how).
+ON_GPU = Path(__file__).parents[2] / "benchmarks" / "results" / "2026-11-30-h200-clusters"
 SOURCE = CASES.resolve()
 GRID_X, GRID_Y, CLUSTER_X, CLUSTER_Y = 4, 4, 2, 2  # cluster_facts' launch
 
@@ -60,6 +62,11 @@ def test_a_templates_cluster_shape_is_learnt_before_any_of_its_code_runs(program
     calls, *ranks = run(program, "templated", workers).split()
     assert int(calls) == 2 * 6 * 32  # two launches of 6 blocks of 32 threads, each thread once
     assert [float(r) for r in ranks] == [b % 3 + 30.0 for b in range(6)]
+
+
+@pytest.mark.parametrize("case", ["swap_halves", "cluster_facts", "ptx_ring", "templated"])
+def test_the_correct_cases_print_what_an_h200_printed(program: Path, case: str) -> None:
+    assert run(program, case, 2) == (ON_GPU / f"gpu-{case}.txt").read_text().strip()
 
 
 @pytest.mark.parametrize("case, line, kind, detail", [

@@ -253,6 +253,12 @@ inline cudaError_t cudaMalloc(void** p, size_t n) {
 template <typename T>
 inline cudaError_t cudaMalloc(T** p, size_t n) { return cudaMalloc(reinterpret_cast<void**>(p), n); }
 inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+// Managed memory is host memory here, as all of it is.
+constexpr unsigned int cudaMemAttachGlobal = 1;
+template <typename T>
+inline cudaError_t cudaMallocManaged(T** p, size_t n, unsigned int = cudaMemAttachGlobal) {
+    return cudaMalloc(reinterpret_cast<void**>(p), n);
+}
 template <typename F>
 inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F, int threads, size_t) {
     // An H100's limits: 2048 threads and 32 blocks an SM.
