@@ -152,6 +152,10 @@ int main(int argc, char** argv) {
             Managed<float> ring(8 * 32);
             ptx_ring<<<8, 32>>>(ring.data());
             print(ring);
+        } else if (c == "too_large") {
+            Managed<int> facts(32 * 8);
+            Managed<float> sums(1);
+            launch_facts(dim3(32, 1), dim3(32, 1, 1), facts.data(), sums.data());
         } else if (c == "read_before_sync") {
             read_before_sync<<<2, 32>>>(out.data());
         } else if (c == "rank_one_returns") {
