@@ -116,10 +116,12 @@ void print(Managed<float>& v) {
     std::printf("\n");
 }
 
-cudaError_t launch_facts(dim3 grid, dim3 cluster, int* facts, float* sums) {
+// cudaLaunchKernelEx in clusters of `cluster`.
+template <typename... P, typename... A>
+cudaError_t launch_in_clusters(void (*kernel)(P...), dim3 grid, dim3 block, dim3 cluster, A... args) {
     cudaLaunchConfig_t config = {};
     config.gridDim = grid;
-    config.blockDim = dim3(64);
+    config.blockDim = block;
     cudaLaunchAttribute attribute[1];
     attribute[0].id = cudaLaunchAttributeClusterDimension;
     attribute[0].val.clusterDim.x = cluster.x;
@@ -127,7 +129,11 @@ cudaError_t launch_facts(dim3 grid, dim3 cluster, int* facts, float* sums) {
     attribute[0].val.clusterDim.z = cluster.z;
     config.attrs = attribute;
     config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, cluster_facts, facts, sums);
+    return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+cudaError_t launch_facts(dim3 grid, dim3 cluster, int* facts, float* sums) {
+    return launch_in_clusters(cluster_facts, grid, dim3(64), cluster, facts, sums);
 }
 
 int main(int argc, char** argv) {
@@ -169,16 +175,7 @@ int main(int argc, char** argv) {
             std::printf("%d ", calls.data()[0]);
             print(ranks);
         } else if (c == "shape_mismatch") {
-            cudaLaunchConfig_t config = {};
-            config.gridDim = dim3(6);
-            config.blockDim = dim3(32);
-            cudaLaunchAttribute attribute[1];
-            attribute[0].id = cudaLaunchAttributeClusterDimension;
-            attribute[0].val.clusterDim.x = 3;
-            attribute[0].val.clusterDim.y = attribute[0].val.clusterDim.z = 1;
-            config.attrs = attribute;
-            config.numAttrs = 1;
-            cudaLaunchKernelEx(&config, swap_halves, out.data());
+            launch_in_clusters(swap_halves, dim3(6), dim3(32), dim3(3, 1, 1), out.data());
         } else {
             std::printf("unknown case %s\n", c.c_str());
             return 2;

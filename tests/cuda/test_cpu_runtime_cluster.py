@@ -70,9 +70,9 @@ def test_the_correct_cases_print_what_an_h200_printed(program: Path, case: str) 
 
 
 @pytest.mark.parametrize("case, line, kind, detail", [
-    ("ragged_grid", "return cudaLaunchKernelEx(&config, cluster_facts, facts, sums);", "invalid configuration argument",
+    ("ragged_grid", "return cudaLaunchKernelEx(&config, kernel, args...);", "invalid configuration argument",
      "grid (5, 3, 1) is not a whole number of clusters (2, 2, 1)"),
-    ("too_large", "return cudaLaunchKernelEx(&config, cluster_facts, facts, sums);", "invalid configuration argument",
+    ("too_large", "return cudaLaunchKernelEx(&config, kernel, args...);", "invalid configuration argument",
      "cluster (32, 1, 1) has 32 blocks: a cluster has 1 to 8 (16 where the kernel allows non-portable sizes)"),
     ("read_before_sync", "// no cluster.sync() first", "distributed shared memory",
      "block rank 1 of this cluster is not running: it has not started yet or has already returned"),

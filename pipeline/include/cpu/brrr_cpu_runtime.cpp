@@ -196,6 +196,9 @@ struct AlignedAllocator {
     bool operator!=(const AlignedAllocator&) const { return false; }
 };
 
+// A barrier that spans blocks, which a thread's spin waits at (see "waiting on memory").
+enum class BlockWait : uint8_t { None, Grid, Cluster };
+
 struct Fiber {
     Context context;
     char* stack = nullptr;
@@ -218,8 +221,7 @@ struct Fiber {
     const void* spin_pc = nullptr;  // the access that polls, for its kernel.cu line
     const char* spin_file = nullptr;  // or the line of the __nanosleep or grid sync it waits at
     int spin_line = 0;
-    bool spin_grid = false;           // it waits at this_grid().sync()
-    bool spin_cluster = false;        // it waits at the cluster barrier
+    BlockWait spin_barrier = BlockWait::None;  // it waits at a barrier of several blocks
     uint64_t cluster_round = 0;       // the cluster barrier's round it last arrived at
     uintptr_t spin_address = 0;
 };
@@ -972,6 +974,19 @@ struct Coordination {
 // waiting block's own to report).
 static bool waits_in_vain(const Coordination& c) { return !c.deadlock && c.block_failed.load(); }
 
+// One poll of a thread waiting at a barrier of several blocks (the scheduler sees it spin, and lets
+// other threads and blocks run); a stop where a block the barrier needs has faulted.
+static void poll_blocks(Fiber& f, BlockWait at, const char* kind, const char* others, const char* file, int line) {
+    if (waits_in_vain(*f.block->coordination)) {
+        f.block->abandoned = true;  // the launch reports the block that faulted, not this one
+        fault(kind, std::string("abandoned: ") + others + " faulted", file, line);
+    }
+    f.spin_file = file;
+    f.spin_line = line;
+    f.spin_barrier = at;
+    watched(f, nullptr, false, nullptr);
+}
+
 static int max_resident() {
     const char* env = std::getenv("BRRR_CPU_RESIDENT");
     return env && std::atoi(env) > 0 ? std::atoi(env) : 64;
@@ -992,7 +1007,7 @@ static bool watched(Fiber& f, const void* address, bool write, const void* pc) {
         f.spin_pc = pc;
         f.spin_address = a;
         f.spin_file = nullptr;
-        f.spin_grid = false;
+        f.spin_barrier = BlockWait::None;
     }
     if (++f.polls < kSpinSlice) return false;
     if (f.wrote || f.distinct > kSpinAddresses) {
@@ -1052,11 +1067,11 @@ static void report_deadlock(Block& b, int resident) {
     const auto colon = place.rfind(':');
     const std::string file = place.substr(0, colon);
     std::ostringstream m;
-    if (spinner->spin_grid) {
+    if (spinner->spin_barrier == BlockWait::Grid) {
         m << "this block waits at the grid-wide barrier (this_grid().sync()) for blocks that will never reach it: "
              "every block of a cooperative launch must call it as often as the others, and some returned first or "
              "wait elsewhere (a GPU hangs here)";
-    } else if (spinner->spin_cluster) {
+    } else if (spinner->spin_barrier == BlockWait::Cluster) {
         m << "this thread waits at the cluster barrier (cluster.sync(), barrier.cluster.wait) for threads that will "
              "never arrive: every thread of every block of the cluster must arrive as often as the others, and some "
              "returned first or wait elsewhere (a GPU hangs here)";
@@ -1480,16 +1495,9 @@ void grid_sync(const char* file, int line) {
             made_progress(b, f);
         } else {
             while (c.grid_rounds.load() == round) {
-                if (waits_in_vain(c)) {
-                    b.abandoned = true;  // the launch reports the block that faulted, not this one
-                    fault("grid sync", "abandoned: another block of the cooperative grid faulted", file, line);
-                }
-                f.spin_file = file;
-                f.spin_line = line;
-                f.spin_grid = true;
-                watched(f, nullptr, false, nullptr);
+                poll_blocks(f, BlockWait::Grid, "grid sync", "another block of the cooperative grid", file, line);
             }
-            f.spin_grid = false;
+            f.spin_barrier = BlockWait::None;
         }
     }
     barrier(Sync::Threads, 1, file, line);
@@ -1537,16 +1545,9 @@ void cluster_wait(const char* file, int line) {
         return;
     }
     while (s->rounds.load() <= f.cluster_round) {
-        if (waits_in_vain(*b.coordination)) {
-            b.abandoned = true;  // the launch reports the block that faulted, not this one
-            fault("cluster barrier", "abandoned: another block of the cluster faulted", file, line);
-        }
-        f.spin_file = file;
-        f.spin_line = line;
-        f.spin_cluster = true;
-        watched(f, nullptr, false, nullptr);
+        poll_blocks(f, BlockWait::Cluster, "cluster barrier", "another block of the cluster", file, line);
     }
-    f.spin_cluster = false;
+    f.spin_barrier = BlockWait::None;
     made_progress(b, f);
 }
 
