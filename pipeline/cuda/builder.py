@@ -474,10 +474,11 @@ class Extension:
         return getattr(torch.ops, self.namespace).forward
 
     @property
-    def backward(self) -> Any:
+    def backward(self) -> Any | None:
+        """None where binding.cpp registers no backward (a forward-only op)."""
         import torch
 
-        return getattr(torch.ops, self.namespace).backward
+        return getattr(getattr(torch.ops, self.namespace), "backward", None)
 
     def variants(self) -> dict[str, Any]:
         """First versions binding.cpp registers beside forward (forward_v1, ...), by that name."""

@@ -21,6 +21,7 @@ def test_a_brrr_layout_op_with_common_h_and_a_launcher_named_as_its_kernel_runs_
     assert renamed == {"row_sum": "row_sum__host"}
     assert "__global__ void row_sum(T* out" in text  # the kernel keeps its name (faults and gdb say it)
     ext = cpu_build.build_cpu_extension(op)
+    assert ext.backward is None  # forward-only: binding.cpp registers none (loading it as a stage used to raise)
     for dtype in (torch.float32, torch.float64):
         x = torch.randn(5, 300, dtype=dtype)
         torch.testing.assert_close(ext.forward(x), x.sum(dim=1))
