@@ -943,6 +943,7 @@ struct ClusterState {
     std::atomic<Block*> members[kMaxCluster] = {};
 };
 
+// Blocks in a grid or a cluster (threads in a block).
 static int64_t volume(dim3 d) { return int64_t(d.x) * d.y * d.z; }
 
 // Block `i` of the launch's order: clusters one after another, a cluster's blocks by rank (x fastest),
@@ -1445,13 +1446,12 @@ class Watchdog {
 // the barrier is a count: the block's threads meet at a block barrier, its thread 0 arrives and polls
 // the count of completed rounds until the last block's arrival completes this one (the poll is a spin
 // to the scheduler, so the blocks still to arrive start beside it), and the block meets again.
-static int64_t blocks_of(dim3 g) { return int64_t(g.x) * g.y * g.z; }
 
 bool cooperative_fits(const LaunchConfig& config) {
     int per_sm = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nullptr, static_cast<int>(config.block.x * config.block.y * config.block.z),
                                                   config.shared_bytes);
-    return blocks_of(config.grid) <= int64_t(per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
+    return volume(config.grid) <= int64_t(per_sm) * device_attribute(cudaDevAttrMultiProcessorCount);
 }
 
 const char* argument_text(const char* arguments, int index) {
@@ -1489,7 +1489,7 @@ void grid_sync(const char* file, int line) {
     if (f.linear == 0) {
         Coordination& c = *b.coordination;
         const uint64_t round = c.grid_rounds.load();
-        if (c.grid_arrived.fetch_add(1) + 1 == blocks_of(b.launch->config.grid)) {
+        if (c.grid_arrived.fetch_add(1) + 1 == volume(b.launch->config.grid)) {
             c.grid_arrived.store(0);
             c.grid_rounds.fetch_add(1);
             made_progress(b, f);
@@ -1667,7 +1667,7 @@ void run(const Launch& given, void (*thread_main)(void*), void* context) {
     const double seconds = time_limit(launch);
     if (hooks().launch_begin) hooks().launch_begin(launch);
     const dim3 g = launch.config.grid;
-    const int64_t total = blocks_of(g);
+    const int64_t total = volume(g);
     const int workers = static_cast<int>(std::min<int64_t>(workers_setting(), total));
     std::atomic<int64_t> next{0};
     std::atomic<int64_t> first_failed{total};
