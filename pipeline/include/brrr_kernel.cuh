@@ -170,4 +170,25 @@ inline int blocks_per_sm(void (*kernel)(P...), int threads, size_t smem) {
     return known[key] = per_sm > 0 ? per_sm : 1;
 }
 
+// A launch that may begin while the kernel before it in the stream still runs: programmatic dependent
+// launch, on a GPU that has it (compute capability 9.0 and up; elsewhere, and on the CPU, an ordinary
+// launch). The kernel must call wait_for_prior_grid() before it reads or writes global memory, so it
+// still sees every write of the kernel before it and never overwrites what that kernel still reads;
+// what it saves is its own launch, which overlaps the last blocks of a kernel that calls
+// allow_dependents(). Each op's kernel.cu says what that was measured to save.
+template <typename... P, typename... A>
+inline void launch_early(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
+    cudaLaunchAttribute early[1];
+    early[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    early[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    config.attrs = early;
+    config.numAttrs = device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9 ? 1 : 0;
+    cudaLaunchKernelEx(&config, kernel, args...);
+}
+
 }  // namespace brrr

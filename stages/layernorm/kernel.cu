@@ -11,6 +11,12 @@
 //       0.1424 ms float32 (63.0% of copy), 0.0655 ms bfloat16 (68.6%)
 //   v2, the row read once into registers as 16-byte packs (forward, this file's fast paths):
 //       0.0998 ms float32 (89.8%), 0.0511 ms bfloat16 (87.9%)
+//   v2 launched early (brrr::launch_early; each forward kernel waits for the kernel before it first):
+//       on an H200, brrr bench in one process against the same files without it, two runs in opposite
+//       orders: float32 69.6-70.0 -> 67.7-67.8 us (93.4% of copy; torch.compile 68.9-69.1), bfloat16
+//       38.6-38.8 -> 36.9-37.0 us (85.7%); forward+backward bfloat16 98.8 -> 96.9-97.2 us. After a torch
+//       kernel that does not allow it, 1.3-1.6 us a call as well (benchmarks/results/
+//       2026-11-30-h200-launch-early): the gap between two kernels, in which no SM works, is what goes.
 // v1 reads each row three times (mean, centred squares, y; the second and third from L1/L2 when the
 // row is still there), one element a thread a step. v2 loads the row once into registers as
 // 16-byte packs, takes both statistics from there and writes y with 16-byte stores; rows that do
@@ -103,6 +109,8 @@ __global__ void layernorm_forward_kernel(const T* __restrict__ x, const T* __res
                                          const T* __restrict__ bias, T* __restrict__ y,
                                          stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
                                          int64_t cols, stat_t<T> eps) {
+    brrr::wait_for_prior_grid();  // launched early (brrr::launch_early): the kernel before it first
+    brrr::allow_dependents();     // the next kernel may launch now (it waits for this grid's end)
     using S = stat_t<T>;
     __shared__ S partial[kWarps];
     const int64_t row = blockIdx.x;
@@ -284,7 +292,8 @@ __global__ void __launch_bounds__(32 * kWarpRows)
 layernorm_forward_warp_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                               T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
                               int64_t rows, int64_t cols, stat_t<T> eps) {
-    brrr::allow_dependents();  // the backward's kernel may launch now (it waits for this grid's end)
+    brrr::wait_for_prior_grid();  // launched early (brrr::launch_early): the kernel before it first
+    brrr::allow_dependents();     // the next kernel may launch now (it waits for this grid's end)
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpRows + threadIdx.y;
     // A whole warp leaves together, and the warp path has no block barrier to miss.
     if (row >= rows) return;
@@ -300,7 +309,8 @@ __global__ void __launch_bounds__(kMaxT, kMinBlocks)
 layernorm_forward_block_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                                T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
                                int64_t cols, stat_t<T> eps) {
-    brrr::allow_dependents();  // the backward's kernel may launch now (it waits for this grid's end)
+    brrr::wait_for_prior_grid();  // launched early (brrr::launch_early): the kernel before it first
+    brrr::allow_dependents();     // the next kernel may launch now (it waits for this grid's end)
     __shared__ stat_t<T> partial_sum[kMaxT / 32];
     __shared__ stat_t<T> partial_squares[kMaxT / 32];
     const int64_t row = blockIdx.x;
@@ -795,15 +805,15 @@ layernorm_backward_v4_kernel(const T* __restrict__ grad_y, const T* __restrict__
 template <typename T>
 static void launch_v1(const T* x, const T* weight, const T* bias, T* y, stat_t<T>* mean, stat_t<T>* rstd, int64_t rows,
                       int64_t cols, stat_t<T> eps, cudaStream_t stream) {
-    layernorm_forward_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(x, weight, bias, y, mean, rstd,
-                                                                                         cols, eps);
+    brrr::launch_early(layernorm_forward_kernel<T>, dim3(static_cast<unsigned int>(rows)), dim3(kThreads), 0, stream, x,
+                       weight, bias, y, mean, rstd, cols, eps);
 }
 
 template <typename T, int kPacks>
 static void launch_warp(const T* x, const T* weight, const T* bias, T* y, stat_t<T>* mean, stat_t<T>* rstd,
                         int64_t rows, int64_t cols, stat_t<T> eps, cudaStream_t stream) {
-    layernorm_forward_warp_kernel<T, kPacks><<<brrr::blocks_for(rows, kWarpRows), dim3(32, kWarpRows), 0, stream>>>(
-        x, weight, bias, y, mean, rstd, rows, cols, eps);
+    brrr::launch_early(layernorm_forward_warp_kernel<T, kPacks>, dim3(brrr::blocks_for(rows, kWarpRows)),
+                       dim3(32, kWarpRows), 0, stream, x, weight, bias, y, mean, rstd, rows, cols, eps);
 }
 
 template <typename T, int kPacks, int kMaxT = kMaxThreads, int kMinBlocks = 0>
@@ -811,13 +821,10 @@ static void launch_block(const T* x, const T* weight, const T* bias, T* y, stat_
                          int64_t rows, int64_t cols, int64_t packs, stat_t<T> eps, cudaStream_t stream) {
     const int threads = static_cast<int>((packs + kPacks - 1) / kPacks + 31) / 32 * 32;
     const unsigned int grid = static_cast<unsigned int>(rows);
-    if (packs == static_cast<int64_t>(kPacks) * threads) {
-        layernorm_forward_block_kernel<T, kPacks, true, kMaxT, kMinBlocks><<<grid, threads, 0, stream>>>(
-            x, weight, bias, y, mean, rstd, cols, eps);
-    } else {
-        layernorm_forward_block_kernel<T, kPacks, false, kMaxT, kMinBlocks><<<grid, threads, 0, stream>>>(
-            x, weight, bias, y, mean, rstd, cols, eps);
-    }
+    const auto kernel = packs == static_cast<int64_t>(kPacks) * threads
+                            ? layernorm_forward_block_kernel<T, kPacks, true, kMaxT, kMinBlocks>
+                            : layernorm_forward_block_kernel<T, kPacks, false, kMaxT, kMinBlocks>;
+    brrr::launch_early(kernel, dim3(grid), dim3(threads), 0, stream, x, weight, bias, y, mean, rstd, cols, eps);
 }
 
 // 16-bit rows of 513-1024 packs: 8 packs a thread, at most 128 threads, 6 blocks an SM (80 registers).
@@ -975,36 +982,16 @@ struct BackwardArgs {
     int64_t rows, cols;
 };
 
-// A launch that may begin while the kernel before it in the stream still runs: programmatic dependent
-// launch, on a GPU that has it (compute capability 9.0 and up; elsewhere an ordinary launch). The kernel
-// calls brrr::wait_for_prior_grid() before it reads anything, so it still sees every write of the
-// kernel before it; what it saves is its launch, which overlaps that kernel's last blocks (the kernel
-// before allows it with brrr::allow_dependents(): the forward's kernels and v4 do, from their start).
-// Measured on an H200 at 4096 x 8192: the reduction after v4 launched so, the backward bfloat16 65.9 ->
-// 64.3 us, float32 117.5 -> 116.5 us (benchmarks/results/2026-11-29-h200-layernorm-pdl); v4 too, after
-// the forward, forward+backward bfloat16 100.2 -> 98.0 us, float32 184.3 -> 182.5 (-pdl-v4).
-template <typename... P, typename... A>
-static void launch_early(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
-    const int major = brrr::device_attribute(cudaDevAttrComputeCapabilityMajor);
-    cudaLaunchAttribute early[1];
-    early[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    early[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    config.attrs = early;
-    config.numAttrs = major >= 9 ? 1 : 0;
-    cudaLaunchKernelEx(&config, kernel, args...);
-}
-
+// v4 and its reduction launch early (brrr::launch_early; the forward's kernels and v4 allow it from
+// their start). Measured on an H200 at 4096 x 8192: the reduction so, the backward bfloat16 65.9 -> 64.3
+// us, float32 117.5 -> 116.5 us (benchmarks/results/2026-11-29-h200-layernorm-pdl); v4 too, after the
+// forward, forward+backward bfloat16 100.2 -> 98.0 us, float32 184.3 -> 182.5 (-pdl-v4).
 template <typename T, int kPacks>
 static void launch_v4(const BackwardArgs<T>& a, const FusedShape& f, unsigned int grid, cudaStream_t stream) {
     const auto kernel = v4_full<T>(a.cols, f) ? layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, true>
                                               : layernorm_backward_v4_kernel<T, kPacks, kV4Stages, kV4Threads, false>;
     brrr::allow_shared(kernel, f.smem);
-    launch_early(kernel, dim3(grid), dim3(f.threads), f.smem, stream, a.grad_y, a.x, a.weight, a.mean, a.rstd, a.grad_x,
+    brrr::launch_early(kernel, dim3(grid), dim3(f.threads), f.smem, stream, a.grad_y, a.x, a.weight, a.mean, a.rstd, a.grad_x,
                  a.partial, a.rows, a.cols);
 }
 
@@ -1012,7 +999,7 @@ static void launch_v4(const BackwardArgs<T>& a, const FusedShape& f, unsigned in
 template <typename T>
 static void launch_reduce(const part_t<T>* partial, T* grad_weight, T* grad_bias, int64_t parts, int64_t cols,
                           cudaStream_t stream) {
-    launch_early(layernorm_backward_reduce_kernel<T>, dim3(brrr::blocks_for(2 * cols, kReduceColumns)),
+    brrr::launch_early(layernorm_backward_reduce_kernel<T>, dim3(brrr::blocks_for(2 * cols, kReduceColumns)),
                  dim3(kReduceColumns, kReduceGroups), 0, stream, partial, grad_weight, grad_bias, parts, cols);
 }
 

@@ -26,6 +26,12 @@
 //         instead of 2 widen-and-max pairs) and keeps the 32 exps as floats for the store instead of
 //         taking each exp twice.
 //       bfloat16 forward 71% -> 86% of copy, backward 78% -> 92%; float32 forward 88% -> 91%.
+//   v4 launched early (brrr::launch_early, forward and backward; each kernel waits for the kernel
+//       before it first): on an H200, brrr bench in one process against the same files without it,
+//       two runs in opposite orders: bfloat16 forward 37.4-37.5 -> 35.7-35.8 us (88.4% of copy),
+//       float32 69.0-69.1 -> 67.1-67.2 us (94.2%); forward+backward bfloat16 88.1-88.3 -> 84.6-84.7 us.
+//       After a torch kernel that does not allow it, 1.3-1.6 us a call as well
+//       (benchmarks/results/2026-11-30-h200-launch-early).
 //
 // v1 reads x three times (max, sum, write), one element a load; it is kept as forward_v1, and
 // as the path for rows too long for registers (more than 1024 threads x kSlots elements).
@@ -170,6 +176,8 @@ __device__ __forceinline__ A row_sum(A v, A* part, int tpr) {
 template <typename T, int W, bool kFull>
 __global__ void __launch_bounds__(kMaxRowThreads)
 softmax_forward_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols, int tpr) {
+    brrr::wait_for_prior_grid();  // launched early (brrr::launch_early): the kernel before it first
+    brrr::allow_dependents();     // the next kernel may launch now (it waits for this grid's end)
     using A = brrr::acc_t<T>;
     constexpr int P = kSlotsFor<T, W> / W;
     using Vec = brrr::Pack<T, W>;
@@ -276,6 +284,8 @@ template <typename T, int W, bool kFull>
 __global__ void __launch_bounds__(kMaxRowThreadsBackward, kRaw<T, W> ? 2 : 1)
 softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T* __restrict__ grad_x,
                         int64_t rows, int cols, int tpr) {
+    brrr::wait_for_prior_grid();  // launched early (brrr::launch_early): the kernel before it first
+    brrr::allow_dependents();     // the next kernel may launch now (it waits for this grid's end)
     using A = brrr::acc_t<T>;
     constexpr int P = kSlotsFor<T, W> / W;
     using Vec = brrr::Pack<T, W>;
@@ -447,20 +457,14 @@ inline RowLaunch row_launch(int64_t rows, int64_t cols, int slots, cudaStream_t 
 
 template <typename T, int W>
 void launch_forward(const RowLaunch& l, const T* x, T* y, int64_t rows, int cols) {
-    if (l.full) {
-        softmax_forward_kernel<T, W, true><<<l.blocks, l.threads, 0, l.stream>>>(x, y, rows, cols, l.tpr);
-    } else {
-        softmax_forward_kernel<T, W, false><<<l.blocks, l.threads, 0, l.stream>>>(x, y, rows, cols, l.tpr);
-    }
+    const auto kernel = l.full ? softmax_forward_kernel<T, W, true> : softmax_forward_kernel<T, W, false>;
+    brrr::launch_early(kernel, dim3(l.blocks), dim3(l.threads), 0, l.stream, x, y, rows, cols, l.tpr);
 }
 
 template <typename T, int W>
 void launch_backward(const RowLaunch& l, const T* grad_y, const T* y, T* grad_x, int64_t rows, int cols) {
-    if (l.full) {
-        softmax_backward_kernel<T, W, true><<<l.blocks, l.threads, 0, l.stream>>>(grad_y, y, grad_x, rows, cols, l.tpr);
-    } else {
-        softmax_backward_kernel<T, W, false><<<l.blocks, l.threads, 0, l.stream>>>(grad_y, y, grad_x, rows, cols, l.tpr);
-    }
+    const auto kernel = l.full ? softmax_backward_kernel<T, W, true> : softmax_backward_kernel<T, W, false>;
+    brrr::launch_early(kernel, dim3(l.blocks), dim3(l.threads), 0, l.stream, grad_y, y, grad_x, rows, cols, l.tpr);
 }
 
 template <typename T>
