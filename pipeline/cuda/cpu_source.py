@@ -23,7 +23,7 @@ from pathlib import Path
 from ..base.errors import BuildError
 from ..base.files import shown
 from .cpu_ptx import UnsupportedPtx, translate
-from .tokens import masked, split_top
+from .tokens import masked, matching, split_top
 
 
 class CpuSourceError(BuildError):
@@ -35,19 +35,6 @@ class _Edit:
     start: int
     end: int
     text: str
-
-
-def _matching(mask: str, open_at: int, pair: str = "()") -> int:
-    """Index of the bracket closing the one at `open_at`, or -1."""
-    depth = 0
-    for k in range(open_at, len(mask)):
-        if mask[k] == pair[0]:
-            depth += 1
-        elif mask[k] == pair[1]:
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
 
 
 def _c_string(text: str) -> str:
@@ -91,7 +78,7 @@ class _Rewriter:
                 paren += 1
             if paren >= len(self.mask) or self.mask[paren] != "(":
                 raise self.error(start, "a kernel launch without an argument list after '>>>'")
-            end = _matching(self.mask, paren)
+            end = matching(self.mask, paren)
             if end < 0:
                 raise self.error(start, "a kernel launch whose argument list is not closed")
             kstart = self._kernel_start(start)
@@ -160,7 +147,7 @@ class _Rewriter:
 
     def cluster_dims(self) -> None:
         for m in re.finditer(r"\b__cluster_dims__\s*\(", self.mask):
-            close = _matching(self.mask, m.end() - 1)
+            close = matching(self.mask, m.end() - 1)
             if close < 0:
                 raise self.error(m.start(), "a __cluster_dims__( without its ')'")
             parts = [p.strip() for p in split_top(self.text[m.end():close])]
@@ -190,7 +177,7 @@ class _Rewriter:
             name = re.search(r"([A-Za-z_]\w*)\s*$", self.mask[at:paren])
             if not name:
                 return -1
-            close = _matching(self.mask, paren)
+            close = matching(self.mask, paren)
             if not self._ATTRIBUTE.fullmatch(name.group(1)):
                 return close
             at = close + 1
@@ -229,7 +216,7 @@ class _Rewriter:
         # typename B::TempStorage b; } temp;`): its members' ';' are not the declaration's.
         body = self.mask.find("{", pos)
         if 0 <= body < end:
-            close = _matching(self.mask, body, "{}")
+            close = matching(self.mask, body, "{}")
             end = self.mask.find(";", close) if close >= 0 else -1
         if end < 0:
             raise self.error(pos, "a __shared__ declaration without its ';'")
@@ -287,7 +274,7 @@ class _Rewriter:
     def asm(self) -> None:
         for m in re.finditer(r"\b(asm|__asm__|__asm)\b(\s*(volatile|__volatile__))?\s*\(", self.mask):
             open_at = m.end() - 1
-            close = _matching(self.mask, open_at)
+            close = matching(self.mask, open_at)
             if close < 0:
                 raise self.error(m.start(), "an asm statement that is not closed")
             end = close + 1

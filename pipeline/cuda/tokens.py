@@ -1,6 +1,7 @@
 """The one reader of CUDA C++ source (kernel.cu, its headers, inline asm): comments and literals masked
-with positions kept, tokens, top-level splits, and the kernels a file defines. The CPU build, brrr
-mutate and the gdb debugger all read kernel.cu through it, so they agree on what is code."""
+with positions kept, the bracket that closes one, tokens, top-level splits, and the kernels a file
+defines. The CPU build, brrr mutate and the gdb debugger all read kernel.cu through it, so they agree
+on what is code."""
 
 from __future__ import annotations
 
@@ -74,6 +75,19 @@ class Token:
     text: str
     start: int  # offsets into the source
     end: int
+
+
+def matching(mask: str, open_at: int, pair: str = "()") -> int:
+    """Index of the bracket closing the one at `open_at`, or -1."""
+    depth = 0
+    for k in range(open_at, len(mask)):
+        if mask[k] == pair[0]:
+            depth += 1
+        elif mask[k] == pair[1]:
+            depth -= 1
+            if depth == 0:
+                return k
+    return -1
 
 
 def tokens(text: str) -> list[Token]:

@@ -12,30 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from brrr_kernels.cuda.tokens import kernel_names, masked
+from brrr_kernels.cuda.tokens import kernel_names, masked, matching
 
 STAGES = Path(__file__).resolve().parents[2] / "stages"
 WAIT = "brrr::wait_for_prior_grid();"
 
 
-def _match(code: str, i: int, pair: str) -> int:
-    """The offset of the bracket that closes the one at i (pair: "()" or "{}")."""
-    depth = 0
-    for j in range(i, len(code)):
-        depth += {pair[0]: 1, pair[1]: -1}.get(code[j], 0)
-        if depth == 0:
-            return j
-    raise AssertionError(f"unbalanced {pair} after offset {i}")
-
-
 def _definition(code: str, name: str) -> str | None:
     """The body of function `name`'s definition (not a declaration or a call), or None."""
     for m in re.finditer(rf"\b{name}\s*\(", code):
-        after = code[_match(code, m.end() - 1, "()") + 1 :]
+        after = code[matching(code, m.end() - 1) + 1 :]
         head = re.match(r"\s*(?:const\s*)?\{", after)
         if head:
             brace = len(code) - len(after) + head.end() - 1
-            return code[brace + 1 : _match(code, brace, "{}")]
+            return code[brace + 1 : matching(code, brace, "{}")]
     return None
 
 
@@ -48,7 +38,7 @@ def _enclosing_block(code: str, at: int) -> str:
             depth += 1
         elif c == "}":
             depth -= 1
-    return code[opened : _match(code, opened, "{}")]
+    return code[opened : matching(code, opened, "{}")]
 
 
 def early_kernels(source: str) -> dict[str, str]:
