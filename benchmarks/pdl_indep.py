@@ -25,6 +25,8 @@ def one(fn: Callable[..., object], sets: list[tuple[torch.Tensor, ...]]) -> tupl
 
 
 def main() -> None:
+    if len(sys.argv) != 3:
+        sys.exit("usage: python3 benchmarks/pdl_indep.py OLD_LAYERNORM OLD_SOFTMAX (op folders of the earlier kernels)")
     before = dict(zip(("layernorm", "softmax"), sys.argv[1:3], strict=True))
     for dt in (torch.float32, torch.bfloat16):
         made = [tuple(torch.randn(*shape, device="cuda", dtype=dt) for shape in ((R, C), (C,), (C,))) for _ in range(3)]
