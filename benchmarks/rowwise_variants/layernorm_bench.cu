@@ -114,6 +114,118 @@ layernorm_forward_wb_early_kernel(const T* __restrict__ x, const T* __restrict__
     }
 }
 
+// ---- forward "weight when" (not shipped): the narrow block path, weight and bias loaded at kWhen --
+// The 2026-11-28 "weight early" trial ran under the 1024-thread bound (64 registers), where holding
+// weight and bias beside the row spilled. Here the bound is the shipped narrow one (kMaxT threads,
+// kMinBlocks an SM), so the packs fit: kWhen 0 loads them with the row, 1 after the first row sum
+// (their latency under the second barrier), 2 after both (normalise_row's order, into registers).
+// The arithmetic and its order are normalise_row's (the same bits).
+template <typename T, int kPacks, int kMaxT, int kMinBlocks, int kWhen>
+__global__ void __launch_bounds__(kMaxT, kMinBlocks)
+layernorm_forward_wb_when_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                                 T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
+                                 int64_t cols, stat_t<T> eps) {
+    using S = stat_t<T>;
+    constexpr int W = 16 / sizeof(T);
+    using P = brrr::Pack<T, W>;
+    __shared__ S partial_sum[kMaxT / 32];
+    __shared__ S partial_squares[kMaxT / 32];
+    const int64_t row = blockIdx.x;
+    const int t = threadIdx.x, stride = blockDim.x;
+    const P* xr = reinterpret_cast<const P*>(x + row * cols);
+    const P* wp = reinterpret_cast<const P*>(weight);
+    const P* bp = reinterpret_cast<const P*>(bias);
+    P v[kPacks], w[kPacks], b[kPacks];
+    const auto load_wb = [&] {
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+            w[k] = wp[k * stride + t];
+            b[k] = bp[k * stride + t];
+        }
+    };
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) v[k] = xr[k * stride + t];
+    if constexpr (kWhen == 0) load_wb();
+    const auto holds = [](int) { return true; };
+    const S mu = row_sum<true>(held_sum<T, kPacks>(v, holds), partial_sum) / cols;
+    if constexpr (kWhen == 1) load_wb();
+    const S r = S(1) / sqrt(row_sum<true>(held_squares<T, kPacks>(v, mu, holds), partial_squares) / cols + eps);
+    if constexpr (kWhen == 2) load_wb();
+    const Affine<T> affine(mu, r);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        brrr::acc_t<T> out[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) out[j] = affine(v[k].v[j], w[k].v[j], b[k].v[j]);
+        reinterpret_cast<P*>(y + row * cols)[k * stride + t] = round_pack<T, W>(out);
+    }
+    if (t == 0) {
+        mean[row] = mu;
+        rstd[row] = r;
+    }
+}
+
+// ---- forward "weight staged" (not shipped): weight and bias copied to shared memory at the start --
+// Loading weight and bias with the row helped at equal occupancy (4 x 256 at 3 an SM: 44.7 -> 42.6 us
+// bfloat16) but costs the registers that the shipped 8 x 128 at 6 an SM needs. Here they are copied
+// by cp.async into shared memory at the block's start (no registers held; their latency under the
+// row loads and sums), and kRows rows share a block and one copy, so each row reads 1 / kRows of
+// them from L2. Thread t of row slot i (i = threadIdx.x / kT) holds packs t, t + kT, ... of its row.
+template <typename T, int kPacks, int kT, int kRows, int kMinBlocks>
+__global__ void __launch_bounds__(kT * kRows, kMinBlocks)
+layernorm_forward_wb_staged_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                                   T* __restrict__ y, stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ rstd,
+                                   int64_t rows, int64_t cols, stat_t<T> eps) {
+    using S = stat_t<T>;
+    constexpr int W = 16 / sizeof(T);
+    constexpr int kPacksRow = kPacks * kT;
+    constexpr int kWarpsRow = kT / 32;
+    using P = brrr::Pack<T, W>;
+    extern __shared__ __align__(16) unsigned char staged_wb[];
+    P* ws = reinterpret_cast<P*>(staged_wb);
+    P* bs = ws + kPacksRow;
+    __shared__ S part_sum[kRows][kWarpsRow];
+    __shared__ S part_sq[kRows][kWarpsRow];
+    for (int i = threadIdx.x; i < kPacksRow; i += kT * kRows) {
+        cp_async16(ws + i, weight + static_cast<int64_t>(i) * W);
+        cp_async16(bs + i, bias + static_cast<int64_t>(i) * W);
+    }
+    cp_async_commit();
+    const int slot = threadIdx.x / kT, t = threadIdx.x % kT, warp = t / 32;
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * kRows + slot;
+    const bool live = row < rows;
+    const P* xr = reinterpret_cast<const P*>(x + (live ? row : 0) * cols);
+    P v[kPacks];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) v[k] = xr[k * kT + t];
+    const auto holds = [](int) { return true; };
+    const auto sum_row = [&](S value, S (*part)[kWarpsRow]) {
+        value = brrr::warp_sum(value);
+        if (threadIdx.x % 32 == 0) part[slot][warp] = value;
+        __syncthreads();
+        value = part[slot][0];
+        for (int w = 1; w < kWarpsRow; ++w) value += part[slot][w];
+        return value;
+    };
+    const S mu = sum_row(held_sum<T, kPacks>(v, holds), part_sum) / cols;
+    cp_async_wait<0>();  // this thread's copies; the next barrier makes every thread's visible
+    const S r = S(1) / sqrt(sum_row(held_squares<T, kPacks>(v, mu, holds), part_sq) / cols + eps);
+    if (!live) return;
+    const Affine<T> affine(mu, r);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+        const P w = ws[k * kT + t], b = bs[k * kT + t];
+        brrr::acc_t<T> out[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) out[j] = affine(v[k].v[j], w.v[j], b.v[j]);
+        reinterpret_cast<P*>(y + row * cols)[k * kT + t] = round_pack<T, W>(out);
+    }
+    if (t == 0) {
+        mean[row] = mu;
+        rstd[row] = r;
+    }
+}
+
 // ---- forward "widened once" (not shipped): v2's block path with the row widened to float on load --
 // v2 keeps a 16-bit row as loaded and widens each element three times (sum, squares, output): in
 // bfloat16 on an H200 the forward issues an instruction every 1.5 cycles a scheduler (Nsight
@@ -1140,7 +1252,7 @@ std::function<void()> persistent(Problem<T>& p, part_t<T>** scratch, BackwardKer
         kernel<<<static_cast<unsigned>(parts), threads, smem>>>(p.gy, p.x, p.w, p.mean, p.rstd, p.gx, s, p.rows, p.cols);
         const dim3 grid = brrr::blocks_for(2 * p.cols, kReduceColumns), block(kReduceColumns, kReduceGroups);
         if (how.reduce == Reduce::pdl) {
-            launch_early(layernorm_backward_reduce_kernel<T>, grid, block, 0, nullptr, static_cast<const part_t<T>*>(s),
+            brrr::launch_early(layernorm_backward_reduce_kernel<T>, grid, block, 0, nullptr, static_cast<const part_t<T>*>(s),
                          p.gw, p.gb, parts, p.cols);
         } else if (how.reduce == Reduce::vec) {
             layernorm_backward_reduce_vec_kernel<T>
@@ -1710,6 +1822,64 @@ void hinted_variants(Problem<T>& p, std::vector<Row>& rows) {
     try_hinted<T, 4, 4>(p, rows);
 }
 
+// kernel.cu's narrow block path with weight and bias loaded at each kWhen, beside the shipped kernel
+// (WB_WHEN=1). Only where the threads hold the row exactly.
+template <typename T, int kPacks, int kMaxT, int kMinBlocks, int kWhen>
+void try_wb_when(Problem<T>& p, std::vector<Row>& rows) {
+    constexpr int W = 16 / sizeof(T);
+    if (p.cols / W != static_cast<int64_t>(kPacks) * kMaxT) return;
+    time_row_kernel(p, rows, "fwd weight when " + std::to_string(kWhen) + ", " + std::to_string(kPacks) + " packs x " +
+                                 std::to_string(kMaxT) + " threads, min " + std::to_string(kMinBlocks) + " blocks",
+                    layernorm_forward_wb_when_kernel<T, kPacks, kMaxT, kMinBlocks, kWhen>, kMaxT, 0);
+}
+
+template <typename T, int kPacks, int kT, int kRows, int kMinBlocks>
+void try_wb_staged(Problem<T>& p, std::vector<Row>& rows) {
+    constexpr int W = 16 / sizeof(T);
+    if (p.cols / W != static_cast<int64_t>(kPacks) * kT) return;
+    const auto kernel = layernorm_forward_wb_staged_kernel<T, kPacks, kT, kRows, kMinBlocks>;
+    const size_t smem = 2 * static_cast<size_t>(p.cols) * sizeof(T);
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    cudaFuncAttributes attr;
+    CHECK(cudaFuncGetAttributes(&attr, kernel));
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kT * kRows, smem));
+    const unsigned grid = static_cast<unsigned>((p.rows + kRows - 1) / kRows);
+    rows.push_back(p.forward("fwd weight staged, " + std::to_string(kRows) + " rows of " + std::to_string(kPacks) +
+                                 " packs x " + std::to_string(kT) + " threads: " + std::to_string(attr.numRegs) +
+                                 " regs, " + std::to_string(attr.localSizeBytes) + " B local, " +
+                                 std::to_string(per_sm) + "/SM " + bench::name<T>(),
+                             [&p, kernel, grid, smem] {
+                                 kernel<<<grid, kT * kRows, smem>>>(p.x, p.w, p.b, p.y, p.mean, p.rstd, p.rows, p.cols,
+                                                                   stat_t<T>(1e-5));
+                             }));
+}
+
+template <typename T>
+void wb_when_variants(Problem<T>& p, std::vector<Row>& rows) {
+    if constexpr (sizeof(T) == 2) {
+        try_bounded<T, 8, 128, 6>(p, rows);  // what ships, through the same launch as the variants
+        // 8 packs a thread do not hold weight and bias as well: 52-776 bytes spilled at 4-6 blocks an SM.
+        try_bounded<T, 4, 256, 3>(p, rows);
+        try_wb_when<T, 4, 256, 3, 0>(p, rows);
+        try_wb_when<T, 4, 256, 3, 1>(p, rows);
+        try_wb_when<T, 4, 256, 2, 0>(p, rows);
+        try_wb_staged<T, 8, 128, 1, 6>(p, rows);
+        try_wb_staged<T, 8, 128, 2, 3>(p, rows);
+        try_wb_staged<T, 8, 128, 4, 1>(p, rows);
+        try_wb_staged<T, 4, 256, 2, 2>(p, rows);
+        try_bounded<T, 8, 128, 6>(p, rows);  // again, last: the spread of one variant within the run
+    } else {
+        try_bounded<T, 8, 256, 1>(p, rows);
+        try_wb_when<T, 8, 256, 1, 1>(p, rows);
+        try_wb_when<T, 8, 256, 1, 0>(p, rows);
+        try_wb_when<T, 8, 256, 2, 0>(p, rows);
+        try_wb_staged<T, 8, 256, 1, 2>(p, rows);
+        try_wb_staged<T, 8, 256, 2, 1>(p, rows);
+        try_bounded<T, 8, 256, 1>(p, rows);
+    }
+}
+
 template <typename T>
 void run(double copy, std::vector<Row>& rows) {
     using S = stat_t<T>;
@@ -1725,7 +1895,8 @@ void run(double copy, std::vector<Row>& rows) {
     // One set of forward variants beside the shipped forward and the copy, by the environment, and nothing else.
     const std::pair<const char*, void (*)(Problem<T>&, std::vector<Row>&)> only[] = {
         {"TRITON_PLAN", triton_plan_variants<T>}, {"CLUSTER", cluster_variants<T>}, {"COPIES", copy_variants<T>},
-        {"BOUNDED", bounded_variants<T>}, {"BULK", bulk_variants<T>}, {"HINTED", hinted_variants<T>}};
+        {"BOUNDED", bounded_variants<T>}, {"BULK", bulk_variants<T>}, {"HINTED", hinted_variants<T>},
+        {"WB_WHEN", wb_when_variants<T>}};
     for (const auto& [name, variants] : only) {
         if (std::getenv(name)) {
             variants(p, rows);
