@@ -8,6 +8,7 @@ Layer map:
     new          brrr new: an op folder from templates that validates at once
     adopt        brrr adopt: an op folder from an extension its author already has
     bindings     what an extension's module binds, through the preprocessor where its macros bind it
+    script_flags  the macros a setup.py or load() script defines, read for adopt
     export       brrr export: a standalone pip-installable package
     bench        brrr bench: the cuda stage against eager and torch.compile
     bench_warm   brrr bench's warm-up: builds and torch.compile's compiles in parallel processes

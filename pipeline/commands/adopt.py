@@ -14,7 +14,7 @@ import argparse
 import ast
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..base.errors import EXIT_OK, UsageError
@@ -22,6 +22,7 @@ from ..base.files import shown, write_atomic
 from ..cuda.tokens import kernel_names, masked
 from ..op.extension import torch_wrapper_line
 from .bindings import BOUND, DEFINED, macro_bindings
+from .script_flags import ScriptFlags, script_flags
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 _QUOTED_INCLUDE = re.compile(r'#[ \t]*include[ \t]*"([^"]+)"')
@@ -76,6 +77,8 @@ class Project:
     # Macro calls in a module block that bind nothing brrr could read, even through the preprocessor
     # ("FILE:LINE: NAME(...)": a macro from a header outside the project).
     unread: tuple[str, ...] = ()
+    # The macros the setup.py or load() script defines for the extension, and its flags not carried.
+    flags: ScriptFlags = field(default_factory=ScriptFlags)
 
 
 # --- finding the sources -------------------------------------------------------------------------
@@ -103,11 +106,21 @@ def python_sources(py: Path) -> list[Path]:
                 names += _strings(kw.value)
         if callee in ("CUDAExtension", "CppExtension", "load") and len(node.args) >= 2:
             names += _strings(node.args[1])
-    found = [(py.parent / n) for n in dict.fromkeys(names)]
-    missing = [n for n in found if not n.is_file()]
-    if missing:
-        raise UsageError(f"{shown(py)} names sources that are not there: {', '.join(map(shown, missing))}")
-    return found
+    names = list(dict.fromkeys(names))
+    if not names:
+        return []
+    # load() resolves a relative name against the process's working directory, which a script
+    # assumes to be where it is run from: its own folder, the folder above (RWKV's src/model.py names
+    # "cuda/wkv_op.cpp" beside src/), or wherever brrr runs. The first folder holding all of them.
+    bases = list(dict.fromkeys([py.parent.resolve(), *py.parent.resolve().parents, Path.cwd().resolve()]))
+    for base in bases:
+        found = [base / n for n in names]
+        if all(f.is_file() for f in found):
+            return found
+    missing = [shown(py.parent / n) for n in names if not (py.parent / n).is_file()]
+    raise UsageError(f"{shown(py)} names sources that are not there: {', '.join(missing)}",
+                     hint="looked beside it, in each folder above it and in the current folder; "
+                          "run brrr adopt on the .cu itself, or on the folder holding the sources")
 
 
 # Folders of a project that hold no sources of its extension: builds, environments, tests, VCS.
@@ -127,17 +140,18 @@ def tree_sources(root: Path) -> list[Path]:
     return found
 
 
-def find_sources(path: Path) -> tuple[list[Path], str]:
-    """The extension's source files, and how they were found (for the summary)."""
+def find_sources(path: Path) -> tuple[list[Path], str, Path | None]:
+    """The extension's source files, how they were found (for the summary), and the setup.py or
+    load() script that named them, if one did."""
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
     if path.is_file() and path.suffix in SOURCE_SUFFIXES:
-        return [path], f"{shown(path)}"
+        return [path], f"{shown(path)}", None
     if path.is_file() and path.suffix == ".py":
         if listed := python_sources(path):
-            return listed, f"the sources {shown(path)} names"
+            return listed, f"the sources {shown(path)} names", path
         if path.name == "setup.py" and (found := tree_sources(path.parent)):
-            return found, f"the sources under {shown(path.parent)} ({shown(path)} names none literally)"
+            return found, f"the sources under {shown(path.parent)} ({shown(path)} names none literally)", path
         raise UsageError(f"{shown(path)}: names no source file brrr can read (no CUDAExtension/CppExtension/load() "
                          "with a list of file names)",
                          hint="give the .cu itself, or the folder holding the extension's sources")
@@ -145,12 +159,12 @@ def find_sources(path: Path) -> tuple[list[Path], str]:
         scripts = [path / "setup.py", *sorted(p for p in path.glob("*.py") if p.name != "setup.py")]
         for py in scripts:
             if py.is_file() and (listed := python_sources(py)):
-                return listed, f"the sources {shown(py)} names"
+                return listed, f"the sources {shown(py)} names", py
         files = sorted(p for p in path.iterdir() if p.suffix in SOURCE_SUFFIXES and p.is_file())
         if files:
-            return files, f"the sources in {shown(path)}"
+            return files, f"the sources in {shown(path)}", None
         if found := tree_sources(path):
-            return found, f"the sources under {shown(path)}"
+            return found, f"the sources under {shown(path)}", None
     raise UsageError(f"{path}: no extension found",
                      hint="give a .cu file, a setup.py, a Python file calling torch.utils.cpp_extension.load(), "
                           "or a folder holding one of those")
@@ -321,6 +335,8 @@ def spec_text(name: str, project: Project) -> str:
         lines.append(f"    torch_module=TorchModule({call}),")
     if params:
         lines.append(f"    params={params!r},  # TODO: the values to check {forward} with (passed after the tensors)")
+    if project.flags.defines:
+        lines.append(f"    defines={project.flags.defines!r},  # the script's -D flags, for every compile")
     if not backward:
         lines.append('    forward_only="TODO: no backward found; say why the op has none, or write one and name it",')
     else:
@@ -349,8 +365,10 @@ def reference_text(project: Project) -> str:
 
 def adopt(path: Path, into: Path | None, name: str | None) -> tuple[Path, list[str], list[str]]:
     """Write the op folder; the files written and what is left to do."""
-    sources, found_by = find_sources(path)
+    sources, found_by, script = find_sources(path)
     project = analyse(sources, found_by)
+    if script is not None:
+        project = replace(project, flags=script_flags(script))
     name = name or re.sub(r"\W", "_", project.sources[0].stem)
     if not name.isidentifier():
         raise UsageError(f"--name {name!r}: an op's name is a Python identifier")
@@ -371,6 +389,9 @@ def adopt(path: Path, into: Path | None, name: str | None) -> tuple[Path, list[s
         written.append(shown(target))
     left.append(f"{shown(folder / 'reference.py')}: forward (and backward) in PyTorch")
     left.append(f"{shown(folder / 'spec.py')}: each TODO (inputs, outputs, sizes, dtypes)")
+    if project.flags.dropped:
+        left.append("check the kernels need none of the script's other compile flags, which brrr does not carry "
+                    "over (it builds with its own; macros go in spec.py's defines): " + "; ".join(project.flags.dropped))
     if project.unread:
         left.append("the module functions bound by macro calls brrr could not expand (their macros are defined "
                     f"outside the project's files): {'; '.join(project.unread)}; name them in spec.py")

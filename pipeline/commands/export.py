@@ -13,7 +13,7 @@ import torch
 from ..base.assets import TEMPLATES as ASSET_TEMPLATES
 from ..base.errors import EXIT_OK, RefusedError
 from ..base.files import new_folder
-from ..cuda.builder import INCLUDE_DIR, cuda_sources
+from ..cuda.builder import INCLUDE_DIR, cuda_sources, op_flags
 from ..op.contract import grad_positions, saved_positions, schemas, usage
 from ..op.spec import Op
 
@@ -47,6 +47,7 @@ def export(op: Op, directory: Path) -> Path:
         "grad_at": repr(grad_positions(spec)),
         "forward_only": repr(bool(spec.forward_only)),
         "usage": usage(spec, f"{package}.{name}"),
+        "defines": "".join(f", {flag!r}" for flag in op_flags(op)[1:]),
     }
     with new_folder(directory) as staging:
         csrc = staging / package / "csrc"

@@ -7,6 +7,7 @@ Layer map:
     device_check  nvcc's compile check beside the CPU execution: every step but the host object (--cuda)
     cpu_build   the op's own CUDA C built and linked for execution on the CPU
     cpu_source  kernel.cu as C++ the host compiler can build
+    cpu_deduce  template kernels launched by their bare name: deduced as a call would on the GPU
     cpu_ptx     inline PTX (mma.sync, ldmatrix, cp.async) as calls of the CPU runtime
     tokens      the one reader of CUDA C++: masking, tokens, top-level splits, kernel names
     memcheck    what the checked CPU build adds: bounds of tensors and shared memory

@@ -287,6 +287,13 @@ def arch_flags(arch: str) -> list[str]:
     return [f"-arch={arch}"]
 
 
+def op_flags(op: Op) -> list[str]:
+    """The op folder's own compile flags, for every compile of its sources: its folder on the include
+    path, and the spec's macros (-DNAME=VALUE, or -DNAME for "")."""
+    defines = [f"-D{k}" if str(v) == "" else f"-D{k}={v}" for k, v in op.spec.defines.items()]
+    return [f"-I{op.folder}", *defines]
+
+
 def kernel_job(op: Op, arch: str) -> Job:
     """kernel.cu's source, nvcc command (less the output) and cache key: no torch in it."""
     nvcc = find_nvcc()
@@ -294,7 +301,7 @@ def kernel_job(op: Op, arch: str) -> Job:
         raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH, in /usr/local/cuda/bin and for NVIDIA's "
                          "PyPI wheels); pip install 'brrr-kernels[cuda]' installs it")
     source = op.path("cuda")
-    command = [nvcc, "-c", *NVCC_FLAGS, *arch_flags(arch), "-Xptxas", "-v", f"-I{INCLUDE_DIR}", f"-I{op.folder}"]
+    command = [nvcc, "-c", *NVCC_FLAGS, *arch_flags(arch), "-Xptxas", "-v", f"-I{INCLUDE_DIR}", *op_flags(op)]
     key = object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh"], command, (nvcc_version(),))
     return Job(source, command, key, object_path(f"{op.name}-{source.stem}", key), source)
 
@@ -309,7 +316,7 @@ def binding_job(op: Op) -> Job:
         raise BuildError("CUDA's headers not found (looked in $CUDA_HOME, beside nvcc and in /usr/local/cuda)")
     abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
     source = op.path("binding")
-    command = [cxx, "-c", *CXX_FLAGS, abi, f"-I{INCLUDE_DIR}", f"-I{op.folder}", *torch_include_flags(),
+    command = [cxx, "-c", *CXX_FLAGS, abi, f"-I{INCLUDE_DIR}", *op_flags(op), *torch_include_flags(),
                f"-I{home / 'include'}"]
     versions = (compiler_version(cxx), torch.__version__, str(torch.version.cuda), nvcc_version())
     key = object_key(op, source, [INCLUDE_DIR / "brrr.cuh", INCLUDE_DIR / "brrr_kernel.cuh"], command, versions)

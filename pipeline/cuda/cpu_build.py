@@ -140,7 +140,7 @@ def kernel_job(op: Op, flavour: Flavour = DEFAULT) -> Job:
         write_atomic(source, text)
     includes = cpu_includes.prepare(op.folder, [original], op.name, [INCLUDE_DIR])  # brrr_kernel.cuh is found, not stood in for
     before, after = _kernel_flags(flavour)
-    command = [cxx, *before, *_prelude_flags(op, flavour), *includes.flags, *after, f"-I{op.folder}"]
+    command = [cxx, *before, *_prelude_flags(op, flavour), *includes.flags, *after, *builder.op_flags(op)]
     key = builder.object_key(op, source, [INCLUDE_DIR / "brrr_kernel.cuh", *cpu_headers()], command,
                              (builder.compiler_version(cxx),))
     return Job(source, command, key, builder.object_path(f"{op.name}-kernel-{flavour.name}", key), original)
@@ -173,7 +173,7 @@ def binding_job(op: Op) -> Job:
     # -g1 -gdwarf-4: line tables only, so a crash in binding.cpp is reported at its line (addr2line).
     renamed = kernel_text(op)[1]
     command = [cxx, "-c", *builder.CXX_FLAGS, "-g1", "-gdwarf-4", abi, "-DBRRR_CPU", f"-I{CPU_INCLUDE}", f"-I{INCLUDE_DIR}",
-               f"-I{op.folder}", *builder.torch_include_flags(), *(f"-D{old}={new}" for old, new in renamed.items())]
+               *builder.op_flags(op), *builder.torch_include_flags(), *(f"-D{old}={new}" for old, new in renamed.items())]
     versions = (builder.compiler_version(cxx), torch.__version__)
     # Keyed without the op folder's path (its headers' content is in the key): a copy of an op, as
     # the planted-bug tests make, reuses the object instead of spending torch's headers again.

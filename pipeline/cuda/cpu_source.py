@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..base.errors import BuildError
 from ..base.files import shown
+from .cpu_deduce import deducing_shims
 from .cpu_ptx import UnsupportedPtx, translate
 from .tokens import masked, matching, split_top
 
@@ -49,6 +50,8 @@ class _Rewriter:
         self.path = path
         self.edits: list[_Edit] = []
         self.counter = 0
+        # Template kernels a launch may name without template arguments (cpu_deduce.py).
+        self.deduce: dict[str, str] = {}
 
     def line_of(self, pos: int) -> int:
         return self.text.count("\n", 0, pos) + 1
@@ -88,7 +91,10 @@ class _Rewriter:
                                  hint="launch a kernel by its name: name<<<grid, block>>>(...) or name<T><<<...>>>(...)")
             args = self.text[paren + 1:end]
             site = f"::brrr_cpu::Site{{__FILE__, {self.line_of(kstart)}, {_c_string(kernel)}, {_c_string(args)}}}"
-            call = (f"::brrr_cpu::launch(::brrr_cpu::LaunchConfig({config}, {site}, {kernel}"
+            pointer = kernel
+            if kernel in self.deduce:  # a template kernel by its bare name: deduced from the arguments
+                pointer = f"decltype({self.deduce[kernel]}({' '.join(self.mask[paren + 1:end].split())}))::value"
+            call = (f"::brrr_cpu::launch(::brrr_cpu::LaunchConfig({config}, {site}, {pointer}"
                     + (f", {args})" if args.strip() else ")"))
             self.edits.append(self.keep_lines(kstart, end + 1, call))
 
@@ -351,6 +357,9 @@ PRELUDE = "brrr_cpu_prelude.h"
 def rewrite(text: str, path: Path) -> str:
     """kernel.cu's text as C++ for the CPU execution; raises CpuSourceError naming what is unsupported."""
     r = _Rewriter(text, path)
+    for shim in deducing_shims(r.mask):
+        r.deduce[shim.kernel] = shim.name
+        r.edits.append(_Edit(shim.at, shim.at, shim.text))
     r.cluster_dims()
     r.launches()
     r.void_kernels()

@@ -122,7 +122,7 @@ def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job],
             write_atomic(rewritten, text)
         command = [cxx, "-c", "-std=c++20", *flavour.kernel_flags, "-ffp-contract=off", "-fPIC", *builder.tls_flags(),
                    *includes.flags,
-                   f"-I{cpu_build.CPU_INCLUDE}", f"-I{INCLUDE_DIR}", f"-I{op.folder}", *_torch_flags(),
+                   f"-I{cpu_build.CPU_INCLUDE}", f"-I{INCLUDE_DIR}", *builder.op_flags(op), *_torch_flags(),
                    f"-DTORCH_EXTENSION_NAME={name}", *flavour.extra,
                    *(memcheck.CHECK_FLAGS if flavour.checked else ())]
         key = builder.object_key(None, rewritten, [*cpu_build.cpu_headers(), *cpu_includes.local_headers(op.folder)],
@@ -260,7 +260,7 @@ def _gpu_job(op: Op, source: Path, arch: str) -> Job:
                    "-idirafter", str(builder.LIBRARY_SHIM)]
         versions = (builder.compiler_version(cxx), torch.__version__, builder.nvcc_version())
         label = f"{op.name}-{source.stem}-gpu"
-    command += [f"-I{op.folder}", *_torch_flags(), f"-DTORCH_EXTENSION_NAME={name}"]
+    command += [*builder.op_flags(op), *_torch_flags(), f"-DTORCH_EXTENSION_NAME={name}"]
     key = builder.object_key(None, rewritten, cpu_includes.local_headers(op.folder), command, versions)
     return Job(rewritten, command, key, builder.object_path(label, key), source)
 

@@ -123,6 +123,10 @@ class OpSpec:
     # The cuda stage as an extension the author already has (see extension.py): which functions of
     # the one .cu holding kernels and torch wrapper are forward and backward. None: kernel.cu and binding.cpp.
     torch_module: TorchModule | None = None
+    # Preprocessor macros every compile of the op's CUDA C and C++ gets, as -DNAME=VALUE (VALUE ""
+    # gives -DNAME): what a setup.py's extra_compile_args or a load()'s extra_cuda_cflags define, such
+    # as a kernel's compile-time bound (RWKV's -DTmax=1024). `brrr adopt` copies them from there.
+    defines: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         known = set(self.inputs) | set(self.outputs) | set(self.stats)

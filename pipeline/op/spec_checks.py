@@ -115,6 +115,9 @@ class _Checker:
         self.widenings(s)
         self.mapping("mutants", s.mutants, lambda k: isinstance(k, str), lambda v: isinstance(v, str) and bool(v.strip()),
                      "mutant keys (as `brrr mutate` prints them) to why each survives")
+        self.mapping("defines", s.defines, lambda k: isinstance(k, str) and k.isidentifier(),
+                     lambda v: isinstance(v, (str, int)) and not isinstance(v, bool) and "\n" not in str(v),
+                     "macro names to values (strings or integers, \"\" for a bare -DNAME)")
         self.mapping("layouts", s.layouts, lambda k: k in STAGES, lambda v: isinstance(v, Layout),
                      f"stage ({', '.join(STAGES)}) to a Layout")
         if not isinstance(s.doc, str):

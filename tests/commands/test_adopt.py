@@ -249,3 +249,35 @@ def test_a_comment_beside_a_parameter_is_not_part_of_the_next_ones_type() -> Non
     f = function_signature(text, "rms_norm")
     assert f is not None
     assert f.params == (("torch::Tensor&", "out"), ("torch::Tensor&", "input"), ("float", "epsilon"))
+
+
+# A model file in src/ that load()s sources named from the folder above it (it is run from there), with
+# a macro the kernels need among other nvcc flags, one of them an f-string of a module constant.
+LOADER = """\
+from torch.utils.cpp_extension import load
+T_MAX = 1024
+wkv = load(name="wkv", sources=["cuda/op.cpp", "cuda/op.cu"],
+           extra_cuda_cflags=["--use_fast_math", "--maxrregcount 60", f"-DTmax={T_MAX}", "-D", "FAST"],
+           extra_cflags=[f"-DPATH={unknown()}"])
+"""
+
+
+def test_a_load_script_brings_the_sources_it_names_from_where_it_runs_and_its_macros(tmp_path: Path) -> None:
+    project = tmp_path / "rwkv"
+    (project / "cuda").mkdir(parents=True)
+    (project / "src").mkdir()
+    (project / "src" / "model.py").write_text(LOADER)
+    (project / "cuda" / "op.cpp").write_text(WRAPPER)
+    (project / "cuda" / "op.cu").write_text(KERNELS.replace('#include "util/ceil.h"\n', ""))
+    folder, _, left = adopt(project / "src" / "model.py", tmp_path / "op", "wkv")
+    assert (folder / "op.cu").is_file() and (folder / "op.cpp").is_file()
+    assert load_op(str(folder)).spec.defines == {"Tmax": "1024", "FAST": ""}
+    said = " ".join(left)
+    assert "--use_fast_math" in said and "--maxrregcount 60" in said
+    assert "unknown()" in said  # a flag computed at run time is named, not guessed
+
+
+def test_a_load_script_naming_sources_nowhere_near_it_is_refused_naming_them(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(LOADER)
+    with pytest.raises(UsageError, match=r"names sources that are not there: .*cuda/op\.cpp"):
+        adopt(tmp_path / "model.py", tmp_path / "op", "wkv")

@@ -60,6 +60,19 @@ __global__ void scaled(const float* x, float* y, float a, int n) {
     if (i < n) y[i] = a * x[i];
 }
 
+// Template kernels launched by their bare name, as public code does (RWKV's kernel_forward): the
+// arguments deduce F, a non-type parameter takes its default, and a pack takes what remains.
+template <typename F, int kScale = 2>
+__global__ void __launch_bounds__(64) deduced(const F* __restrict__ x, F* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = kScale * x[i];
+}
+
+template <typename... Ts>
+__global__ void deduced_pack(double* out, Ts... values) {
+    if (threadIdx.x == 0) out[blockIdx.x] = (0.0 + ... + static_cast<double>(values));
+}
+
 static void print(const std::vector<float>& v) {
     for (float f : v) std::printf("%g ", f);
     std::printf("\n");
@@ -128,6 +141,14 @@ int main(int argc, char** argv) {
             int* op = out.data();
             void* a[] = {&op};
             cudaLaunchCooperativeKernel(grid_fault, dim3(4), dim3(32), a);
+        } else if (c == "deduced") {
+            std::vector<float> y(100, -1.0f);
+            std::vector<double> xd(100, 1.5), yd(100, -1.0), sums(2, -1.0);
+            deduced<<<4, 32>>>(xp, y.data(), 100);
+            deduced<<<4, 32>>>(xd.data(), yd.data(),
+                               100);  // the arguments on a line of their own: line numbers kept
+            deduced_pack<<<2, 32>>>(sums.data(), 1, 2.5f, 3.0);
+            std::printf("%g %g %g %g %g\n", y[8], y[99], yd[0], yd[99], sums[1]);
         } else if (c == "launch_kernel") {
             std::vector<float> y(100, -1.0f);
             float* yp = y.data();

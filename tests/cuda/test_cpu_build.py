@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from brrr_kernels.base.errors import BuildError
 from brrr_kernels.cuda import builder, cpu_build
 from brrr_kernels.op.loaders import load_op
 
@@ -27,3 +29,23 @@ def test_a_gold_that_cannot_link_falls_back_to_the_default_linker(tmp_path: Path
     builder._link(op, library, "brrr_gold_test", objects, (*cpu_build.CPU_LINK_LIBS, builder.GOLD), verbose=False)
     assert tried == [True, False]
     assert library.is_file()
+
+
+@pytest.mark.parametrize("defines", ['{"BRRR_SCALE": "3", "BRRR_FLAG": ""}', "{}"])
+def test_the_specs_defines_reach_the_compile(tmp_path: Path, defines: str) -> None:
+    # A kernel.cu that compiles only with the macros a setup.py would pass (-DBRRR_SCALE=3 -DBRRR_FLAG).
+    folder = tmp_path / "sigmoid"
+    shutil.copytree(load_op("sigmoid").folder, folder, ignore=shutil.ignore_patterns("__pycache__", "bugs"))
+    kernel = folder / "kernel.cu"
+    kernel.write_text('#if BRRR_SCALE != 3 || !defined(BRRR_FLAG)\n#error "built without the spec\'s defines"\n#endif\n'
+                      + kernel.read_text())
+    spec = folder / "spec.py"
+    spec.write_text(spec.read_text().replace("SPEC = OpSpec(", f"SPEC = OpSpec(defines={defines}, ", 1))
+    op = load_op(str(folder))
+    job = cpu_build.kernel_job(op)
+    if defines == "{}":
+        with pytest.raises(BuildError, match="built without the spec's defines"):
+            builder.compile_job(job)
+    else:
+        assert "-DBRRR_SCALE=3" in job.command and "-DBRRR_FLAG" in job.command
+        assert builder.compile_job(job).path.is_file()

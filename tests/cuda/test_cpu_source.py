@@ -15,20 +15,25 @@ KERNEL = Path("/ops/demo/kernel.cu")
 ASM = re.compile(r"\b(asm|__asm__)\b\s*(volatile\b|__volatile__\b)?\s*\(")  # an asm statement starts here
 
 
-def body(text: str) -> list[str]:
-    """The rewritten kernel.cu's own lines (after the runtime's includes and the #line directive)."""
+def body(text: str, shims_off: bool = True) -> list[str]:
+    """The rewritten kernel.cu's own lines (after the runtime's includes and the #line directive), less
+    the deduction shims after template kernels (shims_off; tests/cuda/test_cpu_runtime_launch.py runs them)."""
     out = rewrite(text, KERNEL)
     prelude, rest = out.split(f'#line 1 "{KERNEL}"\n', 1)
     includes = prelude.splitlines()
     assert includes == ['#include "brrr_cpu_prelude.h"']
-    return rest.split("\n")
+    return [SHIM.sub("", line) for line in rest.split("\n")] if shims_off else rest.split("\n")
+
+
+# What cpu_deduce.py adds after a template kernel, on the line its declaration ends.
+SHIM = re.compile(r" template <.*> auto __brrr_deduce_\w+\(.*\) -> ::std::integral_constant<.*>;$")
 
 
 @pytest.mark.parametrize("op", OPS)
 def test_every_builtin_kernel_keeps_its_line_numbers(op: str) -> None:
     text = (STAGES / op / "kernel.cu").read_text()
     lines = body(text)
-    assert len(lines) == len(text.split("\n"))
+    assert len(lines) == len(text.split("\n")) and len(body(text, shims_off=False)) == len(lines)
     original = text.split("\n")
     for i, (old, new) in enumerate(zip(original, lines)):
         if "<<<" not in old and ">>>" not in old and "__shared__" not in old and not ASM.search(old) and old != new:
@@ -110,3 +115,14 @@ def test_an_extern_shared_struct_is_a_reference_to_the_dynamic_shared_memory() -
     with pytest.raises(CpuSourceError) as e:
         rewrite("__global__ void k() {\n    extern __shared__ float s[8];\n}\n", Path("k.cu"))
     assert "k.cu:2" in str(e.value) and "extern __shared__ array of a fixed size" in str(e.value)
+
+
+def test_a_template_kernel_gets_a_deduction_shim_on_the_line_it_ends_and_its_bare_launch_uses_it() -> None:
+    text = ("template <typename F, int N = 2>\n__global__ void __launch_bounds__(64) k(const F* x,\n F* y) {\n"
+            "  y[0] = x[0];\n}\nvoid run(float* x, float* y) { k<<<1, 1>>>(x, y); k<float><<<1, 1>>>(x, y); }\n")
+    lines = body(text, shims_off=False)
+    assert len(lines) == len(text.split("\n"))
+    assert lines[4] == ("} template <typename F, int N = 2> auto __brrr_deduce_k(const F* x, F* y) -> "
+                        "::std::integral_constant<decltype(&k<F, N>), &k<F, N>>;")
+    assert "decltype(__brrr_deduce_k(x, y))::value, x, y)" in lines[5]
+    assert '"k<float>", "x, y"}, k<float>, x, y)' in lines[5]  # explicit template arguments: as written
