@@ -415,10 +415,8 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
         for i, (name, g, w) in enumerate(zip(spec.outputs, got.outputs, want.outputs)):
             measured = spread.of(0, i, fwd)
             c = compare(name, g, w, spec.rule(name, dtype, stage), _around(spec, case, g, terms, measured))
-            if measured is None:
-                _say_withheld(c)
             shapes_ok &= c.shape_ok
-            fwd.add(c, case, (upstream, dtype))
+            _add(fwd, c, case, (upstream, dtype), withheld=measured is None)
         fwd.spread_seconds += spread.take_seconds()
         if bwd is not None and want_bwd and not shapes_ok:
             bwd.not_run(case, "its forward's outputs have the wrong shape")
@@ -456,9 +454,7 @@ def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial
         rule = v.spec.rule(f"grad_{name}", dtype, stage)
         measured = spread.of(1, i, bwd)
         c = compare(f"grad_{name}", g, w, rule, _around(v.spec, case, g, terms, measured))
-        if measured is None:
-            _say_withheld(c)
-        bwd.add(c, case, (upstream, dtype))
+        _add(bwd, c, case, (upstream, dtype), withheld=measured is None)
 
 
 class _LazySpread:
@@ -516,10 +512,19 @@ class _LazySpread:
         return rounding.spread(run, seed)
 
 
-def _say_withheld(c: Comparison) -> None:
-    """A comparison judged without the spread (_LazySpread.of) says so where it fails."""
-    if not c.ok and c.shape_ok:
+def _add(row: RowBuilder, c: Comparison, case: Case, replay: Any, withheld: bool) -> None:
+    """A comparison into its row. One judged without the spread (_LazySpread.of: the row failed on an
+    earlier case) that fails by no more than a spread could excuse is not judged at all: listed as
+    such, never as a failure its own (the spread may pass it on the run after the first failure is
+    fixed). One past any spread fails, saying it was judged by the fixed rule alone."""
+    if withheld and not c.ok and c.unproven:
+        row.ran(case)
+        row.not_run(case, f"{c.reason.split(':')[0]} out of the fixed bound, by no more than the reference's own "
+                          "rounding could explain (its spread is not measured once the row has failed)", what="not judged")
+        return
+    if withheld and not c.ok and c.shape_ok:
         c.reason += " (by the fixed rule alone: the row failed before, so the spread was not measured)"
+    row.add(c, case, replay)
 
 
 def _charge(v: Validation, charged: dict[str, RowBuilder], what: tuple[Any, str, str, torch.dtype], case: Case,

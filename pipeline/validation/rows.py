@@ -44,13 +44,13 @@ class RowBuilder:
         if case.label not in self.covered:
             self.covered.append(case.label)
 
-    def not_run(self, case: Case, why: str) -> None:
-        """A case not run, with why; cases not run for the same reason share one line."""
+    def not_run(self, case: Case, why: str, what: str = "not run") -> None:
+        """A case not run (or, `what`, run and not judged), with why; cases of the same reason share one line."""
         for i, line in enumerate(self.unrun):
-            if line.endswith(f"] not run: {why}"):
-                self.unrun[i] = f"{line[: line.rindex('] not run: ')]}, {case.label}] not run: {why}"
+            if line.endswith(f"] {what}: {why}"):
+                self.unrun[i] = f"{line[: line.rindex(f'] {what}: ')]}, {case.label}] {what}: {why}"
                 return
-        self.unrun.append(f"[{case.label}] not run: {why}")
+        self.unrun.append(f"[{case.label}] {what}: {why}")
 
     def add(self, comparison: Comparison, case: Case, replay: Replay | None = None) -> None:
         self.ran(case)

@@ -50,6 +50,9 @@ class Comparison:
     bad_count: int = 0
     shape_ok: bool = True
     widened: tuple[str, ...] = ()  # "grad_x: why", for each of the spec's widenings the rule applied
+    # Out of the fixed bound, with no spread measured, and by no more than a spread under rounding could
+    # excuse: only the spread could say (tolerances.past_any_spread).
+    unproven: bool = False
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -131,7 +134,9 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor, rule: Rule, ar
         if unwritten:
             reason += f" ({unwritten} NaN where a number was expected: unwritten, or computed as NaN)"
     widened = tuple(f"{w.output}: {w.why}" for w in rule.widened)
-    return Comparison(n_bad == 0, max_abs, max_rel, float(excess.max().item()), worst, reason, n_bad, widened=widened)
+    unproven = bool(n_bad) and spread is None and _spread_may_excuse(g, e, excess, cpu_terms, rule)
+    return Comparison(n_bad == 0, max_abs, max_rel, float(excess.max().item()), worst, reason, n_bad, widened=widened,
+                      unproven=unproven)
 
 
 def _spread_may_excuse(g: torch.Tensor, e: torch.Tensor, excess: torch.Tensor, terms: Terms | None, rule: Rule) -> bool:

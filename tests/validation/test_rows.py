@@ -64,3 +64,31 @@ def test_a_worst_elements_writer_seen_in_the_simulator_is_said_as_observed(mutan
     row = next(r for (stage, check, _), r in numba.items() if stage == "numba" and check == "forward")
     assert row.worst is not None and row.worst.placed == "observed" and row.worst.kernel
     assert "intended" not in format_table([row])
+
+
+@pytest.mark.parametrize("got, listed", [(1.0 + 1e-5, "not judged"), (2.0, "fails")])
+def test_a_case_judged_after_its_row_failed_fails_only_past_any_spread(got: float, listed: str) -> None:
+    import torch
+
+    from brrr_kernels.op.loaders import load_op
+    from brrr_kernels.op.tolerances import rule_for
+    from brrr_kernels.validation.executor import _add
+    from brrr_kernels.validation.plan import Against, Cases, Check
+    from brrr_kernels.validation.rows import RowBuilder
+    from brrr_kernels.validation.trial import Case
+    from brrr_kernels.verdict.compare import Around, compare
+
+    b = RowBuilder(load_op("sigmoid"), Check("cuda", "forward", Against.REFERENCE, Cases.RANDOM), "float32")
+    b.fail("[size 7] y: 7 of 7 elements out of tolerance")  # the row failed on an earlier case
+    expected = torch.ones(3, dtype=torch.float64)
+    c = compare("y", torch.tensor([1.0, got, 1.0]), expected, rule_for("y", torch.float32, "cuda"),
+                Around(terms={"x": expected}))
+    _add(b, c, Case("misaligned, size 3", ()), None, withheld=True)
+    row = b.finish()
+    assert "misaligned, size 3" in row.cases
+    if listed == "not judged":
+        assert "[misaligned, size 3] not judged: y out of the fixed bound" in row.detail
+        assert [p.case for p in row.problems] == ["size 7"]
+    else:
+        assert [p.case for p in row.problems] == ["size 7", "misaligned, size 3"]
+        assert "by the fixed rule alone" in row.detail

@@ -125,3 +125,15 @@ def test_an_element_past_any_spread_fails_even_beside_one_a_spread_excuses() -> 
     spread = Spread(torch.full((2,), 1e-6, dtype=torch.float64))
     c = compare("y", got, expected, F32, Around({"x": torch.ones(2, dtype=torch.float64)}, spread=spread))
     assert not c.ok and c.bad_count == 2 and spread.calls == 0
+
+
+def test_an_error_a_spread_could_excuse_is_unproven_without_one_and_a_large_one_is_not() -> None:
+    expected = torch.full((4,), 1.0, dtype=torch.float64)
+    near = expected.float().clone()
+    near[1] += 1e-5  # ~84 ulps: out of 8, far inside float32's past-any-spread (1.9% of the largest)
+    far = expected.float().clone()
+    far[1] = 2.0
+    around = Around(terms={"x": expected})  # the case's numbers: what "past any spread" is measured against
+    assert compare("y", near, expected, F32, around).unproven
+    assert not compare("y", far, expected, F32, around).unproven
+    assert not compare("y", expected.float(), expected, F32, around).unproven  # nothing out: nothing to prove
