@@ -46,6 +46,10 @@ BAD_SPECS = [
        "tolerances=", f"SPEC.tolerances the widening of 'grad_x' has ulps={shown}: expected a finite number of ulps "
                       "above 0") for bad, shown in (("float('nan')", "nan"), ("-4", "-4"), ("float('inf')", "inf"),
                                                     ("0", "0"))),
+    ("defines a list", "sigmoid", ("oracle=torch.sigmoid,", 'oracle=torch.sigmoid, defines=["-DN=4"],'),
+     "defines=", "SPEC.defines must be a dict of macro names to values"),
+    ("define not an identifier", "sigmoid", ("oracle=torch.sigmoid,", 'oracle=torch.sigmoid, defines={"N-1": "4"},'),
+     "defines=", "SPEC.defines must be a dict of macro names to values"),
     ("edge case a bare tensor", "sigmoid", ("return (torch.tensor(values, dtype=dtype, device=device),)",
                                             "return torch.tensor(values, dtype=dtype, device=device)"),
      "def extremes", "edge case 'extremes'(torch.float64, cpu) returned a bare tensor"),
