@@ -22,7 +22,7 @@ from ..base.files import shown, write_atomic
 from ..cuda.tokens import kernel_names, masked
 from ..op.extension import torch_wrapper_line
 from .bindings import BOUND, DEFINED, macro_bindings
-from .script_flags import ScriptFlags, script_flags
+from .script_flags import ScriptFlags, literal_text, module_constants, script_flags
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 _QUOTED_INCLUDE = re.compile(r'#[ \t]*include[ \t]*"([^"]+)"')
@@ -84,9 +84,10 @@ class Project:
 # --- finding the sources -------------------------------------------------------------------------
 
 
-def _strings(node: ast.AST) -> list[str]:
+def _strings(node: ast.AST, constants: dict[str, object]) -> list[str]:
+    """The names a list of sources holds: strings, and f-strings of the script's constants (f"cuda/wkv7.cu")."""
     if isinstance(node, (ast.List, ast.Tuple)):
-        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return [t for e in node.elts if (t := literal_text(e, constants)) is not None]
     return []
 
 
@@ -97,15 +98,16 @@ def python_sources(py: Path) -> list[Path]:
     except SyntaxError as e:
         raise UsageError(f"{shown(py)}:{e.lineno}: not valid Python ({e.msg})") from e
     names: list[str] = []
+    constants = module_constants(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         for kw in node.keywords:
             if kw.arg == "sources":
-                names += _strings(kw.value)
+                names += _strings(kw.value, constants)
         if callee in ("CUDAExtension", "CppExtension", "load") and len(node.args) >= 2:
-            names += _strings(node.args[1])
+            names += _strings(node.args[1], constants)
     names = list(dict.fromkeys(names))
     if not names:
         return []

@@ -25,7 +25,7 @@ class ScriptFlags:
     dropped: list[str] = field(default_factory=list)
 
 
-def _constants(tree: ast.Module) -> dict[str, object]:
+def module_constants(tree: ast.Module) -> dict[str, object]:
     """The script's module-level NAME = constant assignments (the last one of each name)."""
     found: dict[str, object] = {}
     for node in tree.body:
@@ -36,7 +36,7 @@ def _constants(tree: ast.Module) -> dict[str, object]:
     return found
 
 
-def _text(node: ast.AST, constants: dict[str, object]) -> str | None:
+def literal_text(node: ast.AST, constants: dict[str, object]) -> str | None:
     """A flag's text: a string constant, or an f-string of the module's constants; None otherwise."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
@@ -86,7 +86,7 @@ def _add(flags: list[str], into: ScriptFlags) -> None:
 def script_flags(py: Path) -> ScriptFlags:
     """The macros (and the dropped flags) of every extension call in the script `py`."""
     tree = ast.parse(py.read_text(errors="replace"), str(py))
-    constants = _constants(tree)
+    constants = module_constants(tree)
     found = ScriptFlags()
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -96,7 +96,7 @@ def script_flags(py: Path) -> ScriptFlags:
                 continue
             texts: list[str] = []
             for element in _flag_nodes(kw.value):
-                text = _text(element, constants)
+                text = literal_text(element, constants)
                 if text is None:
                     found.dropped.append(f"{kw.arg} at line {element.lineno}: {ast.unparse(element)} "
                                          "(not a constant brrr can read without running the script)")

@@ -252,11 +252,12 @@ def test_a_comment_beside_a_parameter_is_not_part_of_the_next_ones_type() -> Non
 
 
 # A model file in src/ that load()s sources named from the folder above it (it is run from there), with
-# a macro the kernels need among other nvcc flags, one of them an f-string of a module constant.
+# a macro the kernels need among other nvcc flags; a source name and a flag are f-strings of module constants.
 LOADER = """\
 from torch.utils.cpp_extension import load
 T_MAX = 1024
-wkv = load(name="wkv", sources=["cuda/op.cpp", "cuda/op.cu"],
+EXT = "cu"
+wkv = load(name="wkv", sources=["cuda/op.cpp", f"cuda/op.{EXT}"],
            extra_cuda_cflags=["--use_fast_math", "--maxrregcount 60", f"-DTmax={T_MAX}", "-D", "FAST"],
            extra_cflags=[f"-DPATH={unknown()}"])
 """
