@@ -73,6 +73,22 @@ def register(name_or_path: str, namespace: str = "brrr") -> Any:
     return define(op, namespace, impls, ref)
 
 
+def _traceable(backward: Any) -> Any:
+    """The reference's backward as the fake implementation: one that takes its gradients by autograd
+    (torch.autograd.grad on its own forward) records nothing while torch.compile or opcheck traces the
+    op below autograd, and torch's error then names no file of the op's: said here instead."""
+    def fake(*args: Any) -> Any:
+        try:
+            return backward(*args)
+        except RuntimeError as e:
+            if "does not require grad" not in str(e):
+                raise
+            raise RuntimeError(f"reference.py's backward is the op's fake backward while torch.compile and opcheck "
+                               f"trace it, and there autograd records nothing ({e}): write its gradients out in "
+                               "PyTorch rather than by torch.autograd.grad on the forward") from e
+    return fake
+
+
 def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) -> Any:
     """torch.ops.NAMESPACE.NAME with forward and backward per dispatch key ("CPU", "CUDA"), the
     reference stage `ref` as the fake implementation, and the autograd formula from the spec."""
@@ -98,7 +114,7 @@ def define(op: Op, namespace: str, impls: dict[str, tuple[Any, Any]], ref: Any) 
     for key, (_, backward) in impls.items():
         if not native_library.route(namespace, f"{name}_backward", key, backward, positions, n_inputs):
             lib.impl(f"{name}_backward", bwd(backward), key)
-    torch.library.register_fake(f"{namespace}::{name}_backward", bwd(ref.backward), lib=lib)
+    torch.library.register_fake(f"{namespace}::{name}_backward", bwd(_traceable(ref.backward)), lib=lib)
 
     if not native_library.autograd(namespace, name, spec, positions):
         _python_autograd(op, namespace, positions, lib)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from conftest import copy_op, failed, validate
+from conftest import copy_op, failed, plant, validate
 
 from brrr_kernels.op.loaders import load_op
 from brrr_kernels.validation.library_checks import namespace
@@ -52,3 +52,16 @@ def test_the_rows_run_where_the_cuda_stage_runs_else_on_the_reference() -> None:
     assert all(r.verdict == "pass" for r in rows.values()), [r.detail for r in rows.values()]
     if not torch.cuda.is_available():
         assert {r.place for r in rows.values()} == {"cpu"}
+
+
+def test_a_reference_backward_by_autograd_fails_the_traced_rows_saying_why(tmp_path: Path) -> None:
+    # Eagerly fine (gradcheck passes); the fake backward torch.compile traces records nothing.
+    folder = copy_op("mul", tmp_path)
+    plant(folder, "reference.py", "    return grad_y * b, grad_y * a",
+          "    with torch.enable_grad():\n"
+          "        xs = [a.detach().requires_grad_(), b.detach().requires_grad_()]\n"
+          "        return torch.autograd.grad(forward(*xs), xs, grad_y)")
+    bad = failed(validate(folder, "reference"))
+    assert ("reference", "gradcheck", "float64") not in bad
+    assert ("reference", "compile fullgraph", "float64") in bad
+    assert "write its gradients out in PyTorch" in bad[("reference", "compile fullgraph", "float64")].detail
