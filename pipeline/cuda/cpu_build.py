@@ -94,7 +94,7 @@ def kernel_text(op: Op) -> tuple[str, dict[str, str]]:
     (C++ cannot tell the two apart; binding.cpp is compiled with NAME defined as NAME__host), rewritten."""
     original = op.path("cuda")
     text, renamed = rename_host_twins(original.read_text())
-    return rewrite(text, original), renamed
+    return rewrite(text, original, cpu_includes.local_headers(op.folder)), renamed
 
 
 def _kernel_flags(flavour: Flavour) -> tuple[list[str], list[str]]:

@@ -69,7 +69,7 @@ def prepare(op_folder: Path, sources: list[Path], name: str, extra_dirs: list[Pa
     rewritten, stubs = root / "local", root / "stubs"
     for h in headers:
         target = rewritten / h.relative_to(op_folder)
-        text = rewrite(h.read_text(errors="replace"), h)
+        text = rewrite(h.read_text(errors="replace"), h, headers)
         if not target.is_file() or target.read_text() != text:
             write_atomic(target, text)
     dirs = [CPU_INCLUDE, op_folder, *extra_dirs, *_system_dirs()]

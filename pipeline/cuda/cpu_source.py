@@ -17,6 +17,7 @@ CpuSourceError naming kernel.cu and the line, never a silently different program
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -354,12 +355,17 @@ def _operands(section: str) -> list[str]:
 PRELUDE = "brrr_cpu_prelude.h"
 
 
-def rewrite(text: str, path: Path) -> str:
-    """kernel.cu's text as C++ for the CPU execution; raises CpuSourceError naming what is unsupported."""
+def rewrite(text: str, path: Path, headers: Sequence[Path] = ()) -> str:
+    """kernel.cu's text as C++ for the CPU execution; raises CpuSourceError naming what is unsupported.
+    `headers`: the op folder's own, rewritten the same way, whose template kernels it may launch."""
     r = _Rewriter(text, path)
     for shim in deducing_shims(r.mask):
         r.deduce[shim.kernel] = shim.name
         r.edits.append(_Edit(shim.at, shim.at, shim.text))
+    for header in headers:
+        if header != path:
+            for shim in deducing_shims(masked(header.read_text(errors="replace"))):
+                r.deduce.setdefault(shim.kernel, shim.name)
     r.cluster_dims()
     r.launches()
     r.void_kernels()

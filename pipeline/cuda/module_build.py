@@ -115,7 +115,7 @@ def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job],
         text = source.read_text(errors="replace")
         if source == home:
             text = module_text(text, source, name, module.function_names())
-        text = rewrite(on_the_cpu(text, source), source)
+        text = rewrite(on_the_cpu(text, source), source, cpu_includes.local_headers(op.folder))
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         rewritten = builder.cache_root() / "cpu-src" / f"{op.name}-{source.stem}-{digest}.cpp"
         if not rewritten.is_file() or rewritten.read_text() != text:

@@ -126,3 +126,12 @@ def test_a_template_kernel_gets_a_deduction_shim_on_the_line_it_ends_and_its_bar
                         "::std::integral_constant<decltype(&k<F, N>), &k<F, N>>;")
     assert "decltype(__brrr_deduce_k(x, y))::value, x, y)" in lines[5]
     assert '"k<float>", "x, y"}, k<float>, x, y)' in lines[5]  # explicit template arguments: as written
+
+
+def test_a_template_kernel_of_an_op_header_is_deduced_where_the_cu_launches_it(tmp_path: Path) -> None:
+    header = tmp_path / "kernels.cuh"
+    header.write_text("template <typename F>\n__global__ void scale(F* y, const F* x) { y[0] = 2 * x[0]; }\n")
+    launch = '#include "kernels.cuh"\nvoid run(float* y, const float* x) { scale<<<1, 1>>>(y, x); }\n'
+    lines = rewrite(launch, KERNEL, [header]).split("\n")
+    assert any("decltype(__brrr_deduce_scale(y, x))::value, y, x)" in line for line in lines)
+    assert "__brrr_deduce_scale(F* y, const F* x)" in rewrite(header.read_text(), header)  # declared there
