@@ -93,8 +93,12 @@ class _Rewriter:
             args = self.text[paren + 1:end]
             site = f"::brrr_cpu::Site{{__FILE__, {self.line_of(kstart)}, {_c_string(kernel)}, {_c_string(args)}}}"
             pointer = kernel
-            if kernel in self.deduce:  # a template kernel by its bare name: deduced from the arguments
-                pointer = f"decltype({self.deduce[kernel]}({' '.join(self.mask[paren + 1:end].split())}))::value"
+            # A template kernel by its bare name, or with its first template arguments only: the rest
+            # deduced from the arguments (cpu_deduce.py).
+            named = re.fullmatch(r"(\w+)\s*(<.*>)?", " ".join(self.mask[kstart:start].split()), re.S)
+            if named and named.group(1) in self.deduce:
+                pointer = (f"decltype({self.deduce[named.group(1)]}{named.group(2) or ''}"
+                           f"({' '.join(self.mask[paren + 1:end].split())}))::value")
             call = (f"::brrr_cpu::launch(::brrr_cpu::LaunchConfig({config}, {site}, {pointer}"
                     + (f", {args})" if args.strip() else ")"))
             self.edits.append(self.keep_lines(kstart, end + 1, call))

@@ -68,6 +68,13 @@ __global__ void __launch_bounds__(64) deduced(const F* __restrict__ x, F* y, int
     if (i < n) y[i] = kScale * x[i];
 }
 
+// The first template argument given, the second deduced.
+template <int kScale, typename F>
+__global__ void scaled_by(const F* x, F* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = kScale * x[i];
+}
+
 template <typename... Ts>
 __global__ void deduced_pack(double* out, Ts... values) {
     if (threadIdx.x == 0) out[blockIdx.x] = (0.0 + ... + static_cast<double>(values));
@@ -148,7 +155,9 @@ int main(int argc, char** argv) {
             deduced<<<4, 32>>>(xd.data(), yd.data(),
                                100);  // the arguments on a line of their own: line numbers kept
             deduced_pack<<<2, 32>>>(sums.data(), 1, 2.5f, 3.0);
-            std::printf("%g %g %g %g %g\n", y[8], y[99], yd[0], yd[99], sums[1]);
+            std::vector<double> y3(100, -1.0);
+            scaled_by<3><<<4, 32>>>(xd.data(), y3.data(), 100);
+            std::printf("%g %g %g %g %g %g\n", y[8], y[99], yd[0], yd[99], sums[1], y3[50]);
         } else if (c == "launch_kernel") {
             std::vector<float> y(100, -1.0f);
             float* yp = y.data();

@@ -83,5 +83,6 @@ def test_a_block_that_faults_while_the_others_wait_at_the_grid_barrier_is_the_fa
 
 
 def test_template_kernels_launched_by_their_bare_name_deduce_their_arguments(program: Path) -> None:
-    # x[i] = i % 7 (x[8] = 1, x[99] = 1) doubled in float; 1.5 doubled in double; 1 + 2.5 + 3 from a pack.
-    assert run(program, "deduced").split() == ["2", "2", "3", "3", "6.5"]
+    # x[i] = i % 7 (x[8] = 1, x[99] = 1) doubled in float; 1.5 doubled in double; 1 + 2.5 + 3 from a pack;
+    # 1.5 times 3, the first template argument given and the type deduced.
+    assert run(program, "deduced").split() == ["2", "2", "3", "3", "6.5", "4.5"]

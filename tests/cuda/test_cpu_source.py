@@ -125,7 +125,8 @@ def test_a_template_kernel_gets_a_deduction_shim_on_the_line_it_ends_and_its_bar
     assert lines[4] == ("} template <typename F, int N = 2> auto __brrr_deduce_k(const F* x, F* y) -> "
                         "::std::integral_constant<decltype(&k<F, N>), &k<F, N>>;")
     assert "decltype(__brrr_deduce_k(x, y))::value, x, y)" in lines[5]
-    assert '"k<float>", "x, y"}, k<float>, x, y)' in lines[5]  # explicit template arguments: as written
+    # explicit template arguments: through the same declaration, so any not given are deduced
+    assert '"k<float>", "x, y"}, decltype(__brrr_deduce_k<float>(x, y))::value, x, y)' in lines[5]
 
 
 def test_a_template_kernel_of_an_op_header_is_deduced_where_the_cu_launches_it(tmp_path: Path) -> None:
