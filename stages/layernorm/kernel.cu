@@ -112,20 +112,20 @@ __global__ void layernorm_forward_kernel(const T* __restrict__ x, const T* __res
     brrr::wait_for_prior_grid();  // launched early (brrr::launch_early): the kernel before it first
     brrr::allow_dependents();     // the next kernel may launch now (it waits for this grid's end)
     using S = stat_t<T>;
-    __shared__ S partial[kWarps];
+    __shared__ double partial[kWarps];  // v1's rows are long: each thread sums cols / kThreads terms
     const int64_t row = blockIdx.x;
     const T* xr = x + row * cols;
     T* yr = y + row * cols;
-    S total = 0;
-    for (int64_t c = threadIdx.x; c < cols; c += kThreads) total += to_stat(xr[c]);
-    const S mu = block_sum(total, partial) / cols;
+    double total = 0;  // double for the 16-bit types too: a float sum of 4096 terms a thread drifted units
+    for (int64_t c = threadIdx.x; c < cols; c += kThreads) total += static_cast<double>(to_stat(xr[c]));
+    const double mu_d = block_sum(total, partial) / cols;  // rounded once to S: the mean's one rounding
     // Second pass over the row (from L1/L2) for the centred sum of squares: E[x^2] - E[x]^2 would cancel.
-    S squares = 0;
+    double squares = 0;
     for (int64_t c = threadIdx.x; c < cols; c += kThreads) {
-        const S d = to_stat(xr[c]) - mu;
+        const double d = static_cast<double>(to_stat(xr[c])) - mu_d;
         squares += d * d;
     }
-    const S r = S(1) / sqrt(block_sum(squares, partial) / cols + eps);
+    const S mu = static_cast<S>(mu_d), r = static_cast<S>(1.0 / sqrt(block_sum(squares, partial) / cols + eps));
     for (int64_t c = threadIdx.x; c < cols; c += kThreads) {
         yr[c] = from_stat<T>((to_stat(xr[c]) - mu) * r * to_stat(weight[c]) + to_stat(bias[c]));
     }

@@ -194,15 +194,15 @@ def test_a_layernorm_summing_its_row_in_bfloat16_fails_at_the_accumulator_size(t
                                                                                   small_cpu_sizes: None) -> None:
     """v1's running sum of the row rounded to bfloat16 at every step: each of its 256 threads adds 4096
     terms of the accumulator size's row, long after a bfloat16 sum stops growing. The kernel as it is
-    (a float sum) passes the same forward. (The accumulator size runs at any size budget.)"""
+    (a double sum) passes the same forward. (The accumulator size runs at any size budget.)"""
     long_row = load_op("layernorm").spec.accumulator_sizes[0]
     assert long_row[-1] // 256 >= 4096, long_row  # terms a thread of v1's 256 sums
     clean = failed(validate(_bfloat16_only(tmp_path / "clean"), "cuda"))
     assert ("cuda", "forward", "bfloat16") not in clean, clean[("cuda", "forward", "bfloat16")].detail
     op = plant(_bfloat16_only(tmp_path / "planted"), "kernel.cu",
-               "for (int64_t c = threadIdx.x; c < cols; c += kThreads) total += to_stat(xr[c]);",
+               "for (int64_t c = threadIdx.x; c < cols; c += kThreads) total += static_cast<double>(to_stat(xr[c]));",
                "for (int64_t c = threadIdx.x; c < cols; c += kThreads)\n"
-               "        total = to_stat(from_stat<T>(total + to_stat(xr[c])));")
+               "        total = to_stat(from_stat<T>(static_cast<stat_t<T>>(total) + to_stat(xr[c])));")
     bad = failed(validate(op, "cuda"))
     row = bad.get(("cuda", "forward", "bfloat16"))
     assert row is not None, sorted(bad)
