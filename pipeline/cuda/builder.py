@@ -39,6 +39,7 @@ from ..base.errors import BuildError
 from ..base.files import locked, replacing, shown, try_locked, write_atomic
 from ..base.progress import ticking
 from ..op.spec import Op
+from .cpu_deduce import PREFIX as DEDUCE_PREFIX
 
 # The CPU torch wheel ships c10/cuda headers but not this generated one; see the shim's comment.
 CPU_WHEEL_SHIM = INCLUDE_DIR / "cpu_wheel_shim"
@@ -234,7 +235,9 @@ def demangle(names: list[str]) -> list[str]:
 def compiler_errors(output: str, source: Path) -> str:
     """The error lines of a compiler's output, with paths shown as the user knows them."""
     shown = os.path.relpath(source, Path.cwd()) if source.is_absolute() else str(source)
-    lines = output.replace(str(source), shown).splitlines()
+    # A launch of a template kernel is a call of its deduction shim on the CPU (cpu_deduce.py): the
+    # kernel's own name is what the user wrote, so the error says that.
+    lines = output.replace(str(source), shown).replace(DEDUCE_PREFIX, "").splitlines()
     picked: list[str] = []
     for i, line in enumerate(lines):
         if _DIAG.match(line.strip()) or " error:" in line or line.startswith("error") or _TOOL_ERROR.match(line):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from .tokens import matching, split_top
 
+PREFIX = "__brrr_deduce_"  # a shim's name is this and its kernel's (builder.compiler_errors takes it off)
 _TEMPLATE = re.compile(r"\btemplate\s*<")
 _CALLED = re.compile(r"\b(\w+)\s*\(")
 _ATTRIBUTE = re.compile(r"__\w+__")
@@ -83,7 +84,7 @@ def deducing_shims(mask: str) -> list[Shim]:
         names = _argument_names(template_params)
         if names is None:
             continue
-        name = f"__brrr_deduce_{kernel}"
+        name = f"{PREFIX}{kernel}"
         specialization = f"&{kernel}<{', '.join(names)}>"
         text = (f" template <{template_params}> auto {name}({_flat(mask[paren + 1:close])}) -> "
                 f"::std::integral_constant<decltype({specialization}), {specialization}>;")
