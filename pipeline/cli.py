@@ -122,12 +122,13 @@ COMMANDS: tuple[Command, ...] = (
         arg("--dir", type=Path, default=Path("."), help="where to create the folder (default: here)"),
     ), "Write NAME/ with spec.py, reference.py, numba_kernel.py, kernel.cu and binding.cpp. "
        "Never overwrites: exit 1 if NAME exists.", creates="dir"),
-    Command("adopt", "make an op folder from an extension you already have (a .cu, a setup.py or a load() script)",
+    Command("adopt", "make an op folder from an extension you already have (a .cu, a setup.py, a load() or load_inline() script)",
             "commands.adopt:main", (
-                arg("path", metavar="PATH", help="a .cu, a setup.py, a Python file calling cpp_extension.load(), or "
-                                                 "a folder holding one"),
+                arg("path", metavar="PATH", help="a .cu, a setup.py, a Python file calling cpp_extension.load() or "
+                                                 "load_inline(), or a folder holding one"),
                 arg("--into", type=Path, metavar="DIR", help="the op folder to write (default: ./NAME)"),
-                arg("--name", help="the op's name (default: the .cu's name)"),
+                arg("--name", help="the op's name (default: the .cu's name, or load_inline's name=; of a script's "
+                                                 "several load_inline calls, the one of this name)"),
             ), "Copy the extension's sources (and the headers they include) into an op folder unchanged, and write "
                "spec.py and reference.py stubs naming what is left to write. Never overwrites a different file."),
     Command("translate", "write a first CUDA C stage (kernel.cu, binding.cpp) from an op's numba_kernel.py",

@@ -1,7 +1,8 @@
 """`brrr adopt PATH`: an extension its author already has, made into an op folder brrr validates.
 
 PATH is one `.cu` (kernels, and perhaps the torch wrapper and PYBIND11_MODULE), a `setup.py`, a
-Python file calling `torch.utils.cpp_extension.load(...)`, or a folder holding one of those. The
+Python file calling `torch.utils.cpp_extension.load(...)` or `load_inline(...)` (its strings written
+out as the main.cpp and cuda.cu torch would build), or a folder holding one of those. The
 sources it names are copied into the op folder as they are (never edited, never overwriting a
 different file), with the headers they include by quotes; spec.py and reference.py are written
 as stubs that name what is left to write. The kernel code stays the author's: what brrr then finds
@@ -14,6 +15,7 @@ import argparse
 import ast
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,7 +23,8 @@ from ..base.errors import EXIT_OK, UsageError
 from ..base.files import shown, write_atomic
 from ..cuda.tokens import kernel_names, masked
 from ..op.extension import torch_wrapper_line
-from .bindings import BOUND, DEFINED, macro_bindings
+from .bindings import BOUND, DEFINED, macro_bindings, module_blocks
+from .inline_sources import inline_modules
 from .script_flags import ScriptFlags, literal_text, module_constants, script_flags
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
@@ -34,6 +37,7 @@ class Function:
 
     name: str
     params: tuple[tuple[str, str], ...]
+    returns: str = ""  # the return type as written ("void": it writes its results into tensors it is given)
 
     def tensors(self) -> tuple[str, ...]:
         return tuple(n for t, n in self.params if re.search(r"\bTensor\b", t))
@@ -79,6 +83,8 @@ class Project:
     unread: tuple[str, ...] = ()
     # The macros the setup.py or load() script defines for the extension, and its flags not carried.
     flags: ScriptFlags = field(default_factory=ScriptFlags)
+    # False: the sources bind nothing themselves, and `bound` holds the functions that take tensors.
+    bound_here: bool = True
 
 
 # --- finding the sources -------------------------------------------------------------------------
@@ -142,9 +148,24 @@ def tree_sources(root: Path) -> list[Path]:
     return found
 
 
-def find_sources(path: Path) -> tuple[list[Path], str, Path | None]:
+def _inline(py: Path, name: str | None, staging: Path) -> tuple[list[Path], str] | None:
+    """A load_inline script's sources, written into `staging` as torch writes them (None: it has no
+    load_inline call). Of several calls, --name picks one by its module name."""
+    modules = inline_modules(py)
+    if not modules:
+        return None
+    picked = [m for m in modules if m.name == name] if len(modules) > 1 else modules
+    if len(picked) != 1:
+        listed = ", ".join(f"{m.name} (line {m.line})" for m in modules)
+        raise UsageError(f"{shown(py)} builds {len(modules)} extensions with load_inline: {listed}",
+                         hint="pick one with --name NAME, NAME its load_inline name")
+    return picked[0].write(staging), f"load_inline(name={picked[0].name!r}) at {shown(py)}:{picked[0].line}"
+
+
+def find_sources(path: Path, name: str | None, staging: Path) -> tuple[list[Path], str, Path | None]:
     """The extension's source files, how they were found (for the summary), and the setup.py or
-    load() script that named them, if one did."""
+    load() script that named them, if one did. A load_inline script's sources are written into
+    `staging` first."""
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
     if path.is_file() and path.suffix in SOURCE_SUFFIXES:
@@ -152,10 +173,12 @@ def find_sources(path: Path) -> tuple[list[Path], str, Path | None]:
     if path.is_file() and path.suffix == ".py":
         if listed := python_sources(path):
             return listed, f"the sources {shown(path)} names", path
+        if inline := _inline(path, name, staging):
+            return inline[0], inline[1], path
         if path.name == "setup.py" and (found := tree_sources(path.parent)):
             return found, f"the sources under {shown(path.parent)} ({shown(path)} names none literally)", path
         raise UsageError(f"{shown(path)}: names no source file brrr can read (no CUDAExtension/CppExtension/load() "
-                         "with a list of file names)",
+                         "with a list of file names, no load_inline)",
                          hint="give the .cu itself, or the folder holding the extension's sources")
     if path.is_dir():
         scripts = [path / "setup.py", *sorted(p for p in path.glob("*.py") if p.name != "setup.py")]
@@ -167,9 +190,12 @@ def find_sources(path: Path) -> tuple[list[Path], str, Path | None]:
             return files, f"the sources in {shown(path)}", None
         if found := tree_sources(path):
             return found, f"the sources under {shown(path)}", None
+        for py in scripts:
+            if py.is_file() and (inline := _inline(py, name, staging)):
+                return inline[0], inline[1], py
     raise UsageError(f"{path}: no extension found",
-                     hint="give a .cu file, a setup.py, a Python file calling torch.utils.cpp_extension.load(), "
-                          "or a folder holding one of those")
+                     hint="give a .cu file, a setup.py, a Python file calling torch.utils.cpp_extension.load() "
+                          "or load_inline(), or a folder holding one of those")
 
 
 # --- reading them ----------------------------------------------------------------------------------
@@ -197,7 +223,8 @@ def function_signature(text: str, name: str) -> Function | None:
             pm = re.match(r"^(?P<type>.*?)\b(?P<name>[A-Za-z_]\w*)\s*(=.*)?$", part.strip(), re.S)
             if pm and pm.group("type").strip():
                 params.append((" ".join(pm.group("type").split()), pm.group("name")))
-        return Function(name, tuple(params))
+        returned = re.search(r"([\w:]+(?:\s*<[^;{}()]*>)?)[\s*&]*$", before)
+        return Function(name, tuple(params), returned.group(1) if returned else "")
     return None
 
 
@@ -240,8 +267,14 @@ def analyse(sources: list[Path], found_by: str) -> Project:
         # m.def("name", [](...) {...}): bound, its signature unknown
         for python_name in [m.group(1) for m in in_code(DEFINED, text)] + through_macros.lambdas:
             bound.setdefault(python_name, None)
+    wrapper = any(torch_wrapper_line(t) for t in texts.values())
+    unbound = not bound and not unread and not any(module_blocks(t) for t in texts.values())
+    if wrapper and unbound:
+        # Wrappers bound elsewhere (vLLM binds its csrc/*.cu in torch_bindings.cpp): the functions that
+        # take tensors, which brrr binds by name itself.
+        bound = {f.name: f for t in texts.values() for f in tensor_functions(t)}
     return Project(ordered, bound, tuple(sorted({k for cu in cus for k in kernel_names(texts[cu])})),
-                   any(torch_wrapper_line(t) for t in texts.values()), found_by, tuple(unread))
+                   wrapper, found_by, tuple(unread), bound_here=not (wrapper and unbound))
 
 
 def in_code(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
@@ -249,6 +282,23 @@ def in_code(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
     string literals they hold are read from `text` itself."""
     mask = masked(text)
     return [m for m in pattern.finditer(text) if mask[m.start():m.end()].strip()[:1] in (".", "#")]
+
+
+# A function definition's start: its return type (qualified, templated, a pointer or reference) and name.
+_DEFINITION = re.compile(r"^[ \t]*(?:template\s*<[^>]*>\s*)?(?:(?:static|inline|extern)\s+)*"
+                         r"[\w:]+(?:\s*<[^;{}()]*>)?[\s*&]+(\w+)\s*\(", re.M)
+
+
+def tensor_functions(text: str) -> list[Function]:
+    """The host functions `text` defines that take a tensor: a wrapper's candidates for forward."""
+    mask = masked(text)
+    found: dict[str, Function] = {}
+    for m in _DEFINITION.finditer(mask):
+        if re.search(r"__global__|__device__", mask[max(0, m.start() - 60):m.end()]) or m.group(1) in found:
+            continue
+        if (f := function_signature(text, m.group(1))) is not None and f.tensors():
+            found[f.name] = f
+    return list(found.values())
 
 
 def host_functions(text: str) -> list[Function]:
@@ -278,13 +328,14 @@ def _copy(source: Path, target: Path, written: list[str]) -> None:
     written.append(shown(target))
 
 
-def local_headers(source: Path, seen: set[Path] | None = None) -> list[Path]:
-    """The headers `source` includes by quotes that lie in or below its folder, and theirs, recursively."""
+def local_headers(source: Path, seen: set[Path] | None = None, at: Path | None = None) -> list[Path]:
+    """The headers `source` includes by quotes that lie in or below its folder (or `at`, where a source
+    written from a script's strings finds them), and theirs, recursively."""
     seen = seen if seen is not None else set()
     found = []
     for match in in_code(_QUOTED_INCLUDE, source.read_text(errors="replace")):
         name = match.group(1)
-        header = (source.parent / name).resolve()
+        header = ((at or source.parent) / name).resolve()
         if header in seen or not header.is_file():
             continue
         seen.add(header)
@@ -310,7 +361,11 @@ def spec_text(name: str, project: Project) -> str:
               "    # TODO: inputs of the shapes and values the kernels expect (one tensor each below, at `size`).",
               f"    return tuple(torch.randn(size, dtype=dtype, generator=gen).to(device) for _ in range({len(inputs) or 1}))",
               "", ""]
-    if project.bound:
+    if project.bound and not project.bound_here:
+        listed = ", ".join(f"{k} ({_signature(v)})" for k, v in project.bound.items())
+        lines.append("# No binding in these sources (their module is declared elsewhere): brrr binds the functions "
+                     f"named below itself. Those taking tensors: {listed}")
+    elif project.bound:
         lines.append(f"# The module binds: {', '.join(f'{k} ({_signature(v)})' for k, v in project.bound.items())}")
     if project.unread:
         lines.append(f"# TODO: brrr could not read what these bind, even through the preprocessor (a macro from a header "
@@ -318,6 +373,10 @@ def spec_text(name: str, project: Project) -> str:
     elif project.wrapper and not project.bound:
         lines.append("# TODO: no m.def(\"NAME\", &function) brrr can read (bound through a macro?): name the module's "
                      "functions below, or adapt them with a Python function (see brrr_kernels.op.extension)")
+    if fn and fn.returns == "void":
+        lines.append(f"# TODO: {forward} returns nothing: it writes into one of its tensors ({', '.join(fn.tensors())}). "
+                     "Adapt it with a Python function that allocates that output and returns it (see "
+                     "brrr_kernels.op.extension), and list only the true inputs in `inputs`.")
     params = fn.scalars() if fn else None
     if fn and fn.others() and params is None:
         lines.append(f"# TODO: {forward} also takes {', '.join(fn.others())}: adapt it with a Python function "
@@ -367,20 +426,27 @@ def reference_text(project: Project) -> str:
 
 def adopt(path: Path, into: Path | None, name: str | None) -> tuple[Path, list[str], list[str]]:
     """Write the op folder; the files written and what is left to do."""
-    sources, found_by, script = find_sources(path)
-    project = analyse(sources, found_by)
-    if script is not None:
-        project = replace(project, flags=script_flags(script))
-    name = name or re.sub(r"\W", "_", project.sources[0].stem)
-    if not name.isidentifier():
-        raise UsageError(f"--name {name!r}: an op's name is a Python identifier")
-    folder = into or Path(name)
-    written: list[str] = []
-    base = project.sources[0].parent
-    for source in project.sources:
-        for f in [source, *local_headers(source)]:
-            rel = f.relative_to(base) if f.is_relative_to(base) else Path(f.name)
-            _copy(f, folder / rel, written)
+    with tempfile.TemporaryDirectory(prefix="brrr-adopt-") as staging:
+        sources, found_by, script = find_sources(path, name, Path(staging))
+        project = analyse(sources, found_by)
+        if script is not None:
+            project = replace(project, flags=script_flags(script))
+        name = name or re.sub(r"\W", "_", project.sources[0].stem)
+        if not name.isidentifier():
+            raise UsageError(f"--name {name!r}: an op's name is a Python identifier")
+        folder = into or Path(name)
+        written: list[str] = []
+        staged = script is not None and project.sources[0].is_relative_to(Path(staging))
+        base = project.sources[0].parent
+        # A load_inline source's quoted includes are found beside the script, where torch's build finds
+        # them only through extra_include_paths: look there.
+        at = script.parent if staged and script is not None else None
+        for source in project.sources:
+            for f in [source, *local_headers(source, at=at)]:
+                home = base if f.is_relative_to(base) else (at or base)
+                rel = f.relative_to(home) if f.is_relative_to(home) else Path(f.name)
+                _copy(f, folder / rel, written)
+        launchers = host_functions(project.sources[0].read_text(errors="replace"))
     left: list[str] = []
     for stub, text in (("spec.py", spec_text(name, project)), ("reference.py", reference_text(project))):
         target = folder / stub
@@ -398,7 +464,6 @@ def adopt(path: Path, into: Path | None, name: str | None) -> tuple[Path, list[s
         left.append("the module functions bound by macro calls brrr could not expand (their macros are defined "
                     f"outside the project's files): {'; '.join(project.unread)}; name them in spec.py")
     if not project.wrapper:
-        launchers = host_functions(project.sources[0].read_text(errors="replace"))
         left.append(f"{shown(folder / 'binding.cpp')}: forward on at::Tensor calling the .cu's launchers ("
                     + ("; ".join(f"{f.name}({_signature(f)})" for f in launchers) or "none found: write one per kernel")
                     + "), as stages/sigmoid/binding.cpp does")

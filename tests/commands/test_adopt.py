@@ -282,3 +282,95 @@ def test_a_load_script_naming_sources_nowhere_near_it_is_refused_naming_them(tmp
     (tmp_path / "model.py").write_text(LOADER)
     with pytest.raises(UsageError, match=r"names sources that are not there: .*cuda/op\.cpp"):
         adopt(tmp_path / "model.py", tmp_path / "op", "wkv")
+
+
+# load_inline's ways of giving its strings: a name, a list, `+`, dedent, a file the script reads.
+INLINE_CUDA = '''
+__global__ void twice_kernel(const float* x, float* y, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+'''
+INLINE_WRAPPER = '''
+torch::Tensor twice(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    twice_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    return y;
+}
+'''
+INLINE_SCRIPT = '''\
+import textwrap
+from pathlib import Path
+from torch.utils.cpp_extension import load_inline
+
+KERNEL = {kernel!r}
+cuda_src = KERNEL + {wrapper}
+ext = load_inline(name="twice_ext", cpp_sources=[textwrap.dedent("""
+    torch::Tensor twice(torch::Tensor x);
+""")], cuda_sources=cuda_src, functions=["twice"], extra_cuda_cflags=["-O3", "-DUNROLL=4"])
+'''
+
+
+@pytest.mark.parametrize("wrapper_from", ["string", "file"])
+def test_a_load_inline_script_becomes_the_files_torch_would_build(tmp_path: Path, wrapper_from: str) -> None:
+    (tmp_path / "wrapper.cu").write_text(INLINE_WRAPPER)
+    wrapper = repr(INLINE_WRAPPER) if wrapper_from == "string" else 'Path("wrapper.cu").read_text()'
+    (tmp_path / "run.py").write_text(INLINE_SCRIPT.format(kernel=INLINE_CUDA, wrapper=wrapper))
+    folder, written, left = adopt(tmp_path / "run.py", tmp_path / "op", None)
+    # torch's cuda.cu: its three includes, then the strings joined; main.cpp: torch/extension.h, the
+    # author's declarations, the bindings load_inline writes for `functions`.
+    assert (folder / "twice_ext.cu").read_text() == "\n".join(
+        ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>", INLINE_CUDA + INLINE_WRAPPER]) + "\n"
+    main = (folder / "twice_ext_main.cpp").read_text()
+    assert main.startswith("#include <torch/extension.h>\n\ntorch::Tensor twice(torch::Tensor x);\n")
+    assert 'm.def("twice", torch::wrap_pybind_function(twice), "twice");' in main
+    spec = (folder / "spec.py").read_text()
+    assert "TorchModule(forward=\"twice\", sources=('twice_ext_main.cpp',))" in spec and "inputs=('x',)" in spec
+    assert "load_inline(name='twice_ext') at" in spec
+    op = load_op(str(folder))
+    assert op.spec.name == "twice_ext" and op.spec.defines == {"UNROLL": "4"}
+    assert any("-O3" in item for item in left)
+
+
+def test_a_load_inline_source_brrr_cannot_read_without_running_the_script_is_named_by_line(tmp_path: Path) -> None:
+    (tmp_path / "run.py").write_text("from torch.utils.cpp_extension import load_inline\n\n"
+                                     "ext = load_inline('e', cpp_sources='', cuda_sources=make_source())\n")
+    with pytest.raises(UsageError, match=r"run\.py:3: load_inline's cuda_sources is `make_source\(\)`"):
+        adopt(tmp_path / "run.py", tmp_path / "op", None)
+
+
+def test_of_several_load_inline_calls_name_picks_one_and_none_is_refused_listing_them(tmp_path: Path) -> None:
+    def call(name: str) -> str:
+        return (f"load_inline(name={name!r}, cpp_sources='torch::Tensor twice(torch::Tensor x);', "
+                f"cuda_sources={INLINE_CUDA + INLINE_WRAPPER!r}, functions=['twice'])\n")
+
+    (tmp_path / "run.py").write_text("from torch.utils.cpp_extension import load_inline\n" + call("first") + call("second"))
+    with pytest.raises(UsageError, match=r"2 extensions with load_inline: first \(line 2\), second \(line 3\)"):
+        adopt(tmp_path / "run.py", tmp_path / "op", None)
+    folder, _, _ = adopt(tmp_path, tmp_path / "op", "second")  # the folder holding the script works too
+    assert (folder / "second.cu").is_file() and load_op(str(folder)).spec.name == "second"
+
+
+# A csrc/*.cu whose module is declared elsewhere (vLLM binds its kernels in torch_bindings.cpp).
+UNBOUND = """\
+#include <torch/all.h>
+__global__ void gated_kernel(float* out, const float* in, int d) {}
+static inline int helper(int a) { return a; }
+void gated(torch::Tensor& out,    // [..., d]
+           torch::Tensor& input)  // [..., 2 * d]
+{
+  gated_kernel<<<1, 1>>>(out.data_ptr<float>(), input.data_ptr<float>(), 1);
+}
+torch::Tensor norm(torch::Tensor input, torch::Tensor weight, double epsilon) { return input; }
+"""
+
+
+def test_a_cu_whose_wrappers_are_bound_elsewhere_names_the_functions_taking_tensors(tmp_path: Path) -> None:
+    (tmp_path / "gated.cu").write_text(UNBOUND)
+    folder, _, _ = adopt(tmp_path / "gated.cu", tmp_path / "op", None)
+    spec = (folder / "spec.py").read_text()
+    assert "Those taking tensors: gated (torch::Tensor& out, torch::Tensor& input), norm (" in spec
+    assert "helper" not in spec and "gated_kernel (" not in spec
+    assert 'TorchModule(forward="gated")' in spec
+    assert "TODO: gated returns nothing: it writes into one of its tensors (out, input)" in spec
+    assert load_op(str(folder)).spec.torch_module.function_names() == ("gated",)
