@@ -16,6 +16,7 @@ from, a lock, an atomic rename), so editing kernel.cu recompiles kernel.cu alone
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from . import builder, cpu_includes, cpu_source, memcheck
 from .builder import INCLUDE_DIR, Extension, Job
 from .cpu_source import rewrite
 from .module_source import rename_host_twins
+from .tokens import masked
 
 RUNTIME_SOURCE = CPU_INCLUDE / "brrr_cpu_runtime.cpp"
 PRELUDE = CPU_INCLUDE / cpu_source.PRELUDE  # what each rewritten kernel.cu includes first
@@ -203,3 +205,30 @@ def build_cpu_extension(op: Op, flavour: Flavour = DEFAULT, verbose: bool = Fals
     # checks' own reports would check themselves without end (a stack overflow in place of the fault).
     return builder.link_and_load(op, [binding, *runtime, kernel], (f"brrr_{flavour.name}", link_libs()), start,
                                  verbose)
+
+
+# A preprocessor test of __CUDA_ARCH__: `#if __CUDA_ARCH__ >= 800`, `#ifdef __CUDA_ARCH__`, `defined(...)`.
+_ARCH_TEST = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif)\b[^\n]*\b__CUDA_ARCH__\b", re.M)
+_SHOWN_BRANCHES = 4
+
+
+def arch_branches(op: Op) -> list[str]:
+    """Where the op's own sources choose code by __CUDA_ARCH__ ("file:line"): undefined on the CPU, as in
+    host code, so those branches take their host side there and only a GPU runs the device side."""
+    found = []
+    for path in sorted(op.folder.rglob("*")):
+        if path.suffix in (".cu", ".cpp", ".cc", *builder.HEADER_SUFFIXES) and path.is_file():
+            text = masked(path.read_text(errors="replace"))
+            found += [f"{path.relative_to(op.folder)}:{text.count(chr(10), 0, m.start()) + 1}"
+                      for m in _ARCH_TEST.finditer(text)]
+    return found
+
+
+def arch_note(op: Op) -> str | None:
+    """The compile row's line about arch_branches, or None where the sources test no __CUDA_ARCH__."""
+    found = arch_branches(op)
+    if not found:
+        return None
+    more = f" and {len(found) - _SHOWN_BRANCHES} more" if len(found) > _SHOWN_BRANCHES else ""
+    return (f"__CUDA_ARCH__ is undefined on the CPU, as in host code, at {', '.join(found[:_SHOWN_BRANCHES])}{more}: "
+            "what those lines select only where it is defined runs on a GPU alone")

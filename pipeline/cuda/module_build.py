@@ -96,6 +96,13 @@ def _module_name(op: Op, flavour: str) -> str:
     return f"brrr_module_{op.name}_{h.hexdigest()[:12]}"
 
 
+def check_cpu_sources(op: Op) -> None:
+    """The module's sources rewritten for the CPU for their errors alone (milliseconds): what the CPU
+    cannot take is named before nvcc's compile beside the CPU build (minutes with torch's headers)."""
+    for source in _sources(op):
+        rewrite(on_the_cpu(source.read_text(errors="replace"), source), source, cpu_includes.local_headers(op.folder))
+
+
 def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job], cpu_includes.Includes]:
     """The module's sources rewritten for the CPU, each with its compile command."""
     import torch

@@ -35,7 +35,7 @@ from ..verdict import rounding
 from ..verdict.compare import Around, Comparison, case_terms, compare
 from ..verdict.faults import fault_from
 from ..verdict.report import FAIL, NOT_APPLICABLE, NOT_RUN, SKIP, Row
-from . import estimate
+from . import estimate, layouts
 from . import unfinished as scaffold
 from .function import watching_writes
 from .huge import huge_row
@@ -400,7 +400,11 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
         try:
             got = Trial(sides.got, case.inputs, sides.got_device, dtype)
         except Exception as e:
-            if isinstance(e, BrrrError):
+            if (refusal := layouts.declined(case, e)) is not None:
+                fwd.not_run(case, refusal, what="refused by the stage")
+                if bwd is not None:
+                    bwd.not_run(case, "its forward refused the input")
+            elif isinstance(e, BrrrError):
                 fwd.ran(case)
                 fwd.fail(f"[{case.label}] {e}")
             else:
@@ -410,18 +414,21 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
             continue
         finally:
             fwd.printed(case, take_printed(v, stage))
-        shapes_ok = True
+        shapes_ok, wrong = True, False
         terms = case_terms(spec, want.xs, want.outputs, upstream)
         for i, (name, g, w) in enumerate(zip(spec.outputs, got.outputs, want.outputs)):
             measured = spread.of(0, i, fwd)
             c = compare(name, g, w, spec.rule(name, dtype, stage), _around(spec, case, g, terms, measured))
             shapes_ok &= c.shape_ok
+            wrong |= c.shape_ok and not c.ok and not c.unproven
             _add(fwd, c, case, (upstream, dtype), withheld=measured is None)
+        if wrong:
+            _layout_cause(v, fwd, case, (sides, dtype), got.outputs)
         fwd.spread_seconds += spread.take_seconds()
         if bwd is not None and want_bwd and not shapes_ok:
             bwd.not_run(case, "its forward's outputs have the wrong shape")
         elif bwd is not None and want_bwd:
-            _compare_backward(v, bwd, (got, want), case, (upstream, dtype, terms, spread))
+            _compare_backward(v, bwd, (got, want), case, (upstream, dtype, terms, spread, sides))
             bwd.spread_seconds += spread.take_seconds()
         if v.intact is not None:
             v.intact.ran(case)
@@ -433,15 +440,19 @@ def compare_cases(v: Validation, checks: tuple[Check, Check | None], sides: Side
 def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial], case: Case,
                       context: tuple[Any, ...]) -> None:
     got, want = trials
-    upstream, dtype, terms, spread = context
+    upstream, dtype, terms, spread, sides = context
     stage = bwd.row.stage
     try:
         got.backward(upstream)
     except Exception as e:
-        bwd.fault(fault_from(e, v.stages[stage].source), case, (upstream, dtype))
+        if (refusal := layouts.declined(case, e)) is not None:
+            bwd.not_run(case, refusal, what="refused by the stage")
+        else:
+            bwd.fault(fault_from(e, v.stages[stage].source), case, (upstream, dtype))
         return
     finally:
         bwd.printed(case, take_printed(v, stage))
+    wrong = False
     for i, (name, g, w) in enumerate(zip(v.spec.inputs, got.grads, want.grads)):
         if not v.spec.takes_grad(name, case.inputs[i]):
             continue  # an integer or no_grad input: whatever backward returns for it is ignored
@@ -454,7 +465,42 @@ def _compare_backward(v: Validation, bwd: RowBuilder, trials: tuple[Trial, Trial
         rule = v.spec.rule(f"grad_{name}", dtype, stage)
         measured = spread.of(1, i, bwd)
         c = compare(f"grad_{name}", g, w, rule, _around(v.spec, case, g, terms, measured))
+        wrong |= c.shape_ok and not c.ok and not c.unproven
         _add(bwd, c, case, (upstream, dtype), withheld=measured is None)
+    if wrong:
+        _layout_cause(v, bwd, case, (sides, dtype), got.grads, upstream)
+
+
+def _layout_cause(v: Validation, row: RowBuilder, case: Case, side: tuple[Sides, torch.dtype], got: Any,
+                  upstream: Any = None) -> None:
+    """A wrong strided, misaligned or permuted case: its likely cause (layouts.cause), where one
+    reproduces what the stage returned by the row's own rule, goes first in the row. Tried on a row's
+    first such case only: each try reruns the trusted side."""
+    if row.layout_tried or not layouts.is_layout_case(case):
+        return
+    row.layout_tried = True
+    sides, dtype = side
+    stage, spec = row.row.stage, v.spec
+    part = 0 if upstream is None else 1
+    names = spec.outputs if upstream is None else tuple(f"grad_{n}" for n in spec.inputs)
+
+    def agrees(xs: tuple[torch.Tensor, ...], seen: Any) -> bool:
+        want = Trial(sides.want, xs, sides.want_device, sides.want_dtype)
+        if upstream is not None:
+            want.backward(upstream)
+        spread = _LazySpread(v, sides, Case(case.label, xs), upstream, dtype)
+        terms = case_terms(spec, want.xs, want.outputs, upstream or ())
+        for i, (name, g, w) in enumerate(zip(names, seen, want.grads if part else want.outputs)):
+            if g is None or w is None or (part and not spec.takes_grad(spec.inputs[i], xs[i])):
+                continue
+            measured = (lambda i=i: (found[i] if i < len(found := spread.measure()[part]) else None))
+            if not compare(name, g, w, spec.rule(name, dtype, stage), Around(terms, spread=measured)).ok:
+                return False
+        return True
+
+    found = layouts.cause(case, got, agrees, (spec.inputs, names))
+    if found:
+        row.fail_first([f"[{case.label}] cause: {found}"])
 
 
 class _LazySpread:
@@ -590,7 +636,9 @@ def build_stage(v: Validation, check: Check) -> Row:
     try:
         if where is Where.CPU_EXECUTION and builder.find_nvcc() is not None and v.options.nvcc_beside_cpu:
             # nvcc too, beside the CPU build: what g++ accepts and nvcc does not, and ptxas' report.
-            # nvcc's refusal fails the row, and the checks still run on the CPU build.
+            # nvcc's refusal fails the row, and the checks still run on the CPU build. What the CPU
+            # cannot take at all is found first, in milliseconds, not after nvcc's minutes.
+            module_build.check_cpu_sources(v.op) if v.op.spec.torch_module else cpu_build.kernel_text(v.op)
             with ThreadPoolExecutor(1) as pool:
                 nvcc = pool.submit(nvcc_check, v.op, v.options.arch)
                 ext = CUDA_BUILDS[where](v.op, v.options)
@@ -616,6 +664,8 @@ def build_stage(v: Validation, check: Check) -> Row:
                      *(f"  {part}" for part in report.summary().split("; ") if part)]
     elif where is Where.CPU_EXECUTION and builder.find_nvcc() is None:  # (nvcc's refusal is the row's problem)
         row.notes = ["no nvcc: kernel.cu was not compiled for a GPU, so no compile verdict or ptxas resources"]
+    if where is Where.CPU_EXECUTION and (arch := cpu_build.arch_note(v.op)):
+        row.notes.append(arch)
     row.seconds = ext.seconds
     v.stages[check.stage] = load_stage(v.op, check.stage, where, ext)
     return row

@@ -39,6 +39,7 @@ class RowBuilder:
         self.unrun: list[str] = []  # the cases it could not run on, each with why
         self.start = time.monotonic()
         self.spread_seconds = 0.0  # of which measuring the spread under rounding (executor._LazySpread)
+        self.layout_tried = False  # a failing layout case's cause was looked for (executor._layout_cause)
 
     def ran(self, case: Case) -> None:
         if case.label not in self.covered:
@@ -152,6 +153,7 @@ class RowBuilder:
             # with none run at all the row measured nothing, so it is not a pass.
             row.verdict = UNRUN if not self.covered else PASS
             row.detail = _lines(self.unrun or ["not run: no case reached this check"])
+            row.notes = row.detail.splitlines()  # shown under a passing row too (a refused case, say)
         return row
 
 

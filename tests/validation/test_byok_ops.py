@@ -13,6 +13,7 @@ import brrr_kernels
 from brrr_kernels.base.errors import OpLoadError
 from brrr_kernels.op.loaders import load_op, load_reference
 from brrr_kernels.validation.torch_library import define
+from brrr_kernels.verdict.report import FAIL, PASS
 
 OPS = Path(__file__).resolve().parent.parent / "cuda" / "byok_ops"
 
@@ -110,3 +111,53 @@ def test_a_block_that_returns_before_the_grid_barrier_is_a_fail_row_naming_the_b
     detail = failed[0].detail
     assert f"kernel.cu:{line} in gridnorm_kernel" in detail and "deadlock" in detail, detail
     assert "grid-wide barrier" in detail, detail
+
+
+TWICE_SCRIPT = '''\
+from torch.utils.cpp_extension import load_inline
+
+cuda_source = """
+__global__ void twice_kernel(const float* x, float* y, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+
+torch::Tensor twice(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    twice_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    return y;
+}
+"""
+twice = load_inline(name="twice", cpp_sources="torch::Tensor twice(torch::Tensor x);",
+                    cuda_sources=cuda_source, functions=["twice"])
+'''
+REFUSING = '''
+
+def forward_checked(m, x):
+    if not x.is_contiguous():
+        raise RuntimeError("x must be contiguous")
+    return m.twice(x)
+'''
+
+
+def test_a_load_inline_script_validates_on_the_cpu_and_its_layout_bug_is_named_then_refused(tmp_path: Path) -> None:
+    """A GPU MODE-style script, adopted as written: its wrapper reads x's memory as if contiguous,
+    which the non-contiguous row fails naming x; a wrapper that refuses such an x passes, listed as refused."""
+    from brrr_kernels.commands.adopt import adopt
+
+    (tmp_path / "script.py").write_text(TWICE_SCRIPT)
+    folder, _, _ = adopt(tmp_path / "script.py", tmp_path / "twice", None)
+    (folder / "reference.py").write_text("def forward(x):\n    return 2 * x\n")
+    spec = folder / "spec.py"
+    spec.write_text(spec.read_text().replace('forward_only="TODO', 'forward_only="an example'))
+    report = brrr_kernels.validate(str(folder), stages=["cuda"], seed=4)
+    assert report.row("cuda", "forward", "float32").verdict == "pass", report
+    row = report.row("cuda", "non-contiguous fwd", "float32")
+    assert row.verdict == FAIL and row.detail.startswith("[non-contiguous, size (2, 300)] cause: x read as if "
+                                                           "contiguous"), row.detail
+    text = spec.read_text().replace('TorchModule(forward="twice"', "TorchModule(forward=forward_checked")
+    spec.write_text(text.replace("SPEC = OpSpec(", REFUSING.lstrip("\n") + "\n\nSPEC = OpSpec("))
+    report = brrr_kernels.validate(str(folder), stages=["cuda"], seed=4)
+    row = report.row("cuda", "non-contiguous fwd", "float32")
+    assert row.verdict == PASS and row.cases == ["misaligned, size (2, 300)", "misaligned, size (64, 1000)"], row
+    assert any("refused by the stage: x must be contiguous" in n for n in row.notes), row.notes
