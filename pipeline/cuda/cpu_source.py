@@ -27,6 +27,10 @@ from .cpu_deduce import deducing_shims
 from .cpu_ptx import UnsupportedPtx, translate
 from .tokens import masked, matching, split_top
 
+# A macro's line continued: a backslash just before the line break.
+_SPLICE = re.compile(r"\\\r?\n")
+_LINE_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*line[ \t]+(\d+)[^\n]*\n", re.M)
+
 
 class CpuSourceError(BuildError):
     """kernel.cu uses something the CPU execution does not support (exit 1, like a compile error)."""
@@ -55,16 +59,23 @@ class _Rewriter:
         self.deduce: dict[str, str] = {}
 
     def line_of(self, pos: int) -> int:
-        return self.text.count("\n", 0, pos) + 1
+        """The line a compiler would name for `pos`: after a `#line N` directive (a wrapper's prelude ends
+        with one, module_source.on_the_cpu), counted from N."""
+        directive = next(reversed(list(_LINE_DIRECTIVE.finditer(self.mask, 0, pos))), None)
+        if directive is None:
+            return self.text.count("\n", 0, pos) + 1
+        return int(directive.group(1)) + self.text.count("\n", directive.end(), pos)
 
     def error(self, pos: int, what: str, hint: str | None = None) -> CpuSourceError:
         return CpuSourceError(f"{shown(self.path)}:{self.line_of(pos)}: not supported on the CPU: {what}", hint=hint)
 
     def keep_lines(self, start: int, end: int, replacement: str) -> _Edit:
-        """Replace text[start:end], padding with the newlines it had so that later lines keep their numbers."""
+        """Replace text[start:end], padding with the newlines it had so that later lines keep their numbers;
+        inside a macro (its lines continued by a backslash) the padding continues the macro too."""
         missing = self.text.count("\n", start, end) - replacement.count("\n")
         assert missing >= 0, "a rewrite must not add lines"
-        return _Edit(start, end, replacement + "\n" * missing)
+        splice = "\\\n" if _SPLICE.search(self.text, start, end) else "\n"
+        return _Edit(start, end, replacement + splice * missing)
 
     # -- kernel<<<...>>>(...) --------------------------------------------------------------------
 
@@ -75,8 +86,11 @@ class _Rewriter:
             if close < 0:
                 raise self.error(start, "a '<<<' without its '>>>'")
             config = self.text[m.end():close]
-            # The config on the launch's first line, its line breaks after it: the arguments keep their lines.
-            config = " ".join(config.split()) + ")" + "\n" * config.count("\n")
+            # The config on the launch's first line, its line breaks after it: the arguments keep their
+            # lines. In a macro (`KERNEL<T> \\` then `<<<grid, block>>>(...)` on the next line), the breaks
+            # are the macro's continued lines, padded as such after the call (keep_lines).
+            in_macro = bool(_SPLICE.search(self.text, self._kernel_start(start), close))
+            config = " ".join(_SPLICE.sub(" ", config).split()) + ")" + ("" if in_macro else "\n" * config.count("\n"))
             paren = close + 3
             while paren < len(self.mask) and self.mask[paren].isspace():
                 paren += 1
@@ -86,19 +100,20 @@ class _Rewriter:
             if end < 0:
                 raise self.error(start, "a kernel launch whose argument list is not closed")
             kstart = self._kernel_start(start)
-            kernel = self.text[kstart:start].strip()
+            kernel = " ".join(_SPLICE.sub(" ", self.text[kstart:start]).split())
             if not kernel:
                 raise self.error(start, "a kernel launch whose kernel is not a name (a function pointer or an expression)",
                                  hint="launch a kernel by its name: name<<<grid, block>>>(...) or name<T><<<...>>>(...)")
             args = self.text[paren + 1:end]
-            site = f"::brrr_cpu::Site{{__FILE__, {self.line_of(kstart)}, {_c_string(kernel)}, {_c_string(args)}}}"
+            shown_args = _c_string(_SPLICE.sub(" ", args))
+            site = f"::brrr_cpu::Site{{__FILE__, {self.line_of(kstart)}, {_c_string(kernel)}, {shown_args}}}"
             pointer = kernel
             # A template kernel by its bare name, or with its first template arguments only: the rest
             # deduced from the arguments (cpu_deduce.py).
-            named = re.fullmatch(r"(\w+)\s*(<.*>)?", " ".join(self.mask[kstart:start].split()), re.S)
+            named = re.fullmatch(r"(\w+)\s*(<.*>)?", " ".join(_SPLICE.sub(" ", self.mask[kstart:start]).split()), re.S)
             if named and named.group(1) in self.deduce:
                 pointer = (f"decltype({self.deduce[named.group(1)]}{named.group(2) or ''}"
-                           f"({' '.join(self.mask[paren + 1:end].split())}))::value")
+                           f"({' '.join(_SPLICE.sub(' ', self.mask[paren + 1:end]).split())}))::value")
             call = (f"::brrr_cpu::launch(::brrr_cpu::LaunchConfig({config}, {site}, {pointer}"
                     + (f", {args})" if args.strip() else ")"))
             self.edits.append(self.keep_lines(kstart, end + 1, call))
@@ -114,11 +129,15 @@ class _Rewriter:
             if cast:
                 self.edits.append(_Edit(cast.start(), cast.end(), " " * (cast.end() - cast.start())))
 
+    def _back_over_space(self, k: int) -> int:
+        """Back from k over white space and a macro's continued lines (a backslash before a line break)."""
+        while k > 0 and (self.mask[k - 1].isspace() or (self.mask[k - 1] == "\\" and self.mask[k:k + 1] in "\r\n")):
+            k -= 1
+        return k
+
     def _kernel_start(self, lt: int) -> int:
         """Where the kernel expression before '<<<' begins: a qualified name with template arguments."""
-        k = lt
-        while k > 0 and self.mask[k - 1].isspace():
-            k -= 1
+        k = self._back_over_space(lt)
         while True:
             if k > 0 and self.mask[k - 1] == ">":
                 depth = 0
@@ -133,9 +152,7 @@ class _Rewriter:
                     elif self.mask[j] in ";{}":
                         return lt
                     j -= 1
-                k = j
-                while k > 0 and self.mask[k - 1].isspace():
-                    k -= 1
+                k = self._back_over_space(j)
             j = k
             while j > 0 and (self.mask[j - 1].isalnum() or self.mask[j - 1] == "_"):
                 j -= 1

@@ -1,5 +1,6 @@
 // Device printf, 16-bit and double atomics, __half2/__nv_bfloat162 arithmetic, __ldg and the bit
 // intrinsics on the CPU (tests/cuda/test_cpu_runtime_extras.py).
+#include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -128,6 +129,12 @@ int main(int argc, char** argv) {
             std::printf("\n");
             for (long long o : out) std::printf("%lld ", o);
             std::printf("\n");
+        } else if (c == "versions") {
+#if defined(CUDA_VERSION) && defined(CUDART_VERSION)
+            std::printf("%d %d\n", CUDA_VERSION, CUDART_VERSION);
+#else
+            std::printf("undefined\n");
+#endif
         } else {
             std::printf("unknown case %s\n", c.c_str());
             return 2;

@@ -49,3 +49,20 @@ def test_the_specs_defines_reach_the_compile(tmp_path: Path, defines: str) -> No
     else:
         assert "-DBRRR_SCALE=3" in job.command and "-DBRRR_FLAG" in job.command
         assert builder.compile_job(job).path.is_file()
+
+
+def test_the_lines_that_test_cuda_arch_are_named_for_the_compile_rows_note(tmp_path: Path) -> None:
+    """On the CPU __CUDA_ARCH__ is undefined, as in host code: where an op's sources choose code by it,
+    the CPU build's row says so by line, since only a GPU runs what they select where it is defined."""
+    from types import SimpleNamespace
+
+    from brrr_kernels.cuda.cpu_build import arch_branches, arch_note
+
+    (tmp_path / "kernel.cu").write_text('#include "convert.cuh"\n// #if __CUDA_ARCH__ in a comment\n__global__ void k() {}\n')
+    (tmp_path / "convert.cuh").write_text("#pragma once\n#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
+                                          "#define FAST 1\n#elif __CUDA_ARCH__\n#endif\n")
+    op = SimpleNamespace(folder=tmp_path)
+    assert arch_branches(op) == ["convert.cuh:2", "convert.cuh:4"]
+    assert "convert.cuh:2, convert.cuh:4" in (arch_note(op) or "")
+    (tmp_path / "convert.cuh").write_text("#pragma once\n")
+    assert arch_note(op) is None

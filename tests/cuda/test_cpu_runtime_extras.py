@@ -98,3 +98,9 @@ def test_bit_intrinsics(program: Path) -> None:
                     ((both << min(s, 32)) >> 32) & MASK, (both >> min(s, 32)) & MASK,
                     bin((v << 32) | w).count("1") * 100 + 64 - w.bit_length()]
         assert out[i * 9:i * 9 + 9] == expected, f"thread {i}"
+
+
+def test_the_toolkit_versions_are_those_of_the_cuda_the_runtime_follows(program: Path) -> None:
+    """Code that picks a path by CUDA_VERSION (a 16-bit conversion under `#if CUDA_VERSION >= 12000`)
+    takes the path a CUDA 13.0 build takes, not its fallback."""
+    assert run(program, "versions").split() == ["13000", "13000"]

@@ -98,6 +98,11 @@ def test_what_cannot_be_rewritten_is_an_error_naming_the_line(source: str, named
     line = next(i + 1 for i, text in enumerate(source.split("\n"))
                 if any(w in text for w in ("asm", "__shared__", "<<<", "__cluster_dims__")))
     assert f"kernel.cu:{line}: not supported on the CPU" in str(e.value) and named in str(e.value)
+    # After a prelude that ends in `#line 1` (a .cu with its own torch wrapper gets torch first on the
+    # CPU), the same line is named, not the line of the text as compiled.
+    with pytest.raises(CpuSourceError) as e:
+        rewrite(f'#include <torch/extension.h>\n#define is_cuda() is_cpu()\n#line 1 "kernel.cu"\n{source}', KERNEL)
+    assert f"kernel.cu:{line}: not supported on the CPU" in str(e.value)
 
 
 def test_comments_and_strings_are_not_rewritten() -> None:
