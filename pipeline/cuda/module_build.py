@@ -89,6 +89,15 @@ def _torch_flags() -> list[str]:
             f"-I{sysconfig.get_paths()['include']}", "-DTORCH_API_INCLUDE_EXTENSION_H"]
 
 
+def _torch_nvcc_macros() -> list[str]:
+    """The macros torch's own extension builds (setup.py's BuildExtension, load(), load_inline()) give
+    nvcc: __half and __nv_bfloat16 without implicit conversions and operators. An author's module is
+    written against them; without them, `x < T(0)` on a c10::Half is ambiguous to nvcc."""
+    from torch.utils.cpp_extension import COMMON_NVCC_FLAGS
+
+    return [f for f in COMMON_NVCC_FLAGS if f.startswith("-D")]
+
+
 def _module_name(op: Op, flavour: str) -> str:
     h = hashlib.sha256(flavour.encode())
     for source in _sources(op):
@@ -256,7 +265,7 @@ def _gpu_job(op: Op, source: Path, arch: str) -> Job:
         nvcc = builder.find_nvcc()
         if nvcc is None:
             raise BuildError("nvcc not found (looked in $CUDA_HOME/bin, on PATH, in /usr/local/cuda/bin)")
-        command = [nvcc, "-c", *builder.NVCC_FLAGS, *builder.arch_flags(arch), "-Xptxas", "-v",
+        command = [nvcc, "-c", *builder.NVCC_FLAGS, *_torch_nvcc_macros(), *builder.arch_flags(arch), "-Xptxas", "-v",
                    "-Xcompiler", f"-idirafter,{builder.LIBRARY_SHIM}"]
         versions = (builder.nvcc_version(), torch.__version__)
         label = f"{op.name}-{source.stem}-gpu-{arch}"

@@ -28,6 +28,10 @@ def test_each_source_is_compiled_by_its_own_compiler() -> None:
     jobs = module_build.gpu_jobs(load_op(str(MULTI)), "sm_90")
     tools = {job.named.name: Path(job.command[0]).name for job in jobs}
     assert tools == {"kernel.cu": "nvcc", "shift.cu": "nvcc", "bind.cpp": Path(builder.find_cxx()).name}
+    # nvcc gets the macros torch's own extension builds give it, which the author's code is written for
+    for job in jobs:
+        has = {"-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__"} <= set(job.command)
+        assert has == (job.named.suffix == ".cu"), job.command
     # brrr's module goes into the source declaring PYBIND11_MODULE, and only there
     name = module_build._module_name(load_op(str(MULTI)), "gpu")
     assert [name in job.source.read_text() for job in jobs] == [False, False, True]
