@@ -463,6 +463,13 @@ def adopt(path: Path, into: Path | None, name: str | None) -> tuple[Path, list[s
     if project.unread:
         left.append("the module functions bound by macro calls brrr could not expand (their macros are defined "
                     f"outside the project's files): {'; '.join(project.unread)}; name them in spec.py")
+    if script is None and path.is_file() and not any(module_blocks(s.read_text(errors="replace")) for s in project.sources):
+        # A lone .cu whose module is declared beside it (csrc/NAME.cpp): the folder holds the whole extension.
+        for sibling in sorted(p for p in path.parent.iterdir() if p.suffix in SOURCE_SUFFIXES and p != path):
+            if module_blocks(sibling.read_text(errors="replace")):
+                left.insert(0, f"{shown(sibling)} beside it declares the extension's module: to take it (and the "
+                               f"sources it binds) with this .cu, adopt the folder instead: brrr adopt {shown(path.parent)}")
+                break
     if not project.wrapper:
         left.append(f"{shown(folder / 'binding.cpp')}: forward on at::Tensor calling the .cu's launchers ("
                     + ("; ".join(f"{f.name}({_signature(f)})" for f in launchers) or "none found: write one per kernel")

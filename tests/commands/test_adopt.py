@@ -374,3 +374,16 @@ def test_a_cu_whose_wrappers_are_bound_elsewhere_names_the_functions_taking_tens
     assert 'TorchModule(forward="gated")' in spec
     assert "TODO: gated returns nothing: it writes into one of its tensors (out, input)" in spec
     assert load_op(str(folder)).spec.torch_module.function_names() == ("gated",)
+
+
+def test_a_lone_cu_whose_module_is_declared_beside_it_says_to_adopt_the_folder(tmp_path: Path) -> None:
+    project = tmp_path / "csrc"
+    (project / "util").mkdir(parents=True)
+    (project / "addone.cpp").write_text(WRAPPER)
+    (project / "addone_kernel.cu").write_text(KERNELS)
+    (project / "util" / "ceil.h").write_text("#define CEIL(a, b) (((a) + (b) - 1) / (b))\n")
+    _, _, left = adopt(project / "addone_kernel.cu", tmp_path / "op", None)
+    assert left[0].startswith(f"{project / 'addone.cpp'} beside it declares the extension's module"), left
+    assert left[0].endswith(f"brrr adopt {project}")
+    folder, _, left = adopt(project, tmp_path / "whole", None)  # as it says: the module comes along
+    assert (folder / "addone.cpp").is_file() and not any("beside it" in item for item in left)
