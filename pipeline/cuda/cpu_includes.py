@@ -28,6 +28,9 @@ class Includes:
 
     folders: tuple[Path, ...]
     stubbed: dict[str, str]  # header -> "file:line" of the first include of it
+    # Of those, the ones included only in a branch a HIP (ROCm) build takes: never read by this build,
+    # so never the reason a name is undeclared.
+    hip_only: frozenset[str] = frozenset()
 
     @property
     def flags(self) -> list[str]:
@@ -74,6 +77,7 @@ def prepare(op_folder: Path, sources: list[Path], name: str, extra_dirs: list[Pa
             write_atomic(target, text)
     dirs = [CPU_INCLUDE, op_folder, *extra_dirs, *_system_dirs()]
     stubbed: dict[str, str] = {}
+    reached: set[str] = set()
     for source in [*sources, *headers]:
         text = source.read_text(errors="replace")
         mask = masked(text)
@@ -81,6 +85,8 @@ def prepare(op_folder: Path, sources: list[Path], name: str, extra_dirs: list[Pa
             if mask[m.start():m.end()].lstrip()[:1] != "#":
                 continue  # inside a comment
             header = m.group(2).strip()
+            if not hip_branch(mask, m.start()):
+                reached.add(header)
             if header in stubbed or _findable(header, source if m.group(1) == '"' else None, dirs):
                 continue
             stubbed[header] = f"{shown(source)}:{text.count(chr(10), 0, m.start()) + 1}"
@@ -94,7 +100,33 @@ def prepare(op_folder: Path, sources: list[Path], name: str, extra_dirs: list[Pa
     for old in [p for p in stubs.rglob("*") if p.is_file()] if stubs.is_dir() else []:
         if old.relative_to(stubs).as_posix() not in stubbed:
             old.unlink(missing_ok=True)
-    return Includes((rewritten, stubs), stubbed)
+    return Includes((rewritten, stubs), stubbed, frozenset(stubbed) - reached)
+
+
+# Macros only a HIP (ROCm) build defines: the branch they select is never read by a CUDA build.
+_HIP = {"USE_ROCM", "USE_HIP", "__HIPCC__", "__HIP__", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__",
+        "__HIP_DEVICE_COMPILE__"}
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", re.M)
+
+
+def hip_branch(mask: str, pos: int) -> bool:
+    """Whether `pos` lies in a branch only a HIP build takes: under `#ifdef USE_ROCM`, `#if
+    defined(__HIPCC__) && ...`, or the #else of `#ifndef USE_ROCM`. Conditions of other macros (or a
+    HIP one under ||) are not judged: their branch counts as read."""
+    frames: list[list[bool]] = []  # per open #if: [this branch is HIP-only, the #else would be]
+    for m in _CONDITIONAL.finditer(mask, 0, pos):
+        kind, cond = m.group(1), m.group(2)
+        hip = bool(set(re.findall(r"\w+", cond)) & _HIP) and "||" not in cond
+        negated = kind == "ifndef" or "!" in cond
+        if kind in ("if", "ifdef", "ifndef"):
+            frames.append([hip and not negated, hip and negated and "&&" not in cond])
+        elif kind == "elif" and frames:
+            frames[-1] = [hip and not negated, False]
+        elif kind == "else" and frames:
+            frames[-1] = [frames[-1][1], False]
+        elif kind == "endif" and frames:
+            frames.pop()
+    return any(f[0] for f in frames)
 
 
 def provided() -> str:
@@ -123,6 +155,8 @@ def explain(message: str, includes: Includes) -> str:
     if not includes.stubbed or not re.search(r"was not declared|does not name a type|has not been declared|"
                                              r"is not a member of", message):
         return message
-    listed = "; ".join(f"<{h}> ({where})" for h, where in includes.stubbed.items())
+    listed = "; ".join(f"<{h}> ({where})" for h, where in includes.stubbed.items() if h not in includes.hip_only)
+    if not listed:
+        return message
     return (f"{message}\nbrrr does not provide {listed} on the CPU, so what the code uses from it is undeclared. "
             f"brrr provides: {provided()}")

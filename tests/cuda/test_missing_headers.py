@@ -49,3 +49,35 @@ def test_cublas_is_a_partial_stand_in_and_a_routine_it_lacks_is_named() -> None:
     said = cpu_includes.explain("matmul.cu:40:5: error: ‘cublasSgemm’ was not declared in this scope",
                                 cpu_includes.Includes((), {}))
     assert "brrr's CPU stand-in for <cublas_v2.h> declares its handles, types and setup calls only: cublasSgemm" in said
+
+
+HIP_GUARDED = """\
+#include "brrr_kernel.cuh"
+#ifndef USE_ROCM
+  #include <cusolverDn.h>
+#else
+  #include <hipcub/hipcub.hpp>
+#endif
+#if defined(__HIP_PLATFORM_AMD__) && defined(FAST)
+#include <hip/hip_bf16.h>
+#elif defined(OTHER)
+#include <other_lib.h>
+#endif
+#if defined(USE_ROCM) || defined(ALSO)
+#include <either.h>
+#endif
+__global__ void k() {}
+"""
+
+
+def test_a_header_only_a_hip_build_includes_is_never_named_as_what_left_a_name_undeclared(tmp_path: Path) -> None:
+    """causal-conv1d's way: hipcub under #else of #ifndef USE_ROCM. A CUDA build never reads those lines."""
+    folder = tmp_path / "op"
+    folder.mkdir()
+    (folder / "kernel.cu").write_text(HIP_GUARDED)
+    includes = cpu_includes.prepare(folder, [folder / "kernel.cu"], "op", [builder.INCLUDE_DIR])
+    assert set(includes.stubbed) == {"cusolverDn.h", "hipcub/hipcub.hpp", "hip/hip_bf16.h", "other_lib.h", "either.h"}
+    assert includes.hip_only == {"hipcub/hipcub.hpp", "hip/hip_bf16.h"}
+    said = cpu_includes.explain("kernel.cu:9:5: error: 'cusolverDnHandle_t' does not name a type", includes)
+    assert "<cusolverDn.h> (" in said and "<other_lib.h> (" in said and "<either.h> (" in said
+    assert "hipcub" not in said and "hip_bf16" not in said
