@@ -195,10 +195,20 @@ def _unresolved(error: ImportError) -> BuildError:
         symbol = subprocess.run(["c++filt", symbol], capture_output=True, text=True, timeout=10).stdout.strip() or symbol
     except (OSError, subprocess.SubprocessError):
         pass
-    return BuildError(f"the built module uses {symbol}, which no library loaded here defines",
-                      hint="on the CPU, torch's CUDA libraries are absent: a call into them (c10::cuda::..., "
-                           "at::cuda::...) beyond the stand-ins brrr provides cannot run there; on a GPU machine, "
-                           "check the library that defines it is linked")
+    if _LIBRARY_SYMBOL.match(symbol):
+        hint = ("on the CPU, torch's CUDA libraries are absent: a call into them (c10::cuda::..., at::cuda::...) "
+                "beyond the stand-ins brrr provides cannot run there; on a GPU machine, check the library that "
+                "defines it is linked")
+    else:
+        # Not a library's: the project declares it and none of its sources brrr compiled defines it.
+        hint = ("the op's sources declare it and none defines it: a template the wrapper calls for a type the .cu "
+                "never instantiates (a dtype it dispatches), or a function of a source spec.py's "
+                "TorchModule(sources=...) does not list")
+    return BuildError(f"the built module uses {symbol}, which no library loaded here defines", hint=hint)
+
+
+# The namespaces and prefixes of torch's CUDA libraries and CUDA's own (what a CPU wheel lacks).
+_LIBRARY_SYMBOL = re.compile(r"^(?:c10::cuda|at::cuda|torch::cuda|at::native|c10::hip|cu|cuda|nv|__cuda)", re.I)
 
 
 def _bind(op: Op, module: Any, library: Path, start: float, cached: bool) -> ModuleBuild:

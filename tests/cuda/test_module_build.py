@@ -3,6 +3,7 @@ GPU: a module of several sources (two .cu files and the binding .cpp of a setup.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -56,10 +57,18 @@ def test_a_module_of_several_sources_compiles_and_links_for_the_gpu(tmp_path: Pa
     assert own <= defined and not own & undefined  # every source of the module is in it
 
 
-def test_a_module_needing_a_symbol_no_library_defines_is_a_build_error_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("declared, called, blamed", [
+    ("namespace c10::cuda { void missing_call(int); }", "c10::cuda::missing_call(1)", "torch's CUDA libraries"),
+    # the project's own: a wrapper dispatching a dtype its .cu never instantiates
+    ("template <typename T> void scale_fwd(T*);", "scale_fwd<double>(nullptr)", "never instantiates"),
+])
+def test_a_module_needing_a_symbol_no_library_defines_is_a_build_error_naming_it(tmp_path: Path, declared: str,
+                                                                                 called: str, blamed: str) -> None:
     source = tmp_path / "needs.cpp"
-    source.write_text("namespace c10::cuda { void missing_call(int); }\nvoid use() { c10::cuda::missing_call(1); }\n")
+    source.write_text(f"{declared}\nvoid use() {{ {called}; }}\n")
     library = tmp_path / "needs.so"
     subprocess.run([builder.find_cxx(), "-shared", "-fPIC", str(source), "-o", str(library)], check=True)
-    with pytest.raises(BuildError, match=r"uses c10::cuda::missing_call\(int\), which no library loaded here defines"):
-        module_build.import_module("brrr_test_needs_missing", library)
+    symbol = called.split("(")[0]
+    with pytest.raises(BuildError, match=rf"uses (void )?{re.escape(symbol)}.*, which no library loaded here defines") as e:
+        module_build.import_module(f"brrr_test_needs_missing_{len(blamed)}", library)
+    assert blamed in (e.value.hint or "")
