@@ -289,8 +289,10 @@ class _Rewriter:
             elif is_extern:
                 if not dims.startswith("[]"):
                     raise self.error(pos, "an extern __shared__ array of a fixed size (declare it [] or as a struct)")
-                out.append(f"using {alias} = std::remove_extent_t<{base} {dims}>; {alias}* const {name} = "
-                           f"::brrr_cpu::dynamic_shared<{alias}>(__FILE__, __LINE__);")
+                # A reference to an array of unknown bound, as on a GPU: it decays to a pointer where one is
+                # wanted, and `reinterpret_cast<TempStorage&>(smem)` names the memory, not a pointer variable.
+                out.append(f"using {alias} = std::remove_extent_t<{base} {dims}>; {alias} (&{name})[] = "
+                           f"*reinterpret_cast<{alias} (*)[]>(::brrr_cpu::dynamic_shared<{alias}>(__FILE__, __LINE__));")
             else:
                 site = f"brrr_shared_site{self.counter}"
                 out.append(f"using {alias} = {base} {dims}; static char {site}; {alias}& {name} = "

@@ -105,6 +105,103 @@ __global__ void block_scan(const int* x, long long* out) {
     o[7] = items[2];
 }
 
+// BlockLoad and BlockStore with a union of their storages: a full load, a guarded one (items past
+// n keep the thread's own fill, which the transposes move), one with a default of -7, a full store
+// and a guarded one. TILE = X*Y*Z*IPT; loaded holds the three loads in turn, stored the two stores.
+template <cub::BlockLoadAlgorithm L, cub::BlockStoreAlgorithm S, int X, int Y, int Z, int IPT>
+__global__ void load_store(const int* x, int n, int* loaded, int* stored) {
+    using BlockLoad = cub::BlockLoad<int, X, IPT, L, Y, Z>;
+    using BlockStore = cub::BlockStore<int, X, IPT, S, Y, Z>;
+    constexpr int TILE = X * Y * Z * IPT;
+    __shared__ union {
+        typename BlockLoad::TempStorage load;
+        typename BlockStore::TempStorage store;
+    } temp;
+    const int tid = threadIdx.x + X * (threadIdx.y + Y * threadIdx.z);
+    int items[IPT];
+    for (int i = 0; i < IPT; ++i) items[i] = 500000 + tid * 100 + i;
+    BlockLoad(temp.load).Load(x, items);
+    for (int i = 0; i < IPT; ++i) loaded[tid * IPT + i] = items[i];
+    __syncthreads();
+    for (int i = 0; i < IPT; ++i) items[i] = 500000 + tid * 100 + i;
+    BlockLoad(temp.load).Load(x, items, n);
+    for (int i = 0; i < IPT; ++i) loaded[TILE + tid * IPT + i] = items[i];
+    __syncthreads();
+    BlockLoad(temp.load).Load(x, items, n, -7);
+    for (int i = 0; i < IPT; ++i) loaded[2 * TILE + tid * IPT + i] = items[i];
+    __syncthreads();
+    for (int i = 0; i < IPT; ++i) items[i] = tid * 100 + i;
+    BlockStore(temp.store).Store(stored, items);
+    __syncthreads();
+    for (int i = 0; i < IPT; ++i) items[i] = -(tid * 100 + i);
+    BlockStore(temp.store).Store(stored + TILE, items, n);
+}
+
+// The free functions in a (16, 4) block, with CUB's documented linear id.
+__global__ void direct_functions(const int* x, int n, int* out) {
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    int a[3], b[3], c[3] = {-1, -2, -3};
+    cub::LoadDirectStriped<64>(tid, x, a, n, -3);
+    cub::StoreDirectBlocked(tid, out, a);
+    cub::LoadDirectBlocked(tid, x, b);
+    cub::StoreDirectStriped<64>(tid, out + 192, b, n);
+    cub::LoadDirectBlocked(tid, x, c, n);
+    cub::StoreDirectStriped<64>(tid, out + 384, c);
+    cub::LoadDirectStriped<64>(tid, x, a);
+    cub::StoreDirectBlocked(tid, out + 576, a, n);
+    cub::LoadDirectBlocked(tid, x, b, n, 99);
+    cub::StoreDirectBlocked(tid, out + 768, b);
+}
+
+// Dynamic shared memory sized by sizeof the union, 3 blocks over a ragged 1300 floats.
+using DynLoad = cub::BlockLoad<float, 128, 4, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+using DynStore = cub::BlockStore<float, 128, 4, cub::BLOCK_STORE_TRANSPOSE>;
+union DynTemp {
+    DynLoad::TempStorage load;
+    DynStore::TempStorage store;
+};
+__global__ void load_store_dynamic_smem(const float* x, float* out, int n) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    DynTemp& temp = reinterpret_cast<DynTemp&>(smem);  // causal-conv1d's form: the array named as the union
+    const int base = blockIdx.x * 512;
+    float items[4];
+    DynLoad(temp.load).Load(x + base, items, n - base, 0.5f);
+    for (int i = 0; i < 4; ++i) items[i] = items[i] * 2.0f + 1.0f;
+    __syncthreads();
+    DynStore(temp.store).Store(out + base, items, n - base);
+}
+
+// 16-byte vectors, one a thread, through a float[4] as vLLM-style kernels do; default constructors.
+struct __align__(16) vec_t {
+    float v[4];
+};
+__global__ void vector_load(const float* x, float* out) {
+    using BlockLoad = cub::BlockLoad<vec_t, 32, 1, cub::BLOCK_LOAD_VECTORIZE>;
+    using BlockStore = cub::BlockStore<vec_t, 32, 1, cub::BLOCK_STORE_DIRECT>;
+    __align__(16) float array[4];
+    const vec_t* src = reinterpret_cast<const vec_t*>(x) + blockIdx.x * 32;
+    BlockLoad().Load(src, reinterpret_cast<vec_t(&)[1]>(array));
+    for (int k = 0; k < 4; ++k) array[k] = array[k] * static_cast<float>(k + 1);
+    BlockStore().Store(reinterpret_cast<vec_t*>(out) + blockIdx.x * 32, reinterpret_cast<vec_t(&)[1]>(array));
+}
+
+__global__ void transpose_in_smaller_block(const int* x, int* out) {
+    using BlockLoad = cub::BlockLoad<int, 64, 2, cub::BLOCK_LOAD_TRANSPOSE>;
+    __shared__ typename BlockLoad::TempStorage temp;
+    int items[2];
+    BlockLoad(temp).Load(x, items);  // bug: 48 of 64 threads
+    out[threadIdx.x] = items[0];
+}
+
+__global__ void load_reused_without_sync(const int* x, int* out) {
+    using BlockLoad = cub::BlockLoad<int, 64, 2, cub::BLOCK_LOAD_TRANSPOSE>;
+    __shared__ typename BlockLoad::TempStorage temp;
+    int a[2], b[2];
+    BlockLoad(temp).Load(x, a);  // bug: reused load storage, first use
+    BlockLoad(temp).Load(x + 128, b);  // no __syncthreads before
+    out[threadIdx.x] = a[0] + b[1];
+}
+
 // The planted bugs.
 __global__ void reuse_without_sync(const float* x, float* out) {
     using BlockReduce = cub::BlockReduce<float, 64>;
@@ -157,6 +254,45 @@ static void print(const std::vector<T>& v) {
     std::printf("\n");
 }
 
+template <cub::BlockLoadAlgorithm L, cub::BlockStoreAlgorithm S, int X, int Y, int Z, int IPT>
+static void run_load_store(int n) {
+    constexpr int TILE = X * Y * Z * IPT;
+    std::vector<int> x = pattern<int>(TILE);
+    std::vector<int> loaded(3 * TILE), stored(2 * TILE, -9);
+    load_store<L, S, X, Y, Z, IPT><<<1, dim3(X, Y, Z)>>>(x.data(), n, loaded.data(), stored.data());
+    print(loaded);
+    print(stored);
+}
+
+// "load_store/ALGORITHM/SHAPE": the load and store algorithms of one name, in one block shape.
+template <cub::BlockLoadAlgorithm L, cub::BlockStoreAlgorithm S>
+static bool load_store_shape(const std::string& shape) {
+    if (shape == "64x1x1") run_load_store<L, S, 64, 1, 1, 8>(308);
+    else if (shape == "16x4x1") run_load_store<L, S, 16, 4, 1, 3>(116);
+    else if (shape == "8x2x4") run_load_store<L, S, 8, 2, 4, 5>(193);
+    else return false;
+    return true;
+}
+
+static bool load_store_case(const std::string& c) {
+    const std::string prefix = "load_store/";
+    if (c.rfind(prefix, 0) != 0) return false;
+    const size_t slash = c.find('/', prefix.size());
+    const std::string algorithm = c.substr(prefix.size(), slash - prefix.size()), shape = c.substr(slash + 1);
+    if (algorithm == "DIRECT") return load_store_shape<cub::BLOCK_LOAD_DIRECT, cub::BLOCK_STORE_DIRECT>(shape);
+    if (algorithm == "STRIPED") return load_store_shape<cub::BLOCK_LOAD_STRIPED, cub::BLOCK_STORE_STRIPED>(shape);
+    if (algorithm == "VECTORIZE") return load_store_shape<cub::BLOCK_LOAD_VECTORIZE, cub::BLOCK_STORE_VECTORIZE>(shape);
+    if (algorithm == "TRANSPOSE") return load_store_shape<cub::BLOCK_LOAD_TRANSPOSE, cub::BLOCK_STORE_TRANSPOSE>(shape);
+    if (algorithm == "WARP_TRANSPOSE") {
+        return load_store_shape<cub::BLOCK_LOAD_WARP_TRANSPOSE, cub::BLOCK_STORE_WARP_TRANSPOSE>(shape);
+    }
+    if (algorithm == "WARP_TRANSPOSE_TIMESLICED") {
+        return load_store_shape<cub::BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED, cub::BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED>(
+            shape);
+    }
+    return false;
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     try {
@@ -191,6 +327,35 @@ int main(int argc, char** argv) {
             std::vector<long long> out(96 * 8);
             block_scan<<<1, 96>>>(x.data(), out.data());
             print(out);
+        } else if (load_store_case(c)) {
+        } else if (c == "direct_functions") {
+            std::vector<int> x = pattern<int>(192);
+            std::vector<int> out(960, -9);
+            direct_functions<<<1, dim3(16, 4)>>>(x.data(), 150, out.data());
+            print(out);
+        } else if (c == "temp_storage_sizes") {
+            std::printf("%zu %zu %zu %zu %zu %zu %zu\n", sizeof(DynLoad::TempStorage), sizeof(DynStore::TempStorage),
+                        sizeof(DynTemp), sizeof(cub::BlockLoad<int, 64, 8, cub::BLOCK_LOAD_TRANSPOSE>::TempStorage),
+                        sizeof(cub::BlockLoad<int, 128, 4, cub::BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED>::TempStorage),
+                        sizeof(cub::BlockLoad<int, 128, 4>::TempStorage),
+                        sizeof(cub::BlockStore<double, 64, 2, cub::BLOCK_STORE_STRIPED>::TempStorage));
+        } else if (c == "load_store_dynamic_smem") {
+            std::vector<float> x(1300), out(1536, -9.0f);
+            for (int i = 0; i < 1300; ++i) x[i] = static_cast<float>(i % 97) * 0.25f - 3.0f;
+            load_store_dynamic_smem<<<3, 128, sizeof(DynTemp)>>>(x.data(), out.data(), 1300);
+            print(out);
+        } else if (c == "vector_load") {
+            std::vector<float> out(256);
+            vector_load<<<2, 32>>>(xf.data(), out.data());
+            print(out);
+        } else if (c == "transpose_in_smaller_block") {
+            std::vector<int> x = pattern<int>(128);
+            std::vector<int> out(48);
+            transpose_in_smaller_block<<<1, 48>>>(x.data(), out.data());
+        } else if (c == "load_reused_without_sync") {
+            std::vector<int> x = pattern<int>(256);
+            std::vector<int> out(64);
+            load_reused_without_sync<<<1, 64>>>(x.data(), out.data());
         } else if (c == "reuse_without_sync") {
             std::vector<float> out(1);
             reuse_without_sync<<<1, 64>>>(xf.data(), out.data());

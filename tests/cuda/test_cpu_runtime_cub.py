@@ -1,8 +1,9 @@
 """CUB's block and warp collectives on the CPU (include/cpu/cub/): kernels written as public CUDA code
 writes them (vLLM's `cub::BlockReduce<float, 1024>(temp).Reduce(v, cub::Sum{}, blockDim.x)`), with
 the values each thread should see computed here from CUB's documented contracts: the aggregate in
-thread 0 (lane 0) only, every other thread a poison; float sums in CUB's WARP_REDUCTIONS order; and
-planted bugs (a TempStorage reused without a barrier, a call in a branch) failing at their line."""
+thread 0 (lane 0) only, every other thread a poison; float sums in CUB's WARP_REDUCTIONS order; BlockLoad
+and BlockStore's blocked and striped arrangements, guarded ends and TempStorage sizes; and planted bugs
+(a TempStorage reused without a barrier, a call in a branch) failing at their line."""
 
 from __future__ import annotations
 
@@ -120,6 +121,8 @@ def test_block_scans_inclusive_exclusive_initial_value_and_items(program: Path) 
      "cub::BlockReduce declared for a block of (64, 1, 1) threads runs in a block of (96, 1, 1)"),
     ("full_reduce_in_smaller_block", "// bug: no num_valid", "cub", "declared for 256 threads reduces over all of them"),
     ("warp_lane_returns", "// bug: lane 7 returned", "warp mask", "for lane 7, which returned without reaching it"),
+    ("transpose_in_smaller_block", "// bug: 48 of 64 threads", "cub",
+     "cub::BlockLoad declared for 64 threads transposes through its TempStorage in a block of 48"),
 ])
 def test_planted_cub_bugs_fail_naming_the_line(program: Path, case: str, line: str, kind: str, detail: str) -> None:
     out = run(program, case)
@@ -127,10 +130,107 @@ def test_planted_cub_bugs_fail_naming_the_line(program: Path, case: str, line: s
     assert detail in out, out
 
 
-def test_a_temp_storage_reused_without_a_barrier_races(program: Path) -> None:
-    """CUB puts no barrier after a reduction: thread 0 still reads the partials the next call writes."""
-    out = run(program, "reuse_without_sync")
-    first, second = line_of("// bug: reused storage, first use"), line_of("const float b = BlockReduce(temp).Reduce")
+@pytest.mark.parametrize("case, first, second", [
+    ("reuse_without_sync", "// bug: reused storage, first use", "const float b = BlockReduce(temp).Reduce"),
+    ("load_reused_without_sync", "// bug: reused load storage, first use", "BlockLoad(temp).Load(x + 128, b);"),
+])
+def test_a_temp_storage_reused_without_a_barrier_races(program: Path, case: str, first: str, second: str) -> None:
+    """CUB puts no barrier after a reduction or a transposing load: a thread still reads what the next
+    call writes."""
+    out = run(program, case)
+    first, second = line_of(first), line_of(second)
     assert out.startswith(f"FAULT: {SOURCE}:"), out
-    assert "race on shared memory in reuse_without_sync" in out, out
+    assert f"race on shared memory in {case}" in out, out
     assert {f"{SOURCE}:{first}", f"{SOURCE}:{second}"} <= set(out.replace(": ", " ").split()), out
+
+
+# ---- BlockLoad / BlockStore
+
+ALGORITHMS = ["DIRECT", "STRIPED", "VECTORIZE", "TRANSPOSE", "WARP_TRANSPOSE", "WARP_TRANSPOSE_TIMESLICED"]
+# block shape -> (dims, items per thread, the ragged end main() passes)
+SHAPES = {"64x1x1": ((64, 1, 1), 8, 308), "16x4x1": ((16, 4, 1), 3, 116), "8x2x4": ((8, 2, 4), 5, 193)}
+
+
+def position(algorithm: str, threads: int, items: int, t: int, i: int) -> int:
+    """Where thread t's item i sits in the tile: striped for STRIPED, blocked for every other algorithm."""
+    return i * threads + t if algorithm == "STRIPED" else t * items + i
+
+
+def reader(algorithm: str, threads: int, items: int, p: int) -> tuple[int, int]:
+    """The (thread, item) that reads tile position p from memory: a transpose reads striped or warp-striped,
+    then exchanges, so past a guarded end a thread gets that reader's stale item."""
+    if algorithm == "TRANSPOSE":
+        return p % threads, p // threads
+    if algorithm.startswith("WARP_TRANSPOSE"):
+        warp, r = divmod(p, 32 * items)
+        return warp * 32 + r % 32, r // 32
+    return divmod(p, items) if algorithm != "STRIPED" else (p % threads, p // threads)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_block_load_and_store_arrange_items_as_cub_does(program: Path, algorithm: str, shape: str) -> None:
+    (dx, dy, dz), items, n = SHAPES[shape]
+    threads = dx * dy * dz
+    tile = threads * items
+    loaded, stored = ([int(v) for v in line.split()] for line in run(program, f"load_store/{algorithm}/{shape}").splitlines())
+    x = pattern(tile)
+
+    def fill(t: int, i: int) -> int:
+        return 500000 + t * 100 + i
+
+    want_full, want_guarded, want_default = [], [], []
+    for t in range(threads):
+        for i in range(items):
+            p = position(algorithm, threads, items, t, i)
+            want_full.append(x[p])
+            want_guarded.append(x[p] if p < n else fill(*reader(algorithm, threads, items, p)))
+            want_default.append(x[p] if p < n else -7)
+    assert loaded[:tile] == want_full
+    assert loaded[tile:2 * tile] == want_guarded
+    assert loaded[2 * tile:] == want_default
+
+    want_store, want_ragged = [0] * tile, [-9] * tile
+    for t in range(threads):
+        for i in range(items):
+            p = position(algorithm, threads, items, t, i)
+            want_store[p] = t * 100 + i
+            if p < n:
+                want_ragged[p] = -(t * 100 + i)
+    assert stored[:tile] == want_store
+    assert stored[tile:] == want_ragged  # the destination past the ragged end is untouched
+
+
+def test_direct_loads_and_stores_with_and_without_a_guard(program: Path) -> None:
+    out = [int(v) for v in run(program, "direct_functions").split()]
+    x, n = pattern(192), 150
+    want = [-9] * 960
+    for t in range(64):
+        for i in range(3):
+            blocked, striped = t * 3 + i, i * 64 + t
+            want[blocked] = x[striped] if striped < n else -3
+            if striped < n:
+                want[192 + striped] = x[blocked]
+            want[384 + striped] = x[blocked] if blocked < n else -(i + 1)
+            if blocked < n:
+                want[576 + blocked] = x[striped]
+            want[768 + blocked] = x[blocked] if blocked < n else 99
+    assert out == want
+
+
+def test_temp_storage_sizes_are_cubs(program: Path) -> None:
+    """Kernels size dynamic shared memory by these: 128*4 floats; the same and the store's int guard, to 16
+    bytes; 64*8 ints and CUB's padding slot per 32; one warp's 32*4 ints when time-sliced; 1 when direct."""
+    assert [int(v) for v in run(program, "temp_storage_sizes").split()] == [2048, 2064, 2064, 2112, 512, 1, 1]
+
+
+def test_a_temp_storage_union_in_dynamic_shared_memory_sized_by_sizeof(program: Path) -> None:
+    got = [float(v) for v in run(program, "load_store_dynamic_smem").split()]
+    x = [(i % 97) * 0.25 - 3.0 for i in range(1300)]
+    assert got == [v * 2.0 + 1.0 for v in x] + [-9.0] * (1536 - 1300)
+
+
+def test_a_vector_type_loads_through_a_reinterpreted_array(program: Path) -> None:
+    got = [float(v) for v in run(program, "vector_load").split()]
+    x = floats_x(256)
+    assert got == [float(np.float32(x[j] * np.float32(j % 4 + 1))) for j in range(256)]
