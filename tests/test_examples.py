@@ -43,7 +43,7 @@ def test_seed_bias_gelu_runs_as_written_and_what_it_gets_wrong_is_flagged() -> N
         failed = by[("cuda", check)]
         assert {r.verdict for r in failed} == {"FAIL"}, failed
         assert "[non-contiguous, size (3, 7)]" in repr(failed), failed
-        assert "input and bias read as if contiguous" in repr(failed), failed  # the cause, named
+        assert "x and bias read as if contiguous" in repr(failed), failed  # the cause, named
     # 0.5 x (1 + tanh(u)) cancels for x + bias below about -3: GELU's small negative values lose their digits
     forward = by[("cuda", "forward")]
     assert {r.verdict for r in forward} == {"FAIL"} and "out of tolerance" in repr(forward), forward

@@ -4,11 +4,14 @@ and when a stage may decline one.
 Most kernels people have read their inputs as dense row-major memory and leave the wrapper to make
 them so; many wrappers forget (every public kernel tried so far). When such a case fails, the
 failure alone says only "wrong values". `cause` tries what the kernel most likely did instead, and
-says so only where that reproduces the stage's output:
-- it read an input's memory densely from its first element, ignoring the strides (the reference
-  run on that reading matches what the stage returned);
+says so only where that reproduces the stage's output exactly: the stage is run again on contiguous
+copies of what it would then have read, and must return what it returned (the reference plays no
+part, so a kernel also wrong for other reasons, a cancellation, still has its layout named):
+- it read an input's memory densely from its first element, ignoring the strides;
 - it wrote an output densely into a tensor allocated with other strides (`empty_like(x)` of a
-  permuted x): the output's memory read densely matches the expected values.
+  permuted x): the output's memory read densely is what the stage returns for contiguous inputs.
+Neither is claimed where the stage returns the same for the inputs made contiguous: then the layout
+was not what went wrong.
 
 A stage that refuses such an input with an error naming the layout (`TORCH_CHECK(x.is_contiguous())`,
 an alignment check) has not computed anything wrong: `declined` says so, and the case is listed as
@@ -29,11 +32,11 @@ from .trial import Case
 # The labels strided_cases gives its cases, and the words a stage's refusal of such an input uses.
 _LAYOUT_CASE = re.compile(r"^(non-contiguous|misaligned|permuted), ")
 _LAYOUT_WORDS = re.compile(r"contiguous|align|strided|stride", re.I)
-# At most this many subsets of the non-contiguous inputs are tried (each is one run of the reference).
+# At most this many subsets of the non-contiguous inputs are tried (each is one run of the stage).
 _MOST_TRIES = 15
 
-# Whether what a stage returned (outputs, or gradients) agrees with the trusted side run on these
-# inputs, by the row's own rule: the executor's comparison, spread under rounding included.
+# Whether the stage, run again on these (contiguous) inputs, returns what it returned (outputs, or
+# gradients), by the row's own rule.
 Agrees = Callable[[tuple[torch.Tensor, ...], Tensors], bool]
 
 
@@ -76,16 +79,24 @@ def cause(case: Case, got: Tensors, agrees: Agrees, names: tuple[tuple[str, ...]
         return None
     strided = tuple(i for i, x in enumerate(case.inputs) if isinstance(x, torch.Tensor) and not x.is_contiguous())
     written = tuple(i for i, g in enumerate(got) if isinstance(g, torch.Tensor) and not g.is_contiguous())
+    if not strided and not written:
+        return None
+
+    def reproduces(subset: tuple[int, ...], out: bool) -> bool:
+        read = tuple((dense(x) if i in subset else x).contiguous() if isinstance(x, torch.Tensor) else x
+                     for i, x in enumerate(case.inputs))
+        seen = tuple(dense(g) if out and i in written else g for i, g in enumerate(got))
+        try:
+            return agrees(read, seen)
+        except Exception:
+            return False  # the stage cannot take those values: no evidence either way
+
+    if reproduces((), False):
+        return None  # the same for contiguous inputs: not the layout
     subsets = [s for k in range(1, len(strided) + 1) for s in itertools.combinations(strided, k)][:_MOST_TRIES]
     tries = [(s, False) for s in subsets] + ([((), True)] + [(s, True) for s in subsets] if written else [])
     for subset, out in tries:
-        read = tuple(dense(x) if i in subset else x for i, x in enumerate(case.inputs))
-        seen = tuple(dense(g) if out and i in written else g for i, g in enumerate(got))
-        try:
-            agreed = agrees(read, seen)
-        except Exception:
-            continue  # the trusted side cannot take those values: no evidence either way
-        if agreed:
+        if reproduces(subset, out):
             return " ".join(filter(None, (_read_densely(subset, input_names),
                                           _written_densely(written, got, compared) if out else "")))
     return None
@@ -96,15 +107,16 @@ def _read_densely(subset: tuple[int, ...], input_names: tuple[str, ...]) -> str:
         return ""
     one = len(subset) == 1
     them = "its" if one else "their"
-    return (f"{_names(subset, input_names)} read as if contiguous: what the stage returned is the expected "
-            f"result of {them} memory taken densely from {them} first element, so the kernel or its wrapper "
+    return (f"{_names(subset, input_names)} read as if contiguous: the stage returns the same for a contiguous "
+            f"copy of {them} memory taken densely from {them} first element, so the kernel or its wrapper "
             f"ignores {them} strides. Make {'it' if one else 'them'} contiguous in the wrapper (x = x.contiguous()) "
             "or refuse such inputs (TORCH_CHECK(x.is_contiguous(), ...)), which brrr lists as refused.")
 
 
 def _written_densely(written: tuple[int, ...], got: Tensors, compared: tuple[str, ...]) -> str:
     outs = " and ".join(compared[i] for i in written)
+    strides = tuple(got[written[0]].stride())
     return (f"{outs} written as if contiguous: read densely, {'its' if len(written) == 1 else 'their'} memory "
-            f"holds the expected values, but the tensor has strides {tuple(got[written[0]].stride())} (allocated "
+            f"holds what the stage returns for contiguous inputs, but the tensor has strides {strides} (allocated "
             "like a permuted input: empty_like(x) keeps x's layout). Allocate with torch::empty(x.sizes(), "
             "x.options()), or make x contiguous first.")
