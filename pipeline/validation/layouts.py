@@ -26,7 +26,9 @@ from collections.abc import Callable
 
 import torch
 
+from ..base.errors import is_device_fault
 from ..op.contract import Tensors
+from ..verdict.faults import cpu_fault
 from .trial import Case
 
 # The labels strided_cases gives its cases, and the words a stage's refusal of such an input uses.
@@ -45,9 +47,12 @@ def is_layout_case(case: Case) -> bool:
 
 
 def declined(case: Case, error: Exception) -> str | None:
-    """The stage's own message where it refused a layout case's input by its layout (None otherwise)."""
+    """The stage's own message where it refused a layout case's input by its layout (None otherwise).
+    A kernel's fault is never a refusal, whatever it says ("misaligned access" of a 16-byte load)."""
     text = str(error).strip()
     if not is_layout_case(case) or not _LAYOUT_WORDS.search(text):
+        return None
+    if is_device_fault(error) or cpu_fault(error) is not None:
         return None
     first = next((line.strip() for line in text.splitlines() if _LAYOUT_WORDS.search(line)), text)
     return first[:200]

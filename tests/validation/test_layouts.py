@@ -102,6 +102,10 @@ def test_a_case_of_contiguous_inputs_or_not_a_layout_case_names_no_cause() -> No
     ("misaligned, size 9", "x: data pointer must be 16-byte aligned", True),
     ("size 9", "x must be contiguous", False),  # an ordinary case: a failure, whatever it says
     ("non-contiguous, size 9", "CUDA error: an illegal memory access was encountered", False),
+    # causal-conv1d's 16-byte load of a misaligned x: the kernel's fault, not a refusal, whatever it says
+    ("misaligned, size 9", "/tmp/op/conv.cu:90: misaligned access in conv_kernel<float>, block (0, 0, 0), "
+                           "thread (0, 0, 0): a 16-byte load at an address not a multiple of 16", False),
+    ("misaligned, size 9", "CUDA error: misaligned address", False),
 ])
 def test_a_layout_refusal_is_told_from_a_fault(label: str, message: str, refused: bool) -> None:
     found = declined(Case(label, ()), RuntimeError(message))
