@@ -7,6 +7,7 @@ Layer map:
     executor        runs any check of the plan on one op and makes its row
     trial           one call on one case: outputs poisoned, inputs checked for writes
     rows            a check's many cases folded into its one report row
+    layouts         a failing strided or permuted case's cause, and a stage's refusal of a layout
     function        one autograd.Function for every stage
     gpu_fault       a kernel's fault on the GPU: one row, not the end of brrr (CUDA's errors are sticky)
     unfinished      a stage still as its template left it, told apart from a failing one
