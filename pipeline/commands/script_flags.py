@@ -63,6 +63,11 @@ def _flag_nodes(node: ast.AST) -> list[ast.AST]:
     return [node]
 
 
+# nvcc's options whose value is the next item even where it starts with '-' ("-Xptxas", "-O3").
+_TAKES_VALUE = {"-Xptxas", "-Xcompiler", "-Xlinker", "-Xcudafe", "-Xnvlink", "--ptxas-options", "--compiler-options",
+                "--linker-options", "-gencode", "--generate-code", "-arch", "--gpu-architecture", "-ccbin"}
+
+
 def _add(flags: list[str], into: ScriptFlags) -> None:
     i = 0
     while i < len(flags):
@@ -70,6 +75,8 @@ def _add(flags: list[str], into: ScriptFlags) -> None:
         # "-D", "NAME=VALUE" as two items, or "-DNAME=VALUE" as one.
         if flag == "-D" and i + 1 < len(flags):
             flag, i = "-D" + flags[i + 1], i + 1
+        elif flag in _TAKES_VALUE and i + 1 < len(flags):
+            flag, i = f"{flag} {flags[i + 1]}", i + 1
         if flag.startswith("-D") and len(flag) > 2:
             name, _, value = flag[2:].partition("=")
             if name.isidentifier():

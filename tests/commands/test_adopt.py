@@ -258,7 +258,7 @@ from torch.utils.cpp_extension import load
 T_MAX = 1024
 EXT = "cu"
 wkv = load(name="wkv", sources=["cuda/op.cpp", f"cuda/op.{EXT}"],
-           extra_cuda_cflags=["--use_fast_math", "--maxrregcount 60", f"-DTmax={T_MAX}", "-D", "FAST"],
+           extra_cuda_cflags=["--use_fast_math", "--maxrregcount 60", f"-DTmax={T_MAX}", "-D", "FAST", "-Xptxas", "-O3"],
            extra_cflags=[f"-DPATH={unknown()}"])
 """
 
@@ -275,6 +275,7 @@ def test_a_load_script_brings_the_sources_it_names_from_where_it_runs_and_its_ma
     assert load_op(str(folder)).spec.defines == {"Tmax": "1024", "FAST": ""}
     said = " ".join(left)
     assert "--use_fast_math" in said and "--maxrregcount 60" in said
+    assert "-Xptxas -O3" in said  # an option and its value that starts with '-': one flag
     assert "unknown()" in said  # a flag computed at run time is named, not guessed
 
 
