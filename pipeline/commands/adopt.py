@@ -159,6 +159,9 @@ def _inline(py: Path, name: str | None, staging: Path) -> tuple[list[Path], str]
         listed = ", ".join(f"{m.name} (line {m.line})" for m in modules)
         raise UsageError(f"{shown(py)} builds {len(modules)} extensions with load_inline: {listed}",
                          hint="pick one with --name NAME, NAME its load_inline name")
+    if picked[0].cuda is None:
+        raise UsageError(f"{shown(py)}:{picked[0].line}: load_inline(name={picked[0].name!r}) has no cuda_sources: "
+                         "a C++-only extension", hint="brrr's cuda stage is CUDA C: kernels in cuda_sources")
     return picked[0].write(staging), f"load_inline(name={picked[0].name!r}) at {shown(py)}:{picked[0].line}"
 
 

@@ -338,6 +338,10 @@ def test_a_load_inline_source_brrr_cannot_read_without_running_the_script_is_nam
                                      "ext = load_inline('e', cpp_sources='', cuda_sources=make_source())\n")
     with pytest.raises(UsageError, match=r"run\.py:3: load_inline's cuda_sources is `make_source\(\)`"):
         adopt(tmp_path / "run.py", tmp_path / "op", None)
+    (tmp_path / "run.py").write_text("from torch.utils.cpp_extension import load_inline\n\n"
+                                     "ext = load_inline('e', cpp_sources='int f() { return 1; }', functions=['f'])\n")
+    with pytest.raises(UsageError, match=r"run\.py:3: load_inline\(name='e'\) has no cuda_sources"):
+        adopt(tmp_path / "run.py", tmp_path / "op", None)
 
 
 def test_of_several_load_inline_calls_name_picks_one_and_none_is_refused_listing_them(tmp_path: Path) -> None:
