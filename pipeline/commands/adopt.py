@@ -25,7 +25,7 @@ from ..cuda.tokens import kernel_names, masked
 from ..op.extension import torch_wrapper_line
 from .bindings import BOUND, DEFINED, macro_bindings, module_blocks
 from .inline_sources import inline_modules
-from .script_flags import ScriptFlags, literal_text, module_constants, script_flags
+from .script_flags import ScriptFlags, literal_text, module_constants, run_from, script_flags
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 _QUOTED_INCLUDE = re.compile(r'#[ \t]*include[ \t]*"([^"]+)"')
@@ -117,11 +117,8 @@ def python_sources(py: Path) -> list[Path]:
     names = list(dict.fromkeys(names))
     if not names:
         return []
-    # load() resolves a relative name against the process's working directory, which a script
-    # assumes to be where it is run from: its own folder, the folder above (RWKV's src/model.py names
-    # "cuda/wkv_op.cpp" beside src/), or wherever brrr runs. The first folder holding all of them.
-    bases = list(dict.fromkeys([py.parent.resolve(), *py.parent.resolve().parents, Path.cwd().resolve()]))
-    for base in bases:
+    # load() resolves a relative name against the working directory: the first folder holding all of them.
+    for base in run_from(py):
         found = [base / n for n in names]
         if all(f.is_file() for f in found):
             return found

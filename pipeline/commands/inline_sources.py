@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..base.errors import UsageError
 from ..base.files import shown
-from .script_flags import literal_text, module_constants
+from .script_flags import literal_text, module_constants, run_from
 
 # load_inline(name, cpp_sources, cuda_sources=None, sycl_sources=None, functions=None, ...)
 _POSITIONAL = ("name", "cpp_sources", "cuda_sources", "sycl_sources", "functions")
@@ -112,7 +112,7 @@ class _Reader:
         name = literal_text(target, self.constants)
         if name is None:
             raise self.fail(opener, what)
-        for base in dict.fromkeys([self.py.parent.resolve(), *self.py.parent.resolve().parents, Path.cwd().resolve()]):
+        for base in run_from(self.py):
             if (base / name).is_file():
                 return (base / name).read_text(errors="replace")
         raise UsageError(f"{shown(self.py)}:{opener.lineno}: load_inline's {what} reads {name}, which is not there",

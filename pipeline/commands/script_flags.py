@@ -25,6 +25,14 @@ class ScriptFlags:
     dropped: list[str] = field(default_factory=list)
 
 
+def run_from(py: Path) -> list[Path]:
+    """Where a script's relative file names may be meant from: a script assumes the folder it is run
+    from, its own, a folder above it (RWKV's src/model.py names "cuda/wkv_op.cpp" beside src/), or
+    wherever brrr runs. In that order."""
+    here = py.parent.resolve()
+    return list(dict.fromkeys([here, *here.parents, Path.cwd().resolve()]))
+
+
 def module_constants(tree: ast.Module) -> dict[str, object]:
     """The script's module-level NAME = constant assignments (the last one of each name)."""
     found: dict[str, object] = {}
