@@ -289,12 +289,20 @@ _DEFINITION = re.compile(r"^[ \t]*(?:template\s*<[^>]*>\s*)?(?:(?:static|inline|
                          r"[\w:]+(?:\s*<[^;{}()]*>)?[\s*&]+(\w+)\s*\(", re.M)
 
 
+def _on_device(mask: str, definition: re.Match[str]) -> bool:
+    """Whether the function defined at `definition` is a kernel or device function: its qualifiers, on
+    its line or the lines before it, back to the previous statement (a kernel just above, `__global__
+    void k() {}`, is not this function's)."""
+    before = re.split(r"[;{}]", mask[max(0, definition.start() - 60):definition.start()])[-1]
+    return re.search(r"__global__|__device__", before + mask[definition.start():definition.end()]) is not None
+
+
 def tensor_functions(text: str) -> list[Function]:
     """The host functions `text` defines that take a tensor: a wrapper's candidates for forward."""
     mask = masked(text)
     found: dict[str, Function] = {}
     for m in _DEFINITION.finditer(mask):
-        if re.search(r"__global__|__device__", mask[max(0, m.start() - 60):m.end()]) or m.group(1) in found:
+        if _on_device(mask, m) or m.group(1) in found:
             continue
         if (f := function_signature(text, m.group(1))) is not None and f.tensors():
             found[f.name] = f
@@ -306,7 +314,7 @@ def host_functions(text: str) -> list[Function]:
     mask = masked(text)
     out = []
     for m in re.finditer(r"^[ \t]*(?:template\s*<[^>]*>\s*)?(?:static\s+|inline\s+)*void\s+(\w+)\s*\(", mask, re.M):
-        if re.search(r"__global__|__device__", mask[max(0, m.start() - 60):m.end()]) or m.group(1) == "main":
+        if _on_device(mask, m) or m.group(1) == "main":
             continue
         if (f := function_signature(text, m.group(1))) is not None:
             out.append(f)

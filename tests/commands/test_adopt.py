@@ -9,7 +9,7 @@ import pytest
 
 from brrr_kernels.base.errors import UsageError
 from brrr_kernels.cli import main as cli_main
-from brrr_kernels.commands.adopt import adopt, function_signature
+from brrr_kernels.commands.adopt import adopt, function_signature, host_functions, tensor_functions
 from brrr_kernels.op.loaders import load_op, load_reference
 
 # One .cu holding kernel, wrapper and module, as load() users write it.
@@ -392,3 +392,11 @@ def test_a_lone_cu_whose_module_is_declared_beside_it_says_to_adopt_the_folder(t
     assert left[0].endswith(f"brrr adopt {project}")
     folder, _, left = adopt(project, tmp_path / "whole", None)  # as it says: the module comes along
     assert (folder / "addone.cpp").is_file() and not any("beside it" in item for item in left)
+
+
+def test_a_host_function_right_below_a_kernel_is_no_kernel() -> None:
+    """A one-line kernel just above (within the lines looked back over for `__global__`) is not this function's."""
+    text = ("__global__ void k(float* y) {}\nvoid rms_norm(torch::Tensor& out, torch::Tensor& input) {}\n"
+            "__global__\nvoid k2(float* y) {}\n")
+    assert [f.name for f in tensor_functions(text)] == ["rms_norm"]
+    assert [f.name for f in host_functions(text.replace("torch::Tensor&", "float*"))] == ["rms_norm"]
