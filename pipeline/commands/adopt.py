@@ -23,49 +23,13 @@ from ..base.errors import EXIT_OK, UsageError
 from ..base.files import shown, write_atomic
 from ..cuda.tokens import kernel_names, masked
 from ..op.extension import torch_wrapper_line
+from .adopt_forward import ADAPTER, Forward, Function
 from .bindings import BOUND, DEFINED, macro_bindings, module_blocks
 from .inline_sources import inline_modules
 from .script_flags import ScriptFlags, literal_text, module_constants, run_from, script_flags
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 _QUOTED_INCLUDE = re.compile(r'#[ \t]*include[ \t]*"([^"]+)"')
-
-
-@dataclass(frozen=True)
-class Function:
-    """A C++ function of the sources: its name and its parameters (type, name)."""
-
-    name: str
-    params: tuple[tuple[str, str], ...]
-    returns: str = ""  # the return type as written ("void": it writes its results into tensors it is given)
-
-    def tensors(self) -> tuple[str, ...]:
-        return tuple(n for t, n in self.params if re.search(r"\bTensor\b", t))
-
-    def others(self) -> tuple[str, ...]:
-        return tuple(f"{t} {n}" for t, n in self.params if not re.search(r"\bTensor\b", t))
-
-    def scalars(self) -> dict[str, object] | None:
-        """The non-tensor parameters as spec params with a placeholder value each (None: one is not
-        a plain number or flag, so an adapter must supply it)."""
-        out: dict[str, object] = {}
-        for t, n in self.params:
-            if re.search(r"\bTensor\b", t):
-                continue
-            base = re.sub(r"\bconst\b|&", "", t).strip()
-            value = _SCALAR_PLACEHOLDERS.get(base)
-            if value is None:
-                return None
-            out[n] = value
-        return out
-
-
-# A scalar parameter's C++ type -> the value spec.py starts with (the author picks a real one).
-_SCALAR_PLACEHOLDERS: dict[str, object] = {
-    **dict.fromkeys(("double", "float", "at::Scalar", "c10::Scalar", "Scalar"), 0.5),
-    **dict.fromkeys(("int", "int64_t", "long", "int32_t", "size_t", "unsigned", "c10::SymInt"), 3),
-    "bool": True,
-}
 
 
 @dataclass(frozen=True)
@@ -358,10 +322,18 @@ def _roles(project: Project) -> tuple[str | None, str | None]:
     return forward, backward
 
 
+def _forward(project: Project, forward: str | None) -> Forward | None:
+    """The forward's parameters as the contract sees them (None: no forward, or its signature not found)."""
+    fn = project.bound.get(forward) if forward else None
+    return Forward.of(forward, fn) if forward and fn else None
+
+
 def spec_text(name: str, project: Project) -> str:
     forward, backward = _roles(project)
-    fn = project.bound.get(forward) if forward else None
-    inputs = fn.tensors() if fn else ()
+    fwd = _forward(project, forward)
+    inputs = fwd.inputs() if fwd else ()
+    # Only a module's function is called through TorchModule; a kernels-only .cu gets binding.cpp instead.
+    adapted = fwd is not None and project.wrapper and fwd.adapted()
     lines = [f'"""{name}: adopted by `brrr adopt` from {project.found_by}. The kernel code is the author\'s, as',
              'copied; this spec and reference.py are stubs: each TODO says what is left to write."""', "",
              "import torch", "", "from brrr_kernels import OpSpec" + (", TorchModule" if project.wrapper else ""), "", ""]
@@ -369,6 +341,38 @@ def spec_text(name: str, project: Project) -> str:
               "    # TODO: inputs of the shapes and values the kernels expect (one tensor each below, at `size`).",
               f"    return tuple(torch.randn(size, dtype=dtype, generator=gen).to(device) for _ in range({len(inputs) or 1}))",
               "", ""]
+    if fwd is not None:
+        lines += fwd.notes()
+    if adapted and fwd is not None:
+        lines += [*fwd.adapter(), "", ""]
+    lines += _binding_comments(project)
+    outputs = fwd.outputs() if fwd else ()
+    lines += ["SPEC = OpSpec(", f'    name="{name}",',
+              f"    inputs={tuple(inputs) or ('x',)!r},  # TODO: check against the forward's tensors",
+              f"    outputs={outputs!r},  # TODO: check: the tensors {forward} writes" if outputs else
+              '    outputs=("y",),  # TODO: name the outputs',
+              "    make_inputs=make_inputs,",
+              "    sim_sizes=((3, 7), (2, 300)),  # TODO: sizes the CPU execution checks (small)",
+              "    gpu_sizes=((64, 1000),),  # TODO: sizes a GPU checks (real ones)",
+              "    gradcheck_size=(3, 5),",
+              '    dtypes={"reference": (torch.float32, torch.float64), "cuda": (torch.float32,)},  # TODO: the kernels\' dtypes']
+    if project.wrapper:
+        lines.append(f"    torch_module=TorchModule({_module_call(project, forward, backward, adapted)}),")
+    if params := (fwd.scalars() if fwd else {}):
+        lines.append(f"    params={params!r},  # TODO: the values to check {forward} with (passed after the tensors)")
+    if project.flags.defines:
+        lines.append(f"    defines={project.flags.defines!r},  # the script's -D flags, for every compile")
+    if not backward:
+        lines.append('    forward_only="TODO: no backward found; say why the op has none, or write one and name it",')
+    else:
+        lines.append(f'    saved={tuple(inputs)!r},  # TODO: what {backward} takes besides the upstream gradient')
+    lines.append(")")
+    return "\n".join(lines) + "\n"
+
+
+def _binding_comments(project: Project) -> list[str]:
+    """spec.py's comments on what the module binds, and the TODO where brrr could not read it."""
+    lines = []
     if project.bound and not project.bound_here:
         listed = ", ".join(f"{k} ({_signature(v)})" for k, v in project.bound.items())
         lines.append("# No binding in these sources (their module is declared elsewhere): brrr binds the functions "
@@ -381,37 +385,16 @@ def spec_text(name: str, project: Project) -> str:
     elif project.wrapper and not project.bound:
         lines.append("# TODO: no m.def(\"NAME\", &function) brrr can read (bound through a macro?): name the module's "
                      "functions below, or adapt them with a Python function (see brrr_kernels.op.extension)")
-    if fn and fn.returns == "void":
-        lines.append(f"# TODO: {forward} returns nothing: it writes into one of its tensors ({', '.join(fn.tensors())}). "
-                     "Adapt it with a Python function that allocates that output and returns it (see "
-                     "brrr_kernels.op.extension), and list only the true inputs in `inputs`.")
-    params = fn.scalars() if fn else None
-    if fn and fn.others() and params is None:
-        lines.append(f"# TODO: {forward} also takes {', '.join(fn.others())}: adapt it with a Python function "
-                     "(see brrr_kernels.op.extension).")
-    lines += ["SPEC = OpSpec(", f'    name="{name}",',
-              f"    inputs={tuple(inputs) or ('x',)!r},  # TODO: check against the forward's tensors",
-              '    outputs=("y",),  # TODO: name the outputs',
-              "    make_inputs=make_inputs,",
-              "    sim_sizes=((3, 7), (2, 300)),  # TODO: sizes the CPU execution checks (small)",
-              "    gpu_sizes=((64, 1000),),  # TODO: sizes a GPU checks (real ones)",
-              "    gradcheck_size=(3, 5),",
-              '    dtypes={"reference": (torch.float32, torch.float64), "cuda": (torch.float32,)},  # TODO: the kernels\' dtypes']
-    if project.wrapper:
-        extra = tuple(s.name for s in project.sources[1:] if s.suffix in SOURCE_SUFFIXES)
-        call = f'forward="{forward or "TODO"}"' + (f', backward="{backward}"' if backward else "")
-        call += f", sources={extra!r}" if extra else ""
-        lines.append(f"    torch_module=TorchModule({call}),")
-    if params:
-        lines.append(f"    params={params!r},  # TODO: the values to check {forward} with (passed after the tensors)")
-    if project.flags.defines:
-        lines.append(f"    defines={project.flags.defines!r},  # the script's -D flags, for every compile")
-    if not backward:
-        lines.append('    forward_only="TODO: no backward found; say why the op has none, or write one and name it",')
-    else:
-        lines.append(f'    saved={tuple(inputs)!r},  # TODO: what {backward} takes besides the upstream gradient')
-    lines.append(")")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _module_call(project: Project, forward: str | None, backward: str | None, adapted: bool) -> str:
+    """TorchModule's arguments: the forward by name, or the adapter with the function it calls named in
+    `functions` (brrr binds it by that name unless the module's own m.def does)."""
+    call = f"forward={ADAPTER}, functions={(forward,)!r}" if adapted else f'forward="{forward or "TODO"}"'
+    call += f', backward="{backward}"' if backward else ""
+    extra = tuple(s.name for s in project.sources[1:] if s.suffix in SOURCE_SUFFIXES)
+    return call + (f", sources={extra!r}" if extra else "")
 
 
 def _signature(fn: Function | None) -> str:
@@ -420,10 +403,9 @@ def _signature(fn: Function | None) -> str:
 
 def reference_text(project: Project) -> str:
     forward, backward = _roles(project)
-    fn = project.bound.get(forward) if forward else None
-    args = ", ".join(fn.tensors()) if fn and fn.tensors() else "x"
-    if fn and fn.scalars():
-        args += ", " + ", ".join(fn.scalars() or {})
+    fwd = _forward(project, forward)
+    # The contract's arguments: the forward's inputs, then the spec's params (the adapter takes the same).
+    args = ", ".join([*(fwd.inputs() or ("x",)), *fwd.scalars()]) if fwd else "x"
     out = ["import torch  # noqa: F401", "", "", f"def forward({args}):",
            f'    raise NotImplementedError("brrr adopt: write forward in PyTorch: what {forward or "the kernels"} computes")']
     if backward:

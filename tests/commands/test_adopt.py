@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from brrr_kernels.base.errors import UsageError
 from brrr_kernels.cli import main as cli_main
@@ -376,8 +377,10 @@ def test_a_cu_whose_wrappers_are_bound_elsewhere_names_the_functions_taking_tens
     spec = (folder / "spec.py").read_text()
     assert "Those taking tensors: gated (torch::Tensor& out, torch::Tensor& input), norm (" in spec
     assert "helper" not in spec and "gated_kernel (" not in spec
-    assert 'TorchModule(forward="gated")' in spec
-    assert "TODO: gated returns nothing: it writes into one of its tensors (out, input)" in spec
+    # gated returns nothing: an adapter allocates its output, and brrr binds gated by name for it
+    assert "TorchModule(forward=forward_from_module, functions=('gated',))" in spec
+    assert "# gated returns nothing: it writes into out (named like an output" in spec
+    assert "inputs=('input',)" in spec and "outputs=('out',)" in spec
     assert load_op(str(folder)).spec.torch_module.function_names() == ("gated",)
 
 
@@ -392,6 +395,123 @@ def test_a_lone_cu_whose_module_is_declared_beside_it_says_to_adopt_the_folder(t
     assert left[0].endswith(f"brrr adopt {project}")
     folder, _, left = adopt(project, tmp_path / "whole", None)  # as it says: the module comes along
     assert (folder / "addone.cpp").is_file() and not any("beside it" in item for item in left)
+
+
+# A forward's parameters told apart: what each C++ argument of the call is, by position. O: an output
+# the adapter allocates (input's shape), I: an input passed as given, P: written in place (a copy passed,
+# then returned), N: an optional tensor (None), s: a spec param, F: another argument the adapter supplies.
+FORWARDS = [
+    pytest.param("void silu_and_mul(torch::Tensor& out, torch::Tensor& input)",
+                 ("input",), ("out",), {}, "OI", id="void-out-first"),
+    pytest.param("void rms_norm(torch::Tensor& out, torch::Tensor& input, torch::Tensor& weight, double epsilon)",
+                 ("input", "weight"), ("out",), {"epsilon": 0.5}, "OIIs", id="vllm-rms_norm"),
+    pytest.param("void scale(at::Tensor x, int64_t n, at::Tensor &Output)",
+                 ("x",), ("Output",), {"n": 3}, "IsO", id="void-output-last"),
+    pytest.param("void fused_add_rms_norm(torch::Tensor& input, torch::Tensor& residual, torch::Tensor& weight, "
+                 "double epsilon)", ("input", "residual", "weight"), ("input_out", "residual_out", "weight_out"),
+                 {"epsilon": 0.5}, "PPPs", id="in-place"),
+    pytest.param("void add(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& y)",
+                 ("x", "y"), ("out",), {}, "OII", id="const-refs"),
+    pytest.param("void mul(torch::Tensor& out, torch::Tensor& x, torch::Tensor& y)",
+                 ("x", "y"), ("out",), {}, "OII", id="a-short-name-is-an-input-beside-out"),
+    pytest.param("void axpy(const torch::Tensor& out_scale, torch::Tensor& y, const torch::Tensor& x)",
+                 ("out_scale", "x"), ("y",), {}, "IOI", id="const-is-never-an-output"),
+    pytest.param("void copy_into(torch::Tensor& dst, torch::Tensor out, const torch::Tensor& in)",
+                 ("out", "in_"), ("dst",), {}, "OII", id="a-reference-over-a-value"),
+    pytest.param("torch::Tensor f(const torch::Tensor& x, c10::optional<torch::Tensor> bias, "
+                 "const std::optional<at::Tensor>& scale)", ("x",), ("y",), {}, "INN", id="optional-tensors"),
+    pytest.param("torch::Tensor pad(torch::Tensor x, std::vector<int64_t> pads, const std::string& mode, "
+                 "c10::optional<double> value, bool flag)", ("x",), ("y",), {"flag": True}, "IFFFs", id="other-arguments"),
+]
+
+
+def _adopted(tmp_path: Path, signature: str, module: str = "") -> tuple[Path, str]:
+    """An op folder adopted from a .cu defining `signature` (empty body), bound elsewhere unless `module`."""
+    (tmp_path / "ext.cu").write_text(f"#include <torch/all.h>\n__global__ void k(float* y) {{}}\n"
+                                     f"{signature} {{ {'' if signature.startswith('void') else 'return {};'} }}\n{module}")
+    folder, _, _ = adopt(tmp_path / "ext.cu", tmp_path / "op", None)
+    spec = (folder / "spec.py").read_text()
+    compile(spec, "spec.py", "exec")  # valid Python, whatever the signature's names
+    return folder, spec
+
+
+@pytest.mark.parametrize(("signature", "inputs", "outputs", "params", "roles"), FORWARDS)
+def test_a_forwards_outputs_and_optional_tensors_are_told_from_its_inputs(
+        tmp_path: Path, signature: str, inputs: tuple[str, ...], outputs: tuple[str, ...], params: dict[str, object],
+        roles: str) -> None:
+    folder, text = _adopted(tmp_path, signature)
+    spec = load_op(str(folder)).spec
+    assert (spec.inputs, spec.outputs, spec.params) == (inputs, outputs, params)
+    name = signature.split("(")[0].split()[-1]
+    module = spec.torch_module
+    assert module is not None and module.functions == (name,) and callable(module.forward)
+    assert f"m.{name}(" in text  # the function called by the name brrr binds it under
+    reference = (folder / "reference.py").read_text()
+    assert f"def forward({', '.join([*inputs, *params])}):" in reference
+
+    # The adapter, called as brrr calls it, on a module recording what the C++ function is given.
+    calls: list[tuple[object, ...]] = []
+
+    def function(*args: object) -> object:
+        calls.append(args)
+        return None if signature.startswith("void") else "returned"
+
+    given = tuple(torch.full((2, 3), float(k)) for k in range(len(inputs)))
+    result = module.forward(type("Module", (), {name: staticmethod(function)}), *given, *params.values())
+    (args,) = calls
+    assert len(args) == len(roles)
+    tensors, scalars = iter(given), iter(params.values())
+    returned = []
+    for role, arg in zip(roles, args):
+        if role == "I":
+            assert arg is next(tensors)
+        elif role == "P":  # a copy, so the caller's tensor stays as it was made
+            mine = next(tensors)
+            assert isinstance(arg, torch.Tensor) and arg is not mine and torch.equal(arg, mine)
+            returned.append(arg)
+        elif role == "O":
+            assert isinstance(arg, torch.Tensor) and arg.shape == given[0].shape and all(arg is not t for t in given)
+            returned.append(arg)
+        elif role == "N":
+            assert arg is None
+        elif role == "s":
+            assert arg == next(scalars)
+        else:
+            assert role == "F" and arg in ([], "", None)
+    if not signature.startswith("void"):
+        assert result == "returned"
+    elif len(returned) == 1:
+        assert result is returned[0]
+    else:
+        assert isinstance(result, tuple) and all(r is a for r, a in zip(result, returned, strict=True))
+
+
+def test_a_forward_taking_what_the_contract_does_not_pass_says_the_adapter_supplies_it(tmp_path: Path) -> None:
+    _, text = _adopted(tmp_path, "torch::Tensor f(torch::Tensor x, c10::optional<at::Tensor> bias, at::IntArrayRef dims)")
+    assert "# f also takes bias, dims, which the contract does not pass: forward_from_module below supplies each." in text
+    assert "    bias = None  # TODO: optional (c10::optional<at::Tensor>)" in text and "    dims = []  # TODO" in text
+
+
+def test_a_forward_returning_its_tensor_is_named_as_it_was(tmp_path: Path) -> None:
+    folder, text = _adopted(tmp_path, "torch::Tensor gelu(torch::Tensor x, double approximate)")
+    assert 'TorchModule(forward="gelu")' in text and "def forward_from_module" not in text
+    assert "params={'approximate': 0.5}" in text and "inputs=('x',)" in text and 'outputs=("y",)' in text
+
+
+def test_a_void_forward_bound_by_the_module_is_called_by_its_python_name(tmp_path: Path) -> None:
+    folder, text = _adopted(tmp_path, "void rms_norm_impl(torch::Tensor& out, torch::Tensor& input, double eps)",
+                            'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &rms_norm_impl); }\n')
+    assert "m.forward(out, input, eps)" in text and "rms_norm_impl(" not in text.split("def forward_from_module")[1]
+    assert load_op(str(folder)).spec.torch_module.function_names() == ("forward",)  # the module's own m.def binds it
+
+
+def test_an_in_place_forward_says_so_and_which_tensors_it_copies(tmp_path: Path) -> None:
+    _, text = _adopted(tmp_path, "void fused_add_rms_norm(torch::Tensor& input, torch::Tensor& residual, "
+                                 "const torch::Tensor& weight, double epsilon)")
+    said = " ".join(line[2:] for line in text.splitlines() if line.startswith("# "))
+    assert "fused_add_rms_norm returns nothing and takes no tensor named like an output: it writes in place" in said
+    assert "copies of input, residual and returns them" in said  # the const weight is read, not written
+    assert "outputs=('input_out', 'residual_out')" in text
 
 
 def test_a_host_function_right_below_a_kernel_is_no_kernel() -> None:
