@@ -161,3 +161,56 @@ def test_a_load_inline_script_validates_on_the_cpu_and_its_layout_bug_is_named_t
     row = report.row("cuda", "non-contiguous fwd", "float32")
     assert row.verdict == PASS and row.cases == ["misaligned, size (2, 300)", "misaligned, size (64, 1000)"], row
     assert any("refused by the stage: x must be contiguous" in n for n in row.notes), row.notes
+
+
+# vLLM's way: a wrapper that writes its result into a tensor it is given, bound in another file.
+RMS_NORM = """\
+#include <torch/all.h>
+
+__global__ void rms_norm_kernel(float* __restrict__ out, const float* __restrict__ input,
+                                const float* __restrict__ weight, float epsilon, int64_t rows, int64_t hidden) {
+  const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float squares = 0.0f;
+  for (int64_t i = 0; i < hidden; ++i) squares += input[r * hidden + i] * input[r * hidden + i];
+  const float scale = 1.0f / sqrtf(squares / hidden + epsilon);
+  for (int64_t i = 0; i < hidden; ++i) out[r * hidden + i] = input[r * hidden + i] * scale * weight[i];
+}
+
+void rms_norm(torch::Tensor& out,     // [..., hidden]
+              torch::Tensor& input,   // [..., hidden]
+              torch::Tensor& weight,  // [hidden]
+              double epsilon) {
+  TORCH_CHECK(out.is_contiguous() && input.is_contiguous() && weight.is_contiguous(), "rms_norm: contiguous tensors");
+  const int64_t hidden = input.size(-1), rows = input.numel() / hidden;
+  rms_norm_kernel<<<(rows + 127) / 128, 128>>>(out.data_ptr<float>(), input.data_ptr<float>(),
+                                               weight.data_ptr<float>(), (float)epsilon, rows, hidden);
+}
+"""
+RMS_NORM_INPUTS = """\
+    x = torch.randn(size, dtype=dtype, generator=gen)
+    return x.to(device), torch.rand(x.shape[-1], dtype=dtype, generator=gen).to(device) + 0.5
+"""
+
+
+def test_an_adopted_void_forward_validates_through_the_adapter_adopt_wrote(tmp_path: Path) -> None:
+    """spec.py's adapter (allocate out, call rms_norm, return out) and reference.py's signature are kept as
+    adopt wrote them: only make_inputs, epsilon, forward_only and the reference's body are filled in."""
+    from brrr_kernels.commands.adopt import adopt
+
+    (tmp_path / "rms_norm.cu").write_text(RMS_NORM)
+    folder, _, _ = adopt(tmp_path / "rms_norm.cu", tmp_path / "op", None)
+    spec = folder / "spec.py"
+    text = spec.read_text()
+    made = "    return tuple(torch.randn(size, dtype=dtype, generator=gen).to(device) for _ in range(2))\n"
+    assert made in text and "def forward_from_module(m, input, weight, epsilon):" in text
+    text = text.replace(made, RMS_NORM_INPUTS).replace("{'epsilon': 0.5}", "{'epsilon': 1e-6}")
+    spec.write_text(text.replace('forward_only="TODO', 'forward_only="an example'))
+    reference = (folder / "reference.py").read_text()
+    body = '    raise NotImplementedError("brrr adopt: write forward in PyTorch: what rms_norm computes")'
+    (folder / "reference.py").write_text(reference.replace(
+        body, "    return input * torch.rsqrt(input.pow(2).mean(-1, keepdim=True) + epsilon) * weight"))
+    report = brrr_kernels.validate(str(folder), stages=["cuda"], seed=4)
+    assert report.row("cuda", "forward", "float32").verdict == PASS, report
+    assert report.row("cuda", "inputs unchanged", "all").verdict == PASS, report
+    assert not report.failed, report
