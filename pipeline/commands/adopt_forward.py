@@ -81,9 +81,6 @@ class Param:
     name: str  # as a Python name
     role: Role
 
-    def declared(self) -> str:
-        return f"{self.cxx_type} {self.name}"
-
 
 def _is_const(cxx_type: str) -> bool:
     return re.search(r"\bconst\b", cxx_type) is not None
@@ -107,6 +104,7 @@ def _plain_role(cxx_type: str) -> Role:
 
 
 def _narrowed(candidates: list[tuple[str, str]], better: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Those of the candidates a stronger sign picks (`better`, a subset), or all of them where none has it."""
     return better or candidates
 
 
