@@ -8,8 +8,9 @@
 
 #include "brrr.cuh"
 
-// Defined in kernel.cu for float and double. Each computes c [m, n] = A [m, k] @ B [k, n], with A
-// and B read from flat storage through (row, column) strides and c written row-major.
+// Defined in kernel.cu for float, double, __half and __nv_bfloat16. Each computes c [m, n] =
+// A [m, k] @ B [k, n], with A and B read from flat storage through (row, column) strides and c
+// written row-major.
 #define MATMUL_LAUNCHER(name)                                                                         \
     template <typename T>                                                                             \
     void name(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c, \
@@ -30,7 +31,7 @@ static at::Tensor product(const at::Tensor& a, int64_t a_rs, int64_t a_cs, const
     if (m == 0 || n == 0) return c;
     // The grid's x dimension counts 16-column tiles (at most; v3's are 128 wide).
     TORCH_CHECK((n + 15) / 16 <= std::numeric_limits<int32_t>::max(), "matmul: ", n, " columns exceed the grid");
-    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "matmul_product", [&] {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, a.scalar_type(), "matmul_product", [&] {
         const auto* ap = brrr::data<scalar_t>(a);
         const auto* bp = brrr::data<scalar_t>(b);
         auto* cp = brrr::data<scalar_t>(c);

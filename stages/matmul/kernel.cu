@@ -13,7 +13,9 @@
 //                             of its strides is 1, and each warp over a 32x64 tile of c
 //
 // forward and backward run v5 for float32 products (any shape; 16-byte loads where the output's
-// rows and columns are multiples of 128), v2 for float64; binding.cpp registers v1 to v4 as forward_v1 .. _v4 for
+// rows and columns are multiples of 128) and for float16 and bfloat16 (element loads, each widened to
+// float: products and sums in float32, c rounded once; for tensor-core speed see stages/matmul_tc),
+// v2 for float64; binding.cpp registers v1 to v4 as forward_v1 .. _v4 for
 // brrr bench to time beside forward (and validate checks them).
 //
 // Napkin math at 4096^3 float32: 2 * 4096^3 = 1.37e11 flops, 2.05 ms at the H100 SXM's 67 TFLOP/s
@@ -57,11 +59,11 @@ __global__ void naive_matmul_kernel(const T* __restrict__ a, int64_t a_rs, int64
     for (int64_t tile_row = blockIdx.y; tile_row < (m + kTile - 1) / kTile; tile_row += gridDim.y) {
         const int64_t row = tile_row * kTile + threadIdx.y;
         if (row >= m) return;
-        T acc = 0;
+        brrr::acc_t<T> acc = 0;  // float for the 16-bit types: a 16-bit running sum loses K's terms
         for (int64_t p = 0; p < k; ++p) {
-            acc += a[row * a_rs + p * a_cs] * b[p * b_rs + col * b_cs];
+            acc += brrr::to_acc(a[row * a_rs + p * a_cs]) * brrr::to_acc(b[p * b_rs + col * b_cs]);
         }
-        c[row * n + col] = acc;
+        c[row * n + col] = brrr::from_acc<T>(acc);
     }
 }
 
@@ -80,29 +82,29 @@ __global__ void tiled_matmul_kernel(const T* __restrict__ a, int64_t a_rs, int64
     // boundary tiles and must reach each barrier, so none may return early.
     for (int64_t tile_row = blockIdx.y; tile_row < (m + kTile - 1) / kTile; tile_row += gridDim.y) {
         const int64_t row = tile_row * kTile + ty;
-        T acc = 0;
+        brrr::acc_t<T> acc = 0;
         for (int64_t k0 = 0; k0 < k; k0 += kTile) {
             const int64_t ka = k0 + tx;
             if (row < m && ka < k) {
                 a_tile[ty][tx] = a[row * a_rs + ka * a_cs];
             } else {
-                a_tile[ty][tx] = T(0);  // past the edge, in both tiles: 0 * a stale NaN is NaN
+                a_tile[ty][tx] = brrr::from_acc<T>(0);  // past the edge, in both tiles: 0 * a stale NaN is NaN
             }
             const int64_t kb = k0 + ty;
             if (kb < k && col < n) {
                 b_tile[ty][tx] = b[kb * b_rs + col * b_cs];
             } else {
-                b_tile[ty][tx] = T(0);
+                b_tile[ty][tx] = brrr::from_acc<T>(0);
             }
             __syncthreads();  // tiles loaded: every thread reads elements others wrote
 #pragma unroll
             for (int kk = 0; kk < kTile; ++kk) {
-                acc += a_tile[ty][kk] * b_tile[kk][tx];
+                acc += brrr::to_acc(a_tile[ty][kk]) * brrr::to_acc(b_tile[kk][tx]);
             }
             __syncthreads();  // tiles used: only now may the next k0 overwrite them
         }
         if (row < m && col < n) {
-            c[row * n + col] = acc;
+            c[row * n + col] = brrr::from_acc<T>(acc);
         }
     }
 }
@@ -311,10 +313,11 @@ __device__ __forceinline__ int v5_row_base(int t) { return (t / 64) * 32 + (t % 
 __device__ __forceinline__ int v5_col_base(int t) { return (t / 32 % 2) * 64 + (t % 8) * 4; }
 
 // kAk: A is read along k (a_cs == 1), else along m (a_rs == 1); kBk: B along k (b_rs == 1), else along n.
-template <bool kAk, bool kBk, bool kVec>
+template <typename T, bool kAk, bool kBk, bool kVec>
 __global__ void __launch_bounds__(kThreads, 2)
-vectorised_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs, const float* __restrict__ b,
-                         int64_t b_rs, int64_t b_cs, float* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+vectorised_matmul_kernel(const T* __restrict__ a, int64_t a_rs, int64_t a_cs, const T* __restrict__ b,
+                         int64_t b_rs, int64_t b_cs, T* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+    static_assert(!kVec || std::is_same_v<T, float>, "16-byte loads hold 4 floats: 16-bit operands take element loads");
     __shared__ __align__(16) float a_buf[2][kStepK][kBlock + kAPad];
     __shared__ __align__(16) float b_buf[2][kStepK][kBlock + kAPad];
     const int t = threadIdx.x;
@@ -330,8 +333,8 @@ vectorised_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs
         const int64_t row0 = tile_row * kBlock;
         float acc[8][8] = {};
         float4 a_next[2], b_next[2];
-        const float* a_at = a + (row0 + a_r) * a_rs + a_k * a_cs;  // element (a_r, a_k) of step 0
-        const float* b_at = b + b_k * b_rs + (col0 + b_c) * b_cs;  // element (b_k, b_c) of step 0
+        const T* a_at = a + (row0 + a_r) * a_rs + a_k * a_cs;  // element (a_r, a_k) of step 0
+        const T* b_at = b + b_k * b_rs + (col0 + b_c) * b_cs;  // element (b_k, b_c) of step 0
         // Offsets from a_at (b_at) of element e of float4 q, at k0 = 0, and its k within the step.
         const auto a_off = [&](int q, int e) { return kAk ? 64 * q * a_rs + e * a_cs : e * a_rs + 8 * q * a_cs; };
         const auto a_kk = [&](int q, int e) { return kAk ? a_k + e : a_k + 8 * q; };
@@ -352,8 +355,8 @@ vectorised_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs
                     for (int e = 0; e < 4; ++e) {
                         const bool a_in = k0 + a_kk(q, e) < k && row0 + a_row(q, e) < m;
                         const bool b_in = k0 + b_kk(q, e) < k && col0 + b_col(q, e) < n;
-                        av[e] = a_in ? a_at[a_off(q, e) + k0 * a_cs] : 0.0f;
-                        bv[e] = b_in ? b_at[b_off(q, e) + k0 * b_rs] : 0.0f;
+                        av[e] = a_in ? brrr::to_acc(a_at[a_off(q, e) + k0 * a_cs]) : 0.0f;
+                        bv[e] = b_in ? brrr::to_acc(b_at[b_off(q, e) + k0 * b_rs]) : 0.0f;
                     }
                 }
             }
@@ -390,7 +393,7 @@ vectorised_matmul_kernel(const float* __restrict__ a, int64_t a_rs, int64_t a_cs
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
                 const int64_t col = col0 + col_base + (j / 4) * kV5ColHalf + j % 4;
-                if (kVec || (row < m && col < n)) c[row * n + col] = acc[i][j];
+                if (kVec || (row < m && col < n)) c[row * n + col] = brrr::from_acc<T>(acc[i][j]);
             }
         }
     }
@@ -451,11 +454,11 @@ void matmul_prefetched(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64
 // v5's instance for the operands' strides: float4 loads for the three pairs binding.cpp passes
 // (forward: A along k, B along n; grad_a: A along k, B along k; grad_b: A along m, B along n) when m
 // and n are multiples of 128, k of 16 and the pointers 16-byte aligned, element loads otherwise.
-template <bool kAk, bool kBk, bool kVec>
-static void launch_v5(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs,
-                      float* c, int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
-    vectorised_matmul_kernel<kAk, kBk, kVec><<<grid_for(m, n, kBlock), kThreads, 0, stream>>>(a, a_rs, a_cs, b, b_rs,
-                                                                                             b_cs, c, m, k, n);
+template <typename T, bool kAk, bool kBk, bool kVec>
+static void launch_v5(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
+                      int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+    vectorised_matmul_kernel<T, kAk, kBk, kVec><<<grid_for(m, n, kBlock), kThreads, 0, stream>>>(a, a_rs, a_cs, b,
+                                                                                                b_rs, b_cs, c, m, k, n);
 }
 
 static void matmul_vectorised(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
@@ -464,20 +467,23 @@ static void matmul_vectorised(const float* a, int64_t a_rs, int64_t a_cs, const 
                        brrr::aligned16(b);
     const bool a_k = whole && a_cs == 1 && a_rs % 4 == 0, a_m = whole && a_rs == 1 && a_cs % 4 == 0;
     const bool b_n = whole && b_cs == 1 && b_rs % 4 == 0, b_k = whole && b_rs == 1 && b_cs % 4 == 0;
-    if (a_k && b_n) launch_v5<true, false, true>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
-    else if (a_k && b_k) launch_v5<true, true, true>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
-    else if (a_m && b_n) launch_v5<false, false, true>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
-    else launch_v5<true, false, false>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
+    if (a_k && b_n) launch_v5<float, true, false, true>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
+    else if (a_k && b_k) launch_v5<float, true, true, true>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
+    else if (a_m && b_n) launch_v5<float, false, false, true>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
+    else launch_v5<float, true, false, false>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
 }
 
-// What forward and backward use: v5 for float32 (every shape), v2 for float64. The thread layout
-// depends only on the dtype (v5's instances share one), which is what spec.py's cuda layout needs to
-// name the right thread.
+// What forward and backward use: v5 for float32 (every shape), v5's element loads for float16 and
+// bfloat16 (each element widened to float as it is fetched, so tiles, products and sums are float32's
+// and c is rounded once), v2 for float64. The thread layout depends only on the dtype (v5's instances
+// share one), which is what spec.py's cuda layout needs to name the right thread.
 template <typename T>
 void matmul_product(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
                     int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     if constexpr (std::is_same_v<T, float>) {
         matmul_vectorised(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
+    } else if constexpr (!std::is_same_v<T, double>) {
+        launch_v5<T, true, false, false>(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
     } else {
         matmul_tiled(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n, stream);
     }
@@ -497,3 +503,14 @@ MATMUL_INSTANTIATE(matmul_prefetched, float)
 MATMUL_INSTANTIATE(matmul_prefetched, double)
 MATMUL_INSTANTIATE(matmul_product, float)
 MATMUL_INSTANTIATE(matmul_product, double)
+// float16 and bfloat16: every launcher, v1 and v2 (and v3, v4's fallback) with float sums.
+MATMUL_INSTANTIATE(matmul_naive, __half)
+MATMUL_INSTANTIATE(matmul_naive, __nv_bfloat16)
+MATMUL_INSTANTIATE(matmul_tiled, __half)
+MATMUL_INSTANTIATE(matmul_tiled, __nv_bfloat16)
+MATMUL_INSTANTIATE(matmul_blocked, __half)
+MATMUL_INSTANTIATE(matmul_blocked, __nv_bfloat16)
+MATMUL_INSTANTIATE(matmul_prefetched, __half)
+MATMUL_INSTANTIATE(matmul_prefetched, __nv_bfloat16)
+MATMUL_INSTANTIATE(matmul_product, __half)
+MATMUL_INSTANTIATE(matmul_product, __nv_bfloat16)

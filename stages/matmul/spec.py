@@ -48,19 +48,19 @@ def vectorised_locate(index: int, shape: tuple[int, ...]) -> Place:
 
 @dataclass(frozen=True)
 class CudaLayout(Layout):
-    """kernel.cu's matmul_product runs v5 on every float32 output and v2 on float64: a choice made on
-    the dtype alone, so it can be followed here. forward_v3 and forward_v4 run v3 and v4 (v3's threads)
-    on float32 outputs of 128-multiple rows and columns, and v2 on the rest; forward_v1 and _v2 take
-    16x16 tiles of threads."""
+    """kernel.cu's matmul_product runs v5 on every float32, float16 and bfloat16 output and v2 on
+    float64: a choice made on the dtype alone, so it can be followed here. forward_v3 and forward_v4
+    run v3 and v4 (v3's threads) on float32 outputs of 128-multiple rows and columns, and v2 on the
+    rest; forward_v1 and _v2 take 16x16 tiles of threads."""
 
     def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
         return self.place_for("forward", "c", index, shape, itemsize)
 
     def place_for(self, check: str, output: str, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
-        if itemsize != 4 or check in ("forward_v1", "forward_v2"):
+        if itemsize == 8 or check in ("forward_v1", "forward_v2"):
             return self.locate(index, shape)
         if check in FIRST_VERSIONS_128:
-            whole = shape[0] % CUDA_BLOCK == 0 and shape[1] % CUDA_BLOCK == 0
+            whole = itemsize == 4 and shape[0] % CUDA_BLOCK == 0 and shape[1] % CUDA_BLOCK == 0
             return blocked_locate(index, shape) if whole else self.locate(index, shape)
         return vectorised_locate(index, shape)
 
@@ -92,8 +92,10 @@ def huge_mixed_sign(dtype: torch.dtype, device: torch.device) -> Inputs:
     every product is an integer times 2^100 (~1e30, float32 reaches 3e38) and every sum of them
     is exact in any order: c must match exactly, zeros from cancellation too, and a stale or
     garbage tile element would show at this scale. With one term per sum, the gradients are one
-    rounded product each, so float32's relative tolerance holds for them as well.
+    rounded product each, so float32's relative tolerance holds for them as well. float16 (largest
+    65504) takes 2^5 and 2^3: products up to 13 * 6 * 2^8, as exact.
     """
+    high, low = (5, 3) if dtype == torch.float16 else (60, 40)
     m, k, n = 5, 6, 3
     a = torch.zeros(m, k, dtype=torch.float64)
     b = torch.zeros(k, n, dtype=torch.float64)
@@ -102,9 +104,25 @@ def huge_mixed_sign(dtype: torch.dtype, device: torch.device) -> Inputs:
     # add up at c[1, 2]. The rest of c, rows 2 and 3 whole, is exactly zero.
     terms = [(0, 0, 3, 5), (0, 0, -3, 5), (1, 2, -7, 3), (4, 2, 11, -2), (1, 2, 13, -6), (4, 2, -11, -2)]
     for p, (i, j, x, y) in enumerate(terms):
-        a[i, p] = x * 2.0**60
-        b[p, j] = y * 2.0**40
+        a[i, p] = x * 2.0**high
+        b[p, j] = y * 2.0**low
     return a.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
+
+
+def positive_sums(dtype: torch.dtype, device: torch.device) -> Inputs:
+    """Every product positive: c's elements sums that only grow, as a 16-bit running sum cannot.
+
+    In float16 and bfloat16, K = 4103 (257 of v5's k-steps, one thread's running sum): summed in the
+    16-bit type (a term under half a unit of the sum is lost), c ends 39-54 times past its bound
+    (relative errors 0.1-0.6, planted in v5 on the CPU execution; the random cases then fail by
+    1.03-1.25 times, or pass); summed in float32 and rounded once, within one unit. float32 and
+    float64 take K = 40: their own sequential sum of 4103 positive terms drifts by about 13 of their
+    units, past the default bound for no fault of the kernel (random signs, as every other case has,
+    leave it far inside).
+    """
+    k = 4103 if dtype in (torch.float16, torch.bfloat16) else 40
+    a, b = make_inputs((3, k, 5), dtype, torch.device("cpu"), torch.Generator().manual_seed(2))
+    return a.abs().to(device), b.abs().to(device)
 
 
 # Each element is a sum of products of both signs: its error is measured against the sum of
@@ -145,13 +163,19 @@ SPEC = OpSpec(
                (257, 511, 129), (1000, 1027, 999)),
     gradcheck_size=(2, 3, 2),
     edge_cases={"K=1, outer product": outer_product, "K=0, empty sum": empty_sum,
-                "huge mixed-sign, exact": huge_mixed_sign},
+                "huge mixed-sign, exact": huge_mixed_sign, "positive sums": positive_sums},
     oracle=torch.matmul,
     tolerances=tuple(Widen(name, "a sum of products of both signs: measured against the sum of their sizes",
                            scale=scale) for name, scale in (("c", c_terms), ("grad_a", grad_a_terms),
                                                             ("grad_b", grad_b_terms))),
+    dtypes={
+        "reference": (torch.float32, torch.float64),
+        "numba": (torch.float32, torch.float64),
+        # 16-bit operands widened to float as v5 fetches them, c rounded once (tensor cores: matmul_tc).
+        "cuda": (torch.float32, torch.float64, torch.float16, torch.bfloat16),
+    },
     layouts={"numba": tiled(NUMBA_TILE),
-             "cuda": CudaLayout(tiled(CUDA_TILE).locate, f"float32: an 8x8 block per thread, "
+             "cuda": CudaLayout(tiled(CUDA_TILE).locate, f"float32, float16, bfloat16: an 8x8 block per thread, "
                                 f"{CUDA_BLOCK}x{CUDA_BLOCK} tiles, warps over 32x64 (forward_v3, _v4: 16x16 "
                                 f"threads over the tile, outputs of {CUDA_BLOCK}-multiple rows and columns); "
                                 f"float64: one thread per output element, {CUDA_TILE}x{CUDA_TILE} tiles")},
