@@ -62,20 +62,34 @@ def _findable(header: str, quoted_from: Path | None, dirs: list[Path]) -> bool:
 
 
 def prepare(op_folder: Path, sources: list[Path], name: str, extra_dirs: list[Path]) -> Includes:
-    """Rewrite the folder's headers and stand in for unknown ones, into the cache (named by content)."""
+    """Rewrite the folder's headers and stand in for unknown ones, into the cache: a folder named by
+    what it holds (the headers' content, the stand-ins' names), never by the sources' text, so an
+    edit of one source leaves the others' include path, compile command and object as they were."""
     headers = local_headers(op_folder)
+    stubbed, reached = _stood_in(sources, headers, [CPU_INCLUDE, op_folder, *extra_dirs, *_system_dirs()])
     digest = hashlib.sha256()
-    for h in [*headers, *sources]:
-        digest.update(str(h.relative_to(op_folder) if h.is_relative_to(op_folder) else h).encode())
+    for h in headers:
+        digest.update(str(h.relative_to(op_folder)).encode())
         digest.update(h.read_bytes())
+    for header in sorted(stubbed):
+        digest.update(f"stand-in {header}\0".encode())
     root = builder.cache_root() / "cpu-include" / f"{name}-{digest.hexdigest()[:16]}"
     rewritten, stubs = root / "local", root / "stubs"
     for h in headers:
-        target = rewritten / h.relative_to(op_folder)
-        text = rewrite(h.read_text(errors="replace"), h, headers)
-        if not target.is_file() or target.read_text() != text:
-            write_atomic(target, text)
-    dirs = [CPU_INCLUDE, op_folder, *extra_dirs, *_system_dirs()]
+        _write(rewritten / h.relative_to(op_folder), rewrite(h.read_text(errors="replace"), h, headers))
+    for header in stubbed:
+        _write(stubs / header, _note(header))
+    # A stand-in an earlier brrr wrote for a header now found (brrr_kernel.cuh, before brrr's include
+    # folder was searched) would still shadow the real one from this cached folder: removed.
+    for old in [p for p in stubs.rglob("*") if p.is_file()] if stubs.is_dir() else []:
+        if old.relative_to(stubs).as_posix() not in stubbed:
+            old.unlink(missing_ok=True)
+    return Includes((rewritten, stubs), stubbed, frozenset(stubbed) - reached)
+
+
+def _stood_in(sources: list[Path], headers: list[Path], dirs: list[Path]) -> tuple[dict[str, str], set[str]]:
+    """The headers the sources and the folder's headers include that no folder holds, each with
+    "file:line" of its first include; and every header a CUDA build reads an include of."""
     stubbed: dict[str, str] = {}
     reached: set[str] = set()
     for source in [*sources, *headers]:
@@ -90,17 +104,19 @@ def prepare(op_folder: Path, sources: list[Path], name: str, extra_dirs: list[Pa
             if header in stubbed or _findable(header, source if m.group(1) == '"' else None, dirs):
                 continue
             stubbed[header] = f"{shown(source)}:{text.count(chr(10), 0, m.start()) + 1}"
-            stub = stubs / header
-            note = (f"// brrr: <{header}> is not provided on the CPU ({stubbed[header]} includes it). Empty, so a\n"
-                    f"// file that includes it but calls nothing of it builds.\n#pragma once\n")
-            if not stub.is_file() or stub.read_text() != note:
-                write_atomic(stub, note)
-    # A stand-in an earlier brrr wrote for a header now found (brrr_kernel.cuh, before brrr's include
-    # folder was searched) would still shadow the real one from this cached folder: removed.
-    for old in [p for p in stubs.rglob("*") if p.is_file()] if stubs.is_dir() else []:
-        if old.relative_to(stubs).as_posix() not in stubbed:
-            old.unlink(missing_ok=True)
-    return Includes((rewritten, stubs), stubbed, frozenset(stubbed) - reached)
+    return stubbed, reached
+
+
+def _note(header: str) -> str:
+    """A stand-in's text. It names no include line (explain does): the folder is named by what it
+    holds, and a line that moved with an edit would rename it."""
+    return (f"// brrr: <{header}> is not provided on the CPU (the op's sources include it). Empty, so a\n"
+            f"// file that includes it but calls nothing of it builds.\n#pragma once\n")
+
+
+def _write(path: Path, text: str) -> None:
+    if not path.is_file() or path.read_text() != text:
+        write_atomic(path, text)
 
 
 # Macros only a HIP (ROCm) build defines: the branch they select is never read by a CUDA build.
