@@ -43,7 +43,7 @@ class OpsLibrary:
 @dataclass(frozen=True)
 class ModuleLibrary:
     library: str
-    module: str  # the module's import name (module_build names it by the sources' content)
+    module: str  # the module's import name, which is its library's own (module_build.import_name)
     folder: str  # the op folder, whose spec.py binds the module's functions
 
     def load(self) -> Callable[[str], Call]:

@@ -7,9 +7,12 @@ build, as kernel.cu is); the wrapper is the author's own code, compiled as writt
 compiles it as `torch.utils.cpp_extension` would. Either way the module's PYBIND11_MODULE is
 replaced by brrr's (module_source), so nothing clashes with the extension the author builds.
 
-The object is cached by content like every other (builder.compile_job). Torch's headers make the
-compile slow (a minute on a loaded 2-core machine), which a kernel edit pays again: the wrapper and
-the kernels are one translation unit, as the author wrote them.
+Each source's object is cached by content like every other (builder.compile_job). Torch's headers
+make a compile slow (one to three minutes on a loaded 2-core machine), so nothing a source is compiled
+with may depend on another source: the module's name is fixed per op and flavour, and a kernel edit
+recompiles the .cu alone, not the binding .cpp beside it (a single .cu holding the wrapper too pays
+it again: one translation unit, as the author wrote it). Each linked library still imports as a
+module of its own (import_name).
 """
 
 from __future__ import annotations
@@ -99,10 +102,26 @@ def _torch_nvcc_macros() -> list[str]:
 
 
 def _module_name(op: Op, flavour: str) -> str:
-    h = hashlib.sha256(flavour.encode())
-    for source in _sources(op):
-        h.update(source.read_bytes())
-    return f"brrr_module_{op.name}_{h.hexdigest()[:12]}"
+    """The name every source is compiled with (TORCH_EXTENSION_NAME, brrr's PYBIND11_MODULE): never
+    of the sources' content, or an edit of one source would change the others' compile commands and
+    recompile them all."""
+    return f"brrr_module_{op.name}_{flavour}"
+
+
+def _library(name: str, objects: list[builder.ObjectFile], salt: str = "") -> tuple[Path, str]:
+    """Where the module linked from `objects` goes, and its import name: both of the objects' keys
+    (and the salt: what else the link is made of, the CPU's order of the objects)."""
+    key = hashlib.sha256(" ".join([*([salt] if salt else []), *(o.key for o in objects)]).encode()).hexdigest()[:16]
+    return builder.cache_root() / "ext" / f"{name}-{key}.so", import_name(name, key)
+
+
+def import_name(name: str, key: str) -> str:
+    """The name a linked library is imported by: a package of its key around the fixed module name.
+    The loader calls PyInit_<the last component>, which is the name it was compiled with; the key
+    makes each library a module of its own, so a rebuild after an edit is imported afresh in a
+    process that imported the one before (sys.modules and CPython's cache of extensions hold the
+    old one under its own name), and two builds of an op live side by side."""
+    return f"brrr_{key}.{name}"
 
 
 def check_cpu_sources(op: Op) -> None:
@@ -168,7 +187,8 @@ def link_torch_library(library: Path, objects: list[Path]) -> None:
 
 
 def import_module(name: str, library: Path) -> Any:
-    """The built module, imported once a process (isolated.py's child imports it too)."""
+    """The built module under its import name (import_name), imported once a process: the module's
+    __name__ is that name, which isolated.py's child imports it by."""
     if name in sys.modules:
         return sys.modules[name]
     loader = importlib.machinery.ExtensionFileLoader(name, str(library))
@@ -237,8 +257,7 @@ def build_cpu_module(op: Op, flavour: cpu_build.Flavour = cpu_build.DEFAULT, ver
         objects = builder.compile_all(jobs, f"compiling {op.name} for the CPU", "cpu", verbose)
     except BuildError as e:
         raise BuildError(cpu_includes.explain(e.message, includes), hint=e.hint) from e
-    key = hashlib.sha256(" ".join(["brrr's first", *(o.key for o in objects)]).encode()).hexdigest()[:16]
-    library = builder.cache_root() / "ext" / f"{name}-{key}.so"
+    library, imported = _library(name, objects, "brrr's first")
     linked = not library.is_file()
     if linked:
         with ticking(f"linking {op.name}"):
@@ -246,7 +265,7 @@ def build_cpu_module(op: Op, flavour: cpu_build.Flavour = cpu_build.DEFAULT, ver
             # functions the author's (instrumented) sources share, so a report's own strings are not
             # checked again (a fault reported through the author's copy recursed into a stack overflow).
             link_torch_library(library, [o.path for o in [*objects[authors:], *objects[:authors]]])
-    module = import_module(name, library)
+    module = import_module(imported, library)
     built = _bind(op, module, library, start, all(o.cached for o in objects) and not linked)
     return replace(built, printf=Printed(library))
 
@@ -319,14 +338,12 @@ def build_gpu_module(op: Op, arch: str | None = None, verbose: bool = False) -> 
     start = time.monotonic()
     arch = arch or builder.device_arch()
     objects = builder.compile_all(gpu_jobs(op, arch), f"compiling {op.name}", arch, verbose)
-    name = _module_name(op, "gpu")
-    key = hashlib.sha256(" ".join(o.key for o in objects).encode()).hexdigest()[:16]
-    library = builder.cache_root() / "ext" / f"{name}-{key}.so"
+    library, imported = _library(_module_name(op, "gpu"), objects)
     linked = not library.is_file()
     if linked:
         with ticking(f"linking {op.name}"):
             _link_gpu(library, [o.path for o in objects])
-    return _bind(op, import_module(name, library), library, start, all(o.cached for o in objects) and not linked)
+    return _bind(op, import_module(imported, library), library, start, all(o.cached for o in objects) and not linked)
 
 
 def gpu_link_command(library: Path, objects: list[Path]) -> list[str]:

@@ -1,5 +1,6 @@
-"""The GPU build of an op brought as its own torch extension, compiled and linked here without a
-GPU: a module of several sources (two .cu files and the binding .cpp of a setup.py project)."""
+"""The build of an op brought as its own torch extension: a module of several sources (two .cu
+files and the binding .cpp of a setup.py project), compiled and linked for the GPU here without
+one, and built and run on the CPU across an edit of one source."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import REPO, needs_nvcc
 
 from brrr_kernels.base.errors import BuildError
@@ -72,3 +74,32 @@ def test_a_module_needing_a_symbol_no_library_defines_is_a_build_error_naming_it
     with pytest.raises(BuildError, match=rf"uses (void )?{re.escape(symbol)}.*, which no library loaded here defines") as e:
         module_build.import_module(f"brrr_test_needs_missing_{len(blamed)}", library)
     assert blamed in (e.value.hint or "")
+
+
+def test_a_kernel_edit_recompiles_that_source_alone_and_the_rebuilt_module_runs_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The binding .cpp (torch's headers: minutes on 2 cores) is compiled once, not on every edit of
+    a .cu beside it; the rebuild is imported afresh in the process that imported the one before."""
+    folder = tmp_path / "multi"
+    shutil.copytree(MULTI, folder)
+    cached: dict[str, bool] = {}
+    compile_all = builder.compile_all
+
+    def recording(jobs: list[builder.Job], what: str, target: str, verbose: bool = False) -> list[builder.ObjectFile]:
+        objects = compile_all(jobs, what, target, verbose)
+        cached.update({job.named.name: o.cached for job, o in zip(jobs, objects)})
+        return objects
+
+    monkeypatch.setattr(builder, "compile_all", recording)
+    x = torch.arange(5.0)
+    before = module_build.build_cpu_module(load_op(str(folder)))
+    torch.testing.assert_close(before.forward(x), 2 * x + 1)
+    kernel = folder / "kernel.cu"
+    kernel.write_text(kernel.read_text().replace("y[i] = x[i] * s;", "y[i] = x[i] * s + 10.0f;"))
+    cached.clear()
+    after = module_build.build_cpu_module(load_op(str(folder)))
+    assert {name: cached[name] for name in ("kernel.cu", "shift.cu", "bind.cpp")} == \
+        {"kernel.cu": False, "shift.cu": True, "bind.cpp": True}
+    torch.testing.assert_close(after.forward(x), 2 * x + 11)
+    torch.testing.assert_close(before.forward(x), 2 * x + 1)  # two modules of one name live side by side
+    assert after.module.__name__ != before.module.__name__  # what isolated.py's child imports it by
