@@ -59,10 +59,12 @@ def test_each_cpu_build_crosses_to_the_child_as_its_paths_and_names(tmp_path: Pa
         library = tmp_path / "op.so"
         namespace = "brrr_cpu_checked_op"
 
+    name = "brrr_0123456789abcdef.brrr_module_op_cpu_checked"  # module_build.import_name: the library's own
+
     class Module:  # module_build.ModuleBuild's
         library = tmp_path / "module.so"
-        module = SimpleNamespace(__name__="brrr_module_op_0123")
+        module = SimpleNamespace(__name__=name)
         folder = tmp_path / "op"
 
     assert target_of(Extension()) == OpsLibrary(str(tmp_path / "op.so"), "brrr_cpu_checked_op")
-    assert target_of(Module()) == ModuleLibrary(str(tmp_path / "module.so"), "brrr_module_op_0123", str(tmp_path / "op"))
+    assert target_of(Module()) == ModuleLibrary(str(tmp_path / "module.so"), name, str(tmp_path / "op"))
