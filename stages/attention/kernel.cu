@@ -1,4 +1,5 @@
-// Causal attention, CUDA C stage (float32): o = softmax(q k^T / sqrt(D), causal) v, and its backward.
+// Causal attention, CUDA C stage: o = softmax(q k^T / sqrt(D), causal) v, and its backward, for
+// float32, float16 and bfloat16 q, k, v.
 //
 //   forward:  one block of 4 warps a tile of 16 query rows of one (batch, head); each warp 4 rows, each
 //             lane one key of a 32-key tile. K and V tiles are copied global -> shared by cp.async into
@@ -12,8 +13,17 @@
 //
 // Head dims up to kMaxD = 64 (binding.cpp checks); lane l owns output dims l and l + 32. Shared rows
 // are padded to 65 floats, so the 32 lanes reading 32 different rows at one dim hit 32 banks.
-// Elements are copied 4 bytes at a time (cp.async.ca's smallest copy), so no row needs any alignment;
-// src-size 0 past the last row fills zeros. 64-bit offsets: bh * T * D passes 2^31 in real models.
+// float32 elements are copied 4 bytes at a time (cp.async.ca's smallest copy), so no row needs any
+// alignment; src-size 0 past the last row fills zeros. 64-bit offsets: bh * T * D passes 2^31 in real models.
+//
+// 16-bit q, k, v, o, grad_o (T = __half, __nv_bfloat16): everything is computed in float, as for
+// float32: the shared tiles hold floats, and the scores, the running max and sum, the accumulators,
+// lse and delta (float32 tensors whatever T) never see T; each output element is rounded to T once,
+// at its store. cp.async cannot convert, and its smallest copy (4 bytes) is two 16-bit elements, which
+// an odd D or row start leaves unaligned: so 16-bit elements are staged by plain loads, converted as
+// they are written into the same float tiles. Those loads are waited for where each is stored to
+// shared, so for 16-bit the next tile's loads do not overlap this tile's work (float32's cp.async do).
+//
 // This is the readable version of the technique: FlashAttention-2 proper puts q k^T and P v on the
 // tensor cores (see stages/matmul_tc) and keeps a row's scores in registers.
 #include <cooperative_groups.h>
@@ -21,6 +31,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "brrr_kernel.cuh"
 
@@ -42,13 +53,19 @@ __device__ __forceinline__ void copy_async(float* dst, const float* src, bool in
 
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
-// Rows row0 .. row0 + rows - 1 of x (t rows of d floats) into tile (rows of kStride), zeros past row t.
-__device__ void stage_rows(float* tile, const float* __restrict__ x, int64_t row0, int rows, int64_t t, int64_t d) {
+// Rows row0 .. row0 + rows - 1 of x (t rows of d elements) into tile (rows of kStride floats), zeros
+// past row t: float by cp.async, 16-bit by a load converted to float (the header says why).
+template <typename T>
+__device__ void stage_rows(float* tile, const T* __restrict__ x, int64_t row0, int rows, int64_t t, int64_t d) {
     for (int64_t e = threadIdx.x; e < rows * d; e += kThreads) {
         const int64_t r = e / d;
         const int64_t c = e % d;
         const bool inside = row0 + r < t;
-        copy_async(&tile[r * kStride + c], inside ? x + (row0 + r) * d + c : x, inside);
+        if constexpr (std::is_same_v<T, float>) {
+            copy_async(&tile[r * kStride + c], inside ? x + (row0 + r) * d + c : x, inside);
+        } else {
+            tile[r * kStride + c] = inside ? brrr::to_acc(x[(row0 + r) * d + c]) : 0.0f;
+        }
     }
 }
 
@@ -68,9 +85,10 @@ __device__ __forceinline__ float dot(const float* a, const float* b, int64_t d) 
 
 // ---- forward ------------------------------------------------------------------------------------
 
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-attention_forward_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                         float* __restrict__ o, float* __restrict__ lse, int64_t t, int64_t d, float scale) {
+attention_forward_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
+                         float* __restrict__ lse, int64_t t, int64_t d, float scale) {
     __shared__ float q_s[kRows * kStride];
     __shared__ float k_s[2][kKeys * kStride];
     __shared__ float v_s[2][kKeys * kStride];
@@ -137,7 +155,7 @@ attention_forward_kernel(const float* __restrict__ q, const float* __restrict__ 
         if (i >= t) break;
         for (int c = 0; c < kDims; ++c) {
             const int64_t dd = lane + 32 * c;
-            if (dd < d) o[base + i * d + dd] = acc[r][c] / ell[r];
+            if (dd < d) o[base + i * d + dd] = brrr::from_acc<T>(acc[r][c] / ell[r]);
         }
         if (lane == 0) lse[blockIdx.y * t + i] = m[r] + logf(ell[r]);
     }
@@ -146,23 +164,25 @@ attention_forward_kernel(const float* __restrict__ q, const float* __restrict__ 
 // ---- backward -----------------------------------------------------------------------------------
 
 // delta[row] = sum(grad_o[row] * o[row]), a warp a row.
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-attention_delta_kernel(const float* __restrict__ grad_o, const float* __restrict__ o, float* __restrict__ delta,
-                       int64_t rows, int64_t d) {
+attention_delta_kernel(const T* __restrict__ grad_o, const T* __restrict__ o, float* __restrict__ delta, int64_t rows,
+                       int64_t d) {
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp.meta_group_rank();
     if (row >= rows) return;  // the whole warp
     float part = 0.0f;
-    for (int64_t c = warp.thread_rank(); c < d; c += 32) part += grad_o[row * d + c] * o[row * d + c];
+    for (int64_t c = warp.thread_rank(); c < d; c += 32) part += brrr::to_acc(grad_o[row * d + c]) * brrr::to_acc(o[row * d + c]);
     const float total = cg::reduce(warp, part, cg::plus<float>());
     if (warp.thread_rank() == 0) delta[row] = total;
 }
 
 // grad_q = scale * dS k, dS = P (dP - delta), a query tile a block as forward, over the key tiles.
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-attention_grad_q_kernel(const float* __restrict__ grad_o, const float* __restrict__ q, const float* __restrict__ k,
-                        const float* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ delta,
-                        float* __restrict__ grad_q, int64_t t, int64_t d, float scale) {
+attention_grad_q_kernel(const T* __restrict__ grad_o, const T* __restrict__ q, const T* __restrict__ k,
+                        const T* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ delta,
+                        T* __restrict__ grad_q, int64_t t, int64_t d, float scale) {
     __shared__ float q_s[kRows * kStride];
     __shared__ float do_s[kRows * kStride];
     __shared__ float k_s[2][kKeys * kStride];
@@ -225,17 +245,18 @@ attention_grad_q_kernel(const float* __restrict__ grad_o, const float* __restric
         if (i >= t) break;
         for (int c = 0; c < kDims; ++c) {
             const int64_t dd = lane + 32 * c;
-            if (dd < d) grad_q[base + i * d + dd] = acc[r][c] * scale;
+            if (dd < d) grad_q[base + i * d + dd] = brrr::from_acc<T>(acc[r][c] * scale);
         }
     }
 }
 
 // grad_k = scale * dS^T q and grad_v = P^T grad_o: a block a tile of 16 keys (a warp 4), a lane a query
 // of each 32-query tile from the first that sees the block's keys.
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-attention_grad_kv_kernel(const float* __restrict__ grad_o, const float* __restrict__ q, const float* __restrict__ k,
-                         const float* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ delta,
-                         float* __restrict__ grad_k, float* __restrict__ grad_v, int64_t t, int64_t d, float scale) {
+attention_grad_kv_kernel(const T* __restrict__ grad_o, const T* __restrict__ q, const T* __restrict__ k,
+                         const T* __restrict__ v, const float* __restrict__ lse, const float* __restrict__ delta,
+                         T* __restrict__ grad_k, T* __restrict__ grad_v, int64_t t, int64_t d, float scale) {
     __shared__ float k_s[kRows * kStride];
     __shared__ float v_s[kRows * kStride];
     __shared__ float q_s[2][kKeys * kStride];
@@ -315,8 +336,8 @@ attention_grad_kv_kernel(const float* __restrict__ grad_o, const float* __restri
         for (int c = 0; c < kDims; ++c) {
             const int64_t dd = lane + 32 * c;
             if (dd < d) {
-                grad_k[base + j * d + dd] = dk[r][c] * scale;
-                grad_v[base + j * d + dd] = dv[r][c];
+                grad_k[base + j * d + dd] = brrr::from_acc<T>(dk[r][c] * scale);
+                grad_v[base + j * d + dd] = brrr::from_acc<T>(dv[r][c]);
             }
         }
     }
@@ -329,14 +350,16 @@ static dim3 grid_for(int64_t bh, int64_t t) {
     return dim3(static_cast<unsigned int>((t + kRows - 1) / kRows), static_cast<unsigned int>(bh));
 }
 
-void attention_forward(const float* q, const float* k, const float* v, float* o, float* lse, int64_t bh, int64_t t,
-                       int64_t d, cudaStream_t stream) {
+template <typename T>
+void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, int64_t bh, int64_t t, int64_t d,
+                       cudaStream_t stream) {
     attention_forward_kernel<<<grid_for(bh, t), kThreads, 0, stream>>>(q, k, v, o, lse, t, d, 1.0f / sqrtf(d));
 }
 
-void attention_backward(const float* grad_o, const float* q, const float* k, const float* v, const float* o,
-                        const float* lse, float* delta, float* grad_q, float* grad_k, float* grad_v, int64_t bh,
-                        int64_t t, int64_t d, cudaStream_t stream) {
+template <typename T>
+void attention_backward(const T* grad_o, const T* q, const T* k, const T* v, const T* o, const float* lse,
+                        float* delta, T* grad_q, T* grad_k, T* grad_v, int64_t bh, int64_t t, int64_t d,
+                        cudaStream_t stream) {
     const float scale = 1.0f / sqrtf(d);
     const auto rows = static_cast<unsigned int>((bh * t + kWarps - 1) / kWarps);
     attention_delta_kernel<<<rows, kThreads, 0, stream>>>(grad_o, o, delta, bh * t, d);
@@ -344,3 +367,12 @@ void attention_backward(const float* grad_o, const float* q, const float* k, con
     attention_grad_kv_kernel<<<grid_for(bh, t), kThreads, 0, stream>>>(grad_o, q, k, v, lse, delta, grad_k, grad_v, t, d,
                                                                        scale);
 }
+
+#define ATTENTION_INSTANTIATE(T)                                                                                   \
+    template void attention_forward(const T*, const T*, const T*, T*, float*, int64_t, int64_t, int64_t,           \
+                                    cudaStream_t);                                                                 \
+    template void attention_backward(const T*, const T*, const T*, const T*, const T*, const float*, float*, T*, T*, \
+                                     T*, int64_t, int64_t, int64_t, cudaStream_t);
+ATTENTION_INSTANTIATE(float)
+ATTENTION_INSTANTIATE(__half)
+ATTENTION_INSTANTIATE(__nv_bfloat16)

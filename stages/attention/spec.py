@@ -100,6 +100,12 @@ SPEC = OpSpec(
     tolerances=(Widen("o", WHY, scale=o_terms), Widen("grad_q", WHY, scale=grad_q_terms),
                 Widen("grad_k", WHY, scale=grad_k_terms), Widen("grad_v", WHY, scale=grad_v_terms)),
     dtypes={"reference": (torch.float32, torch.float64), "numba": (torch.float32, torch.float64),
-            "cuda": (torch.float32,)},
+            "cuda": (torch.float32, torch.float16, torch.bfloat16)},
     bench_sizes=((16, 4096, 64),),
+    # No accumulator_sizes: no case a CPU can run tells a 16-bit running sum from kernel.cu's float ones.
+    # Forward folds a 32-key tile into a row's sum and output with one add, so a 16-bit one rounds T / 32
+    # times: nearly flat rows with v in [1, 2) (bound ~4 ulps of |o|, nothing cancels) put it at 1-2.6
+    # times the bound at T = 2048 and 3-4.5 at T = 4096 (float: 0.1), but a (1, 4103, 4) forward executed
+    # on a 2-core CPU ran past BRRR_CPU_TIMEOUT (11 s a launch). Backward's sums take one key or query at a time, of terms whose
+    # sign the random grad_o sets: in 16-bit they reached 0.92 of their (widened) bound at T = 1024.
 )
