@@ -12,7 +12,7 @@ from brrr_kernels.ops import register
 
 def sample(name: str, device: str) -> tuple[torch.Tensor, ...]:
     """Inputs that take gradients, in float64 where the stage that runs on `device` computes in it (on a
-    GPU the cuda stage: attention and matmul_tc compute in float32 and bfloat16 only)."""
+    GPU the cuda stage: attention and matmul_tc have no float64 there)."""
     spec = load_op(name).spec
     dtypes = spec.stage_dtypes("cuda" if device == "cuda" else "reference")
     dtype = torch.float64 if torch.float64 in dtypes else dtypes[0]
