@@ -79,7 +79,7 @@ KNOWN_SPILLS = {
     # float4 instance. Timed so on an H200 (2026-11-29-h200-matmul-v5): 82.7% of cuBLAS forward, v4
     # (no spills) 68.5%.
     **{f"vectorised_matmul_kernel<{flags}>": "spills addresses at the 128-register bound (timed with them)"
-       for flags in ("true, false, true", "true, true, true", "false, false, true")},
+       for flags in ("float, true, false, true", "float, true, true, true", "float, false, false, true")},
 }
 
 # For sigmoid's binding.cpp, in place of its 'BRRR_BIND(m) {' line: two first versions beside

@@ -155,9 +155,10 @@ def test_cuda_stage_compiles_for_both_dtypes_without_spills() -> None:
     rows = compile_only("matmul")
     assert [(r.check, r.verdict) for r in rows] == [("compile", NOT_RUN)]
     kernels = {k["kernel"]: k for k in rows[0].extras["kernels"]}
-    v5 = {f"vectorised_matmul_kernel<{ak}, {bk}, {vec}>"
+    v5 = {f"vectorised_matmul_kernel<float, {ak}, {bk}, {vec}>"
           for ak, bk, vec in (("true", "false", "true"), ("true", "true", "true"), ("false", "false", "true"),
                               ("true", "false", "false"))}
+    v5 |= {f"vectorised_matmul_kernel<{t}, true, false, false>" for t in ("__half", "__nv_bfloat16")}
     assert {"naive_matmul_kernel<float>", "naive_matmul_kernel<double>", "tiled_matmul_kernel<float>",
             "tiled_matmul_kernel<double>", "blocked_matmul_kernel", "prefetched_matmul_kernel"} | v5 <= set(kernels)
     assert all(k["spill_stores"] == 0 and k["spill_loads"] == 0 for name, k in kernels.items() if name not in KNOWN_SPILLS)
