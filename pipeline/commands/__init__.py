@@ -7,6 +7,7 @@ Layer map:
     build        brrr build: compile only, and each kernel's resources
     new          brrr new: an op folder from templates that validates at once
     adopt        brrr adopt: an op folder from an extension its author already has
+    adopt_forward  a forward's tensors as inputs, outputs, in-place and optional ones, and its adapter
     bindings     what an extension's module binds, through the preprocessor where its macros bind it
     script_flags  the macros a setup.py or load() script defines, read for adopt
     inline_sources  a load_inline() script's strings, as the files torch writes, read for adopt
