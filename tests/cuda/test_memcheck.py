@@ -214,7 +214,8 @@ MISSING_BARRIERS = [
     MissingBarrier("matmul", "__syncthreads();  // tiles loaded: every thread reads elements others wrote\n#pragma unroll\n"
                    "            for (int kk = 0; kk < kTile; ++kk) {",
                    "\n#pragma unroll\n            for (int kk = 0; kk < kTile; ++kk) {",
-                   "a_tile[ty][tx] = a[row * a_rs + ka * a_cs];", "acc += a_tile[ty][kk] * b_tile[kk][tx];", "a_tile",
+                   "a_tile[ty][tx] = a[row * a_rs + ka * a_cs];",
+                   "acc += brrr::to_acc(a_tile[ty][kk]) * brrr::to_acc(b_tile[kk][tx]);", "a_tile",
                    lambda ext: ext.forward(torch.randn(6, 5).double(), torch.randn(5, 7).double())),  # v2: float64
     MissingBarrier("softmax", "    __syncthreads();\n    A r = part[first];\n    for (int w = 1; w < tpr / 32; ++w) r = max(",
                    "    A r = part[first];\n    for (int w = 1; w < tpr / 32; ++w) r = max(",

@@ -45,7 +45,7 @@ def test_next_over_a_barrier_stays_in_the_thread() -> None:
     text = out.stdout + out.stderr
     assert f"{barrier}\t            __syncthreads();" in text, text
     after = text.split(f"{barrier}\t            __syncthreads();", 1)[1]
-    assert "acc += a_tile[ty][kk] * b_tile[kk][tx];" in after, text
+    assert "acc += brrr::to_acc(a_tile[ty][kk]) * brrr::to_acc(b_tile[kk][tx]);" in after, text
     assert "$1 = {x = 3, y = 2, z = 0}" in after and "$2 = 3\n" in after and "$3 = 2\n" in after, text
 
 

@@ -26,7 +26,7 @@ BAD_SPECS = [
      "inputs=", "SPEC.inputs must be a Python identifier (each of inputs), got 'x-1'"),
     ("name escaping the cache", "sigmoid", ('name="sigmoid"', 'name="../../escaped"'),
      "name=", "SPEC.name must be a Python identifier (it names the op's files in the build cache"),
-    ("dtypes as strings", "matmul", ("oracle=torch.matmul,", 'oracle=torch.matmul, dtypes={"numba": ("float32",)},'),
+    ("dtypes as strings", "matmul", ('"numba": (torch.float32, torch.float64),', '"numba": ("float32",),'),
      "dtypes=", "SPEC.dtypes must be a dict of stage (reference, numba, cuda) to a tuple of floating-point torch dtypes"),
     ("oracle not a function", "sigmoid", ("oracle=torch.sigmoid,", 'oracle="sigmoid",'),
      "oracle=", "SPEC.oracle must be a function or None, got 'sigmoid'"),
