@@ -23,7 +23,7 @@ from ..base.errors import EXIT_OK, UsageError
 from ..base.files import shown, write_atomic
 from ..cuda.tokens import kernel_names, masked
 from ..op.extension import torch_wrapper_line
-from .adopt_forward import ADAPTER, Forward, Function
+from .adopt_forward import ADAPTER, NO_INPUT, Forward, Function
 from .bindings import BOUND, DEFINED, macro_bindings, module_blocks
 from .inline_sources import inline_modules
 from .script_flags import ScriptFlags, literal_text, module_constants, run_from, script_flags
@@ -348,7 +348,7 @@ def spec_text(name: str, project: Project) -> str:
     lines += _binding_comments(project)
     outputs = fwd.outputs() if fwd else ()
     lines += ["SPEC = OpSpec(", f'    name="{name}",',
-              f"    inputs={tuple(inputs) or ('x',)!r},  # TODO: check against the forward's tensors",
+              f"    inputs={tuple(inputs) or (NO_INPUT,)!r},  # TODO: check against the forward's tensors",
               f"    outputs={outputs!r},  # TODO: check: the tensors {forward} writes" if outputs else
               '    outputs=("y",),  # TODO: name the outputs',
               "    make_inputs=make_inputs,",
@@ -405,7 +405,7 @@ def reference_text(project: Project) -> str:
     forward, backward = _roles(project)
     fwd = _forward(project, forward)
     # The contract's arguments: the forward's inputs, then the spec's params (the adapter takes the same).
-    args = ", ".join([*(fwd.inputs() or ("x",)), *fwd.scalars()]) if fwd else "x"
+    args = ", ".join([*fwd.contract_inputs(), *fwd.scalars()]) if fwd else NO_INPUT
     out = ["import torch  # noqa: F401", "", "", f"def forward({args}):",
            f'    raise NotImplementedError("brrr adopt: write forward in PyTorch: what {forward or "the kernels"} computes")']
     if backward:

@@ -66,6 +66,9 @@ FIXED_PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 # The name of the adapter spec.py defines.
 ADAPTER = "forward_from_module"
+# The input spec.py, reference.py and the adapter name when the forward takes no tensor to read (a
+# fill): the contract passes at least one, so all three take it under one name.
+NO_INPUT = "x"
 # Parameter names a Python adapter cannot take as they are: keywords, and the names it uses itself.
 _TAKEN = frozenset({"m", "torch"})
 
@@ -147,6 +150,10 @@ class Forward:
     def inputs(self) -> tuple[str, ...]:
         return self.named(Role.INPUT, Role.IN_PLACE)
 
+    def contract_inputs(self) -> tuple[str, ...]:
+        """The inputs spec.py lists, which the adapter and reference.py take: NO_INPUT where there is none."""
+        return self.inputs() or (NO_INPUT,)
+
     def scalars(self) -> dict[str, object]:
         """The spec's params: the plain numbers and flags, each with a placeholder value."""
         return {p.name: _scalar(p.cxx_type) for p in self.params if p.role is Role.SCALAR}
@@ -177,7 +184,7 @@ class Forward:
 
     def adapter(self) -> list[str]:
         """The Python function spec.py passes as TorchModule's forward, as lines of code."""
-        contract = [*self.inputs(), *self.scalars()]
+        contract = [*self.contract_inputs(), *self.scalars()]
         lines = [f"def {ADAPTER}(m, {', '.join(contract)}):"]
         lines += [f"    {line}" for p in self.params if (line := self._made_here(p))]
         call = f"m.{self.call}({', '.join(p.name for p in self.params)})"
@@ -188,11 +195,10 @@ class Forward:
 
     def _made_here(self, p: Param) -> str:
         """The line giving the adapter's argument `p` a value, for one the contract does not pass."""
-        first = next(iter(self.named(Role.INPUT)), None)
+        first = self.contract_inputs()[0]
         if p.role is Role.OUTPUT:
-            like = f"torch.empty_like({first})" if first else "torch.empty(0)"
-            return f"{p.name} = {like}  # TODO: the shape and dtype {self.fn.name} writes into {p.name}" + (
-                f" (here: {first}'s)" if first else "")
+            return (f"{p.name} = torch.empty_like({first})  # TODO: the shape and dtype {self.fn.name} writes into "
+                    f"{p.name} (here: {first}'s)")
         if p.role is Role.IN_PLACE:
             # A copy: the caller's tensor stays as made_inputs gave it, for the reference to read too.
             return f"{p.name} = {p.name}.clone()  # TODO: keep (here and in the return) only if {self.fn.name} writes {p.name}"

@@ -420,6 +420,8 @@ FORWARDS = [
                  ("out", "in_"), ("dst",), {}, "OII", id="a-reference-over-a-value"),
     pytest.param("torch::Tensor f(const torch::Tensor& x, c10::optional<torch::Tensor> bias, "
                  "const std::optional<at::Tensor>& scale)", ("x",), ("y",), {}, "INN", id="optional-tensors"),
+    pytest.param("void fill(torch::Tensor& out, double v)", ("x",), ("out",), {"v": 0.5}, "Os",
+                 id="no-input-tensor-takes-the-contracts-x"),
     pytest.param("torch::Tensor pad(torch::Tensor x, std::vector<int64_t> pads, const std::string& mode, "
                  "c10::optional<double> value, bool flag)", ("x",), ("y",), {"flag": True}, "IFFFs", id="other-arguments"),
 ]
