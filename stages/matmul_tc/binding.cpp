@@ -1,4 +1,4 @@
-// Tensor-core matrix product, CUDA C stage, host side: forward and backward on bfloat16 tensors with
+// Tensor-core matrix product, CUDA C stage, host side: forward and backward on bfloat16 or float16 tensors with
 // kernel.cu's v5 or v4 (wgmma) where the GPU has it and v3 elsewhere, plus forward_v1 (the naive
 // kernel), forward_v2 (v2's mma kernel), forward_v3, _v4 and _v5 for brrr bench to time beside forward. Backward runs the same mma kernel on the tensors as they are: which operand is
 // stored transposed is a template argument of kernel.cu's launcher, not a copy.
@@ -8,28 +8,28 @@
 
 #include "brrr.cuh"
 
-// Defined in kernel.cu. Each writes c [m, n] row-major.
-void matmul_tc_naive(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int64_t m, int64_t k,
-                     int64_t n, cudaStream_t stream);
-template <bool AKContig, bool BKContig>
-void matmul_tc_mma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
-                   int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+// Defined in kernel.cu for E = __nv_bfloat16 and __half. Each writes c [m, n] row-major.
+template <class E>
+void matmul_tc_naive(const E* a, const E* b, E* c, int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+template <bool AKContig, bool BKContig, class E>
+void matmul_tc_mma(const E* a, int64_t lda, const E* b, int64_t ldb, E* c, int64_t m, int64_t k, int64_t n,
+                   cudaStream_t stream);
 // v3: false (nothing launched) when c has more tiles than a 1-D grid counts.
-template <bool AKContig, bool BKContig>
-bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
-                         int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+template <bool AKContig, bool BKContig, class E>
+bool matmul_tc_pipelined(const E* a, int64_t lda, const E* b, int64_t ldb, E* c, int64_t m, int64_t k, int64_t n,
+                         cudaStream_t stream);
 // v5 (wgmma fed by the tensor memory accelerator, sm_90a only): the same contract as v3.
-template <bool AKContig, bool BKContig>
-bool matmul_tc_tma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
-                   int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+template <bool AKContig, bool BKContig, class E>
+bool matmul_tc_tma(const E* a, int64_t lda, const E* b, int64_t ldb, E* c, int64_t m, int64_t k, int64_t n,
+                   cudaStream_t stream);
 // Where the GPU has wgmma: v5, v4 or v3 by the product's shape and operands (kernel.cu says which).
-template <bool AKContig, bool BKContig>
-bool matmul_tc_fastest(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
-                       int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+template <bool AKContig, bool BKContig, class E>
+bool matmul_tc_fastest(const E* a, int64_t lda, const E* b, int64_t ldb, E* c, int64_t m, int64_t k, int64_t n,
+                       cudaStream_t stream);
 // v4 (wgmma, sm_90a only): the same contract as v3.
-template <bool AKContig, bool BKContig>
-bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
-                     int64_t m, int64_t k, int64_t n, cudaStream_t stream);
+template <bool AKContig, bool BKContig, class E>
+bool matmul_tc_wgmma(const E* a, int64_t lda, const E* b, int64_t ldb, E* c, int64_t m, int64_t k, int64_t n,
+                     cudaStream_t stream);
 
 constexpr int64_t kTile = 128;          // kernel.cu's kTileMN: v2's gridDim.y counts column tiles of c
 constexpr int64_t kNaiveTile = 16;     // kernel.cu's kNaiveTile: v1's gridDim.y counts 16-column tiles
@@ -38,8 +38,8 @@ constexpr int64_t kMaxGridY = 65535;
 static void check_operands(const at::Tensor& a, const at::Tensor& b) {
     brrr::check_input(a, "a");
     brrr::check_compatible(a, b, "a", "b");
-    TORCH_CHECK(a.scalar_type() == at::kBFloat16, "matmul_tc computes on the tensor cores in bfloat16, got ",
-                a.scalar_type());
+    TORCH_CHECK(a.scalar_type() == at::kBFloat16 || a.scalar_type() == at::kHalf,
+                "matmul_tc computes on the tensor cores in bfloat16 or float16, got ", a.scalar_type());
     TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "matmul_tc needs a [M, K] and b [K, N], got ",
                 a.sizes(), " and ", b.sizes());
 }
@@ -68,12 +68,16 @@ template <bool AKContig, bool BKContig>
 static void pipelined(const at::Tensor& a, int64_t lda, const at::Tensor& b, int64_t ldb, at::Tensor& c, int64_t k,
                       Version version = fastest()) {
     const int64_t m = c.size(0), n = c.size(1);
-    auto* launch = version == Version::Fastest ? matmul_tc_fastest<AKContig, BKContig>
-                   : version == Version::Tma   ? matmul_tc_tma<AKContig, BKContig>
-                   : version == Version::Wgmma ? matmul_tc_wgmma<AKContig, BKContig>
-                                               : matmul_tc_pipelined<AKContig, BKContig>;
-    const bool launched = launch(brrr::data<at::BFloat16>(a), lda, brrr::data<at::BFloat16>(b), ldb,
-                                 brrr::data<at::BFloat16>(c), m, k, n, brrr::stream());
+    bool launched = false;
+    AT_DISPATCH_REDUCED_FLOATING_TYPES(a.scalar_type(), "matmul_tc", [&] {
+        using E = typename brrr::Device<scalar_t>::type;
+        auto* launch = version == Version::Fastest ? matmul_tc_fastest<AKContig, BKContig, E>
+                       : version == Version::Tma   ? matmul_tc_tma<AKContig, BKContig, E>
+                       : version == Version::Wgmma ? matmul_tc_wgmma<AKContig, BKContig, E>
+                                                   : matmul_tc_pipelined<AKContig, BKContig, E>;
+        launched = launch(brrr::data<scalar_t>(a), lda, brrr::data<scalar_t>(b), ldb, brrr::data<scalar_t>(c), m, k, n,
+                          brrr::stream());
+    });
     TORCH_CHECK(launched, "matmul_tc: a ", m, " x ", n, " product has more tiles than a grid counts (or, v5, sizes past "
                 "int32 or a tensor map the driver refused)");
     BRRR_CHECK_LAUNCH();
@@ -121,8 +125,10 @@ at::Tensor forward_v2(at::Tensor a, at::Tensor b) {
                     " column tiles of ", kTile);
         TORCH_CHECK((m + kTile - 1) / kTile <= std::numeric_limits<int32_t>::max(), "matmul_tc: ", m,
                     " rows exceed the grid");
-        matmul_tc_mma<true, false>(brrr::data<at::BFloat16>(ac), k, brrr::data<at::BFloat16>(bc), n,
-                                   brrr::data<at::BFloat16>(c), m, k, n, brrr::stream());
+        AT_DISPATCH_REDUCED_FLOATING_TYPES(ac.scalar_type(), "matmul_tc_v2", [&] {
+            matmul_tc_mma<true, false>(brrr::data<scalar_t>(ac), k, brrr::data<scalar_t>(bc), n, brrr::data<scalar_t>(c),
+                                       m, k, n, brrr::stream());
+        });
         BRRR_CHECK_LAUNCH();
     }
     return c;
@@ -138,8 +144,10 @@ at::Tensor forward_v1(at::Tensor a, at::Tensor b) {
     if (make_output(c, ac, m, n)) {
         TORCH_CHECK((n + kNaiveTile - 1) / kNaiveTile <= kMaxGridY, "matmul_tc: ", n, " columns exceed the naive grid's ",
                     kMaxGridY, " column tiles of ", kNaiveTile);
-        matmul_tc_naive(brrr::data<at::BFloat16>(ac), brrr::data<at::BFloat16>(bc), brrr::data<at::BFloat16>(c), m, k,
-                        n, brrr::stream());
+        AT_DISPATCH_REDUCED_FLOATING_TYPES(ac.scalar_type(), "matmul_tc_v1", [&] {
+            matmul_tc_naive(brrr::data<scalar_t>(ac), brrr::data<scalar_t>(bc), brrr::data<scalar_t>(c), m, k, n,
+                            brrr::stream());
+        });
         BRRR_CHECK_LAUNCH();
     }
     return c;

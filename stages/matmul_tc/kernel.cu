@@ -70,24 +70,45 @@
 #include <cudaTypedefs.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "brrr_kernel.cuh"
+
+// ---- the element type ---------------------------------------------------------------------------
+
+// E, the type of a, b and c: __nv_bfloat16 or __half. Both are 16-bit inputs whose products the tensor
+// cores form exactly and sum in float32, so every kernel below is the same for both but for what is
+// named here and the PTX type in mma.sync's and wgmma's names (an asm template is a string literal:
+// one asm statement a type, picked by kHalf).
+template <class E>
+constexpr bool kHalf = std::is_same_v<E, __half>;
+
+// Two adjacent elements of c, rounded once from their float32 sums, as one 4-byte store.
+template <class E>
+__device__ __forceinline__ void store_pair(E* out, float lo, float hi) {
+    if constexpr (kHalf<E>) {
+        *reinterpret_cast<__half2*>(out) = __floats2half2_rn(lo, hi);
+    } else {
+        *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(lo, hi);
+    }
+}
 
 // ---- v1: naive --------------------------------------------------------------------------------
 
 constexpr int kNaiveTile = 16;  // 16x16 threads a block, one element of c each
 
 // Operands through (row, column) strides, so the same kernel could serve transposed views.
-__global__ void naive_kernel(const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b,
-                             __nv_bfloat16* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+template <class E>
+__global__ void naive_kernel(const E* __restrict__ a, const E* __restrict__ b,
+                             E* __restrict__ c, int64_t m, int64_t k, int64_t n) {
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kNaiveTile + threadIdx.y;
     const int64_t col = static_cast<int64_t>(blockIdx.y) * kNaiveTile + threadIdx.x;
     if (row >= m || col >= n) return;
     float acc = 0.0f;
     for (int64_t p = 0; p < k; ++p) {
-        acc += __bfloat162float(a[row * k + p]) * __bfloat162float(b[p * n + col]);  // the product is exact
+        acc += brrr::to_acc(a[row * k + p]) * brrr::to_acc(b[p * n + col]);  // the product is exact
     }
-    c[row * n + col] = __float2bfloat16_rn(acc);
+    c[row * n + col] = brrr::from_acc<E>(acc);
 }
 
 // ---- v2: mma.sync, ldmatrix, cp.async double buffering -----------------------------------------
@@ -120,8 +141,8 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
 // `mn` x `k` elements in all) into `tile`, zero past the edges. The Threads threads of the block copy
 // its chunks of 8 elements, chunk after chunk. `vec`: x's rows are whole 16-byte chunks, so cp.async
 // can move them.
-template <bool KContig, int MN, int K, int Threads>
-__device__ __forceinline__ void stage_tile(__nv_bfloat16* tile, const __nv_bfloat16* __restrict__ x, int64_t ld,
+template <bool KContig, int MN, int K, int Threads, class E>
+__device__ __forceinline__ void stage_tile(E* tile, const E* __restrict__ x, int64_t ld,
                                            int64_t mn0, int64_t k0, int64_t mn, int64_t k, bool vec) {
     using S = Staged<KContig, MN, K>;
     static_assert(S::rows * S::cols % (kChunk * Threads) == 0, "every thread copies as many chunks");
@@ -139,14 +160,14 @@ __device__ __forceinline__ void stage_tile(__nv_bfloat16* tile, const __nv_bfloa
         // Elements of this chunk inside x: 0 past the last row, a partial chunk at the last column.
         const int64_t left = row < rows ? cols - col : 0;
         const int64_t valid = left < 0 ? 0 : left < kChunk ? left : kChunk;
-        __nv_bfloat16* dst = tile + r * S::ld + cc;
+        E* dst = tile + r * S::ld + cc;
         if (vec) {
             // src-size: the copy reads `valid` elements and zero-fills the rest of the 16 bytes.
-            const __nv_bfloat16* src = valid > 0 ? x + row * ld + col : x;
+            const E* src = valid > 0 ? x + row * ld + col : x;
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
                          "r"(static_cast<int>(valid * 2)));
         } else {
-            for (int e = 0; e < kChunk; ++e) dst[e] = e < valid ? x[row * ld + col + e] : __float2bfloat16_rn(0.0f);
+            for (int e = 0; e < kChunk; ++e) dst[e] = e < valid ? x[row * ld + col + e] : brrr::from_acc<E>(0.0f);
         }
     }
 }
@@ -159,8 +180,8 @@ __device__ __forceinline__ void stage_tile(__nv_bfloat16* tile, const __nv_bfloa
 // fixed latency stalled the mma's behind them). Lane l names row l % 8 of 8x8 matrix l / 8, the one
 // that lands in r[l / 8]; .trans transposes each matrix so a [k][mn] tile lands in the lanes as a
 // [mn][k] one would.
-template <bool KContig, int MN, int K, bool ForB = false>
-__device__ __forceinline__ void load_fragment(const __nv_bfloat16* tile, int mn, int kk, uint32_t r[4]) {
+template <bool KContig, int MN, int K, bool ForB = false, class E>
+__device__ __forceinline__ void load_fragment(const E* tile, int mn, int kk, uint32_t r[4]) {
     using S = Staged<KContig, MN, K>;
     const int lane = threadIdx.x % 32;
     const int matrix = lane / 8;
@@ -177,21 +198,29 @@ __device__ __forceinline__ void load_fragment(const __nv_bfloat16* tile, int mn,
     }
 }
 
+template <class E>
 __device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    if constexpr (kHalf<E>) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    } else {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
 }
 
 // c [m, n] = A [m, k] @ B [k, n]; A's tile (mn0 = a row) and B^T's (mn0 = a column) staged as above.
 // gridDim.x counts row tiles, gridDim.y column tiles.
-template <bool AKContig, bool BKContig>
+template <bool AKContig, bool BKContig, class E>
 __global__ void __launch_bounds__(kThreads)
-mma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const __nv_bfloat16* __restrict__ b,
-           int64_t ldb, bool b_vec, __nv_bfloat16* __restrict__ c, int64_t m, int64_t k, int64_t n) {
-    __shared__ alignas(16) __nv_bfloat16 a_tiles[2][kTileElems];
-    __shared__ alignas(16) __nv_bfloat16 b_tiles[2][kTileElems];
+mma_kernel(const E* __restrict__ a, int64_t lda, bool a_vec, const E* __restrict__ b,
+           int64_t ldb, bool b_vec, E* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+    __shared__ alignas(16) E a_tiles[2][kTileElems];
+    __shared__ alignas(16) E b_tiles[2][kTileElems];
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     const int wm = warp / 2 * kWarpMN;  // the warp's quarter of the block's tile
@@ -216,8 +245,8 @@ mma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const _
         asm volatile("cp.async.commit_group;\n" ::);
         asm volatile("cp.async.wait_group 1;\n" ::);  // this thread's copies of step s have landed ...
         __syncthreads();                              // ... and every other thread's
-        const __nv_bfloat16* at = a_tiles[s % 2];
-        const __nv_bfloat16* bt = b_tiles[s % 2];
+        const E* at = a_tiles[s % 2];
+        const E* bt = b_tiles[s % 2];
 #pragma unroll
         for (int kk = 0; kk < kTileK; kk += 16) {
             uint32_t af[4][4], bf[4][4];
@@ -230,8 +259,8 @@ mma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const _
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
                     // bf[j] holds columns wn + 16 j + 0..7 in registers 0 and 2, + 8..15 in 1 and 3.
-                    mma_16816(acc[i][2 * j], af[i], bf[j][0], bf[j][2]);
-                    mma_16816(acc[i][2 * j + 1], af[i], bf[j][1], bf[j][3]);
+                    mma_16816<E>(acc[i][2 * j], af[i], bf[j][0], bf[j][2]);
+                    mma_16816<E>(acc[i][2 * j + 1], af[i], bf[j][1], bf[j][3]);
                 }
             }
         }
@@ -248,7 +277,7 @@ mma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const _
             for (int q = 0; q < 4; ++q) {
                 const int64_t row = row0 + wm + 16 * i + g + 8 * (q / 2);
                 const int64_t col = col0 + wn + 8 * j + 2 * t + q % 2;
-                if (row < m && col < n) c[row * n + col] = __float2bfloat16_rn(acc[i][j][q]);
+                if (row < m && col < n) c[row * n + col] = brrr::from_acc<E>(acc[i][j][q]);
             }
         }
     }
@@ -294,7 +323,8 @@ __device__ __forceinline__ void tile_of(int64_t block, int64_t tiles_m, int64_t 
 
 // One 16-byte chunk global -> shared by cp.async: src-size makes the copy read `valid` elements and
 // zero-fill the rest of the 16 bytes.
-__device__ __forceinline__ void copy_chunk(__nv_bfloat16* dst, const __nv_bfloat16* src, int valid) {
+template <class E>
+__device__ __forceinline__ void copy_chunk(E* dst, const E* src, int valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
                  "r"(valid * 2));
 }
@@ -305,14 +335,14 @@ __device__ __forceinline__ void copy_chunk(__nv_bfloat16* dst, const __nv_bfloat
 // costs a compare, a select and its copy, not v2's 64-bit index arithmetic (issue slots the mma's need).
 // S: how the tile is staged (v3's padded rows, Staged, or v4's swizzled ones); S::at(r + row_step, cc)
 // must be S::at(r, cc) + S::at(row_step, 0).
-template <bool KContig, int MN, int K, int Threads, class S = Staged<KContig, MN, K>>
+template <class E, bool KContig, int MN, int K, int Threads, class S = Staged<KContig, MN, K>>
 struct TileCopy {
     static constexpr int per_row = S::cols / kChunk;     // chunks in a staged row
     static constexpr int row_step = Threads / per_row;   // staged rows between a thread's chunks
     static constexpr int count = S::rows / row_step;     // chunks a thread copies a step
     static_assert(Threads % per_row == 0 && S::rows % row_step == 0, "every thread copies whole chunks");
-    const __nv_bfloat16* x;
-    const __nv_bfloat16* at;  // chunk 0 of the next step in x (past x's edge where rows_left or cols_left say so)
+    const E* x;
+    const E* at;  // chunk 0 of the next step in x (past x's edge where rows_left or cols_left say so)
     int64_t row_stride;       // x's elements from one of the thread's chunks to the next
     int64_t step_stride;      // ... and from a step's chunk to the next step's
     int64_t rows_left;        // x's rows from chunk 0's on, at the next step (<= 0: none)
@@ -321,7 +351,7 @@ struct TileCopy {
     bool vec;                 // x's rows are whole 16-byte chunks: cp.async moves them
 
     // x as stage_tile takes it, the tile at mn0 along MN; steps start at k = 0.
-    __device__ __forceinline__ TileCopy(const __nv_bfloat16* __restrict__ x_, int64_t ld, int64_t mn0, int64_t mn,
+    __device__ __forceinline__ TileCopy(const E* __restrict__ x_, int64_t ld, int64_t mn0, int64_t mn,
                                         int64_t k, bool vec_)
         : x(x_), vec(vec_) {
         const int r = static_cast<int>(threadIdx.x) / per_row;
@@ -337,7 +367,7 @@ struct TileCopy {
     }
 
     // This step's chunks into `tile` (zero past x's edges), then on to the next step.
-    __device__ __forceinline__ void copy(__nv_bfloat16* tile) {
+    __device__ __forceinline__ void copy(E* tile) {
         if (vec && rows_left > (count - 1) * row_step && cols_left >= kChunk) {
             // Every chunk whole inside x, as in all but the edge tiles: no chunk needs its own test.
 #pragma unroll
@@ -347,12 +377,12 @@ struct TileCopy {
 #pragma unroll
             for (int i = 0; i < count; ++i) {
                 const int valid = rows_left > i * row_step ? in_row : 0;  // elements of chunk i inside x
-                const __nv_bfloat16* src = valid > 0 ? at + i * row_stride : x;
-                __nv_bfloat16* dst = tile + offset + i * S::at(row_step, 0);
+                const E* src = valid > 0 ? at + i * row_stride : x;
+                E* dst = tile + offset + i * S::at(row_step, 0);
                 if (vec) {
                     copy_chunk(dst, src, valid);
                 } else {
-                    for (int e = 0; e < kChunk; ++e) dst[e] = e < valid ? src[e] : __float2bfloat16_rn(0.0f);
+                    for (int e = 0; e < kChunk; ++e) dst[e] = e < valid ? src[e] : brrr::from_acc<E>(0.0f);
                 }
             }
         }
@@ -363,8 +393,8 @@ struct TileCopy {
 
 // One BK-step of a warp's mma's on the staged tiles `at` and `bt`. Fragments of k-slice kk + 16 are
 // loaded into the other half of af/bf before slice kk's mma's issue, which then wait on nothing.
-template <class T, bool AKContig, bool BKContig>
-__device__ __forceinline__ void mma_step(const __nv_bfloat16* at, const __nv_bfloat16* bt, int wm, int wn,
+template <class T, bool AKContig, bool BKContig, class E>
+__device__ __forceinline__ void mma_step(const E* at, const E* bt, int wm, int wn,
                                          float (&acc)[T::mi][2 * T::nj][4]) {
     uint32_t af[2][T::mi][4], bf[2][T::nj][4];
 #pragma unroll
@@ -384,8 +414,8 @@ __device__ __forceinline__ void mma_step(const __nv_bfloat16* at, const __nv_bfl
 #pragma unroll
                 for (int j = 0; j < T::nj; ++j) {
                     // bf[p][j] holds columns wn + 16 j + 0..7 in registers 0 and 1, + 8..15 in 2 and 3.
-                    mma_16816(acc[i][2 * j], af[p][i], bf[p][j][0], bf[p][j][1]);
-                    mma_16816(acc[i][2 * j + 1], af[p][i], bf[p][j][2], bf[p][j][3]);
+                    mma_16816<E>(acc[i][2 * j], af[p][i], bf[p][j][0], bf[p][j][1]);
+                    mma_16816<E>(acc[i][2 * j + 1], af[p][i], bf[p][j][2], bf[p][j][3]);
                 }
             }
         }
@@ -395,8 +425,8 @@ __device__ __forceinline__ void mma_step(const __nv_bfloat16* at, const __nv_bfl
 // A warp's accumulators into c, its part starting at (r0, c0). mma's accumulator layout: d0, d1 at
 // row g, columns 2t and 2t + 1; d2, d3 at row g + 8. Where c's rows are a whole number of pairs
 // (n even), a pair is one 4-byte store, aligned and inside its row.
-template <class T>
-__device__ __forceinline__ void store_tile(const float (&acc)[T::mi][2 * T::nj][4], __nv_bfloat16* __restrict__ c,
+template <class T, class E>
+__device__ __forceinline__ void store_tile(const float (&acc)[T::mi][2 * T::nj][4], E* __restrict__ c,
                                            int64_t r0, int64_t c0, int64_t m, int64_t n) {
     const int g = threadIdx.x % 32 / 4;
     const int t = threadIdx.x % 4;
@@ -409,12 +439,12 @@ __device__ __forceinline__ void store_tile(const float (&acc)[T::mi][2 * T::nj][
                 const int64_t row = r0 + 16 * i + g + 8 * h;
                 const int64_t col = c0 + 8 * j + 2 * t;
                 if (row >= m || col >= n) continue;
-                __nv_bfloat16* out = c + row * n + col;
+                E* out = c + row * n + col;
                 if (n % 2 == 0) {
-                    *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                    store_pair(out, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
                 } else {
-                    out[0] = __float2bfloat16_rn(acc[i][j][2 * h]);
-                    if (col + 1 < n) out[1] = __float2bfloat16_rn(acc[i][j][2 * h + 1]);
+                    out[0] = brrr::from_acc<E>(acc[i][j][2 * h]);
+                    if (col + 1 < n) out[1] = brrr::from_acc<E>(acc[i][j][2 * h + 1]);
                 }
             }
         }
@@ -422,15 +452,15 @@ __device__ __forceinline__ void store_tile(const float (&acc)[T::mi][2 * T::nj][
 }
 
 // c [m, n] = A [m, k] @ B [k, n] as mma_kernel, tiled by T; a 1-D grid, one block a tile (tile_of).
-template <class T, bool AKContig, bool BKContig>
+template <class T, bool AKContig, bool BKContig, class E>
 __global__ void __launch_bounds__(T::threads, T::min_blocks)
-mma_pipelined_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const __nv_bfloat16* __restrict__ b,
-                     int64_t ldb, bool b_vec, __nv_bfloat16* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+mma_pipelined_kernel(const E* __restrict__ a, int64_t lda, bool a_vec, const E* __restrict__ b,
+                     int64_t ldb, bool b_vec, E* __restrict__ c, int64_t m, int64_t k, int64_t n) {
     using SA = Staged<AKContig, T::bm, T::bk>;
     using SB = Staged<BKContig, T::bn, T::bk>;
     extern __shared__ __align__(16) unsigned char staged[];
-    __nv_bfloat16* a_tiles = reinterpret_cast<__nv_bfloat16*>(staged);  // Stages tiles of A, then Stages of B
-    __nv_bfloat16* b_tiles = a_tiles + T::stages * SA::elems;
+    E* a_tiles = reinterpret_cast<E*>(staged);  // Stages tiles of A, then Stages of B
+    E* b_tiles = a_tiles + T::stages * SA::elems;
     const int warp = threadIdx.x / 32;
     const int wm = warp / T::warps_n * T::warp_m;  // the warp's part of the block's tile
     const int wn = warp % T::warps_n * T::warp_n;
@@ -442,8 +472,8 @@ mma_pipelined_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_ve
     const int64_t steps = (k + T::bk - 1) / T::bk;
     // The first Stages - 1 steps' copies, a commit group each, empty past the last step: the wait in the
     // loop then always leaves the Stages - 2 groups after step s's in flight.
-    TileCopy<AKContig, T::bm, T::bk, T::threads> a_copy(a, lda, row0, m, k, a_vec);
-    TileCopy<BKContig, T::bn, T::bk, T::threads> b_copy(b, ldb, col0, n, k, b_vec);
+    TileCopy<E, AKContig, T::bm, T::bk, T::threads> a_copy(a, lda, row0, m, k, a_vec);
+    TileCopy<E, BKContig, T::bn, T::bk, T::threads> b_copy(b, ldb, col0, n, k, b_vec);
 #pragma unroll
     for (int s = 0; s < T::stages - 1; ++s) {
         if (s < steps) {
@@ -495,34 +525,56 @@ struct Swizzled {
 
 // A wgmma shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): the start address,
 // LBO and SBO in 16-byte units, 14 bits each, and layout 1 in bits 62-63: the 128-byte swizzle.
-__device__ __forceinline__ uint64_t descriptor(const __nv_bfloat16* start, uint32_t lbo, uint32_t sbo) {
+template <class E>
+__device__ __forceinline__ uint64_t descriptor(const E* start, uint32_t lbo, uint32_t sbo) {
     return static_cast<uint64_t>((shared_address(start) >> 4) & 0x3fffu) |
            static_cast<uint64_t>((lbo >> 4) & 0x3fffu) << 16 | static_cast<uint64_t>((sbo >> 4) & 0x3fffu) << 32 |
            1ull << 62;
 }
 
-// wgmma.mma_async m64nNk16, bfloat16 in, float32 sums: d (this thread's N / 2 accumulators) += A B
-// for the warpgroup's 64 x 16 A and 16 x N B, both read from shared memory by the tensor cores.
+// wgmma.mma_async m64nNk16, E in, float32 sums: d (this thread's N / 2 accumulators) += A B for the
+// warpgroup's 64 x 16 A and 16 x N B, both read from shared memory by the tensor cores. n256 is written
+// for bfloat16 alone: float16's 256-column steps are two n128 products (wgmma_step), one long asm
+// statement fewer to carry.
 // Trans: the operand is MN-major there (imm-trans). Asynchronous: d is not to be read before a
 // wgmma.wait_group that covers it.
-template <int TransA, int TransB>
+template <class E, int TransA, int TransB>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                 "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransA), "n"(TransB));
+    if constexpr (kHalf<E>) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                     "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransA), "n"(TransB));
+    } else {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                     "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransA), "n"(TransB));
+    }
 }
 
 template <int TransA, int TransB>
@@ -584,8 +636,8 @@ struct WgTiling {
 using WgmmaTiling = WgTiling<256, 4, 8>;
 using WgmmaSmallTiling = WgTiling<128, 4, 8>;
 
-template <class T, bool AKContig, bool BKContig>
-__device__ __forceinline__ void wgmma_step(const __nv_bfloat16* at, const __nv_bfloat16* bt, int wg,
+template <class T, bool AKContig, bool BKContig, class E>
+__device__ __forceinline__ void wgmma_step(const E* at, const E* bt, int wg,
                                            float (&d)[T::bn / 2]) {
     using SA = Swizzled<AKContig, T::bm, T::bk>;
     using SB = Swizzled<BKContig, T::bn, T::bk>;
@@ -594,8 +646,15 @@ __device__ __forceinline__ void wgmma_step(const __nv_bfloat16* at, const __nv_b
     for (int kk = 0; kk < T::bk; kk += 16) {
         const uint64_t da = descriptor(at + SA::slice(64 * wg, kk), SA::lbo, SA::sbo);
         const uint64_t db = descriptor(bt + SB::slice(0, kk), SB::lbo, SB::sbo);
-        if constexpr (T::bn == 256) wgmma_m64n256k16<!AKContig, !BKContig>(d, da, db);
-        else wgmma_m64n128k16<!AKContig, !BKContig>(d, da, db);
+        if constexpr (T::bn == 128) {
+            wgmma_m64n128k16<E, !AKContig, !BKContig>(d, da, db);
+        } else if constexpr (!kHalf<E>) {
+            wgmma_m64n256k16<!AKContig, !BKContig>(d, da, db);
+        } else {  // columns 0-127 into d[0..63], 128-255 into d[64..127]: n256's accumulator layout
+            const uint64_t db_right = descriptor(bt + SB::slice(128, kk), SB::lbo, SB::sbo);
+            wgmma_m64n128k16<E, !AKContig, !BKContig>(reinterpret_cast<float(&)[64]>(d[0]), da, db);
+            wgmma_m64n128k16<E, !AKContig, !BKContig>(reinterpret_cast<float(&)[64]>(d[64]), da, db_right);
+        }
     }
     wgmma_commit();
 }
@@ -604,17 +663,17 @@ __device__ __forceinline__ void wgmma_step(const __nv_bfloat16* at, const __nv_b
 // themselves. Step s: wait for its copies and fence them; one barrier (after it every warpgroup has
 // finished step s - 2's products, so that buffer is free); copy step s + Stages - 2 into it; issue
 // step s's four wgmma's and wait for step s - 1's, leaving one group in flight.
-template <class T, bool AKContig, bool BKContig>
+template <class T, bool AKContig, bool BKContig, class E>
 __global__ void __launch_bounds__(T::threads, 1)
-wgmma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const __nv_bfloat16* __restrict__ b,
-             int64_t ldb, bool b_vec, __nv_bfloat16* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+wgmma_kernel(const E* __restrict__ a, int64_t lda, bool a_vec, const E* __restrict__ b,
+             int64_t ldb, bool b_vec, E* __restrict__ c, int64_t m, int64_t k, int64_t n) {
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using SA = Swizzled<AKContig, T::bm, T::bk>;
     using SB = Swizzled<BKContig, T::bn, T::bk>;
     extern __shared__ __align__(16) unsigned char staged[];
     const uint32_t skip = (1024 - shared_address(staged) % 1024) % 1024;
-    __nv_bfloat16* a_tiles = reinterpret_cast<__nv_bfloat16*>(staged + skip);
-    __nv_bfloat16* b_tiles = a_tiles + T::stages * SA::elems;
+    E* a_tiles = reinterpret_cast<E*>(staged + skip);
+    E* b_tiles = a_tiles + T::stages * SA::elems;
     const int wg = threadIdx.x / 128;  // the warpgroup: rows 64 wg .. 64 wg + 63 of the tile
     int64_t tile_m, tile_n;
     tile_of<T::group_m>(blockIdx.x, (m + T::bm - 1) / T::bm, (n + T::bn - 1) / T::bn, tile_m, tile_n);
@@ -623,8 +682,8 @@ wgmma_kernel(const __nv_bfloat16* __restrict__ a, int64_t lda, bool a_vec, const
     float acc[T::mi][2 * T::nj][4] = {};
     float(&d)[T::bn / 2] = reinterpret_cast<float(&)[T::bn / 2]>(acc);
     const int64_t steps = (k + T::bk - 1) / T::bk;
-    TileCopy<AKContig, T::bm, T::bk, T::threads, SA> a_copy(a, lda, row0, m, k, a_vec);
-    TileCopy<BKContig, T::bn, T::bk, T::threads, SB> b_copy(b, ldb, col0, n, k, b_vec);
+    TileCopy<E, AKContig, T::bm, T::bk, T::threads, SA> a_copy(a, lda, row0, m, k, a_vec);
+    TileCopy<E, BKContig, T::bn, T::bk, T::threads, SB> b_copy(b, ldb, col0, n, k, b_vec);
 #pragma unroll
     for (int s = 0; s < T::stages - 2; ++s) {
         if (s < steps) {
@@ -675,7 +734,8 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 }
 // The box of `map` at (c0, c1) (c0 along its contiguous dimension) into shared memory at dst, swizzled
 // as the map says; its bytes count toward bar's phase.
-__device__ __forceinline__ void tma_load(__nv_bfloat16* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
+template <class E>
+__device__ __forceinline__ void tma_load(E* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
                  "[%4];\n" ::"r"(shared_address(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1),
                  "r"(shared_address(bar))
@@ -697,8 +757,8 @@ using TmaMatmulTiling = TmaTiling<256, 4, 8>;
 
 // One operand's copies of a k-step: a K-contiguous tile is one box of 64 (k) x MN rows; an MN-contiguous
 // one MN / 64 boxes of 64 (mn) x 64 (k), each 8 KiB after the last: Swizzled's layouts.
-template <bool KContig, int MN>
-__device__ __forceinline__ void tma_tile(__nv_bfloat16* tile, const CUtensorMap* map, int64_t mn0, int64_t k0,
+template <bool KContig, int MN, class E>
+__device__ __forceinline__ void tma_tile(E* tile, const CUtensorMap* map, int64_t mn0, int64_t k0,
                                          uint64_t* bar) {
     if constexpr (KContig) {
         tma_load(tile, map, static_cast<int>(k0), static_cast<int>(mn0), bar);
@@ -708,17 +768,17 @@ __device__ __forceinline__ void tma_tile(__nv_bfloat16* tile, const CUtensorMap*
     }
 }
 
-template <class T, bool AKContig, bool BKContig>
+template <class T, bool AKContig, bool BKContig, class E>
 __global__ void __launch_bounds__(T::threads, 1)
 wgmma_tma_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                 __nv_bfloat16* __restrict__ c, int64_t m, int64_t k, int64_t n) {
+                 E* __restrict__ c, int64_t m, int64_t k, int64_t n) {
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using SA = Swizzled<AKContig, T::bm, T::bk>;
     using SB = Swizzled<BKContig, T::bn, T::bk>;
     extern __shared__ __align__(16) unsigned char staged[];
     const uint32_t skip = (1024 - shared_address(staged) % 1024) % 1024;
-    __nv_bfloat16* a_tiles = reinterpret_cast<__nv_bfloat16*>(staged + skip);
-    __nv_bfloat16* b_tiles = a_tiles + T::stages * SA::elems;
+    E* a_tiles = reinterpret_cast<E*>(staged + skip);
+    E* b_tiles = a_tiles + T::stages * SA::elems;
     uint64_t* full = reinterpret_cast<uint64_t*>(b_tiles + T::stages * SB::elems);
     uint64_t* empty = full + T::stages;
     if (threadIdx.x == 0) {
@@ -765,36 +825,38 @@ wgmma_tma_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constan
 // ---- launchers ---------------------------------------------------------------------------------
 
 // c [m, n] row-major, m, n > 0 (binding.cpp returns empty outputs itself); k = 0 writes zeros.
-void matmul_tc_naive(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int64_t m, int64_t k,
+template <class E>
+void matmul_tc_naive(const E* a, const E* b, E* c, int64_t m, int64_t k,
                      int64_t n, cudaStream_t stream) {
     const dim3 grid(static_cast<unsigned int>((m + kNaiveTile - 1) / kNaiveTile),
                     static_cast<unsigned int>((n + kNaiveTile - 1) / kNaiveTile));
-    naive_kernel<<<grid, dim3(kNaiveTile, kNaiveTile), 0, stream>>>(a, b, c, m, k, n);
+    naive_kernel<E><<<grid, dim3(kNaiveTile, kNaiveTile), 0, stream>>>(a, b, c, m, k, n);
 }
 
 // Whether an operand's rows can be moved 16 bytes at a time: a whole number of chunks a row, and
 // the storage 16-byte aligned.
-static bool vectorizable(const __nv_bfloat16* x, int64_t ld) { return ld % kChunk == 0 && brrr::aligned16(x); }
+template <class E>
+static bool vectorizable(const E* x, int64_t ld) { return ld % kChunk == 0 && brrr::aligned16(x); }
 
 // A [m, k] and B [k, n] as MN x K operands: AKContig says A is stored row-major (else as A^T, row-major),
 // BKContig that B is stored as B^T row-major (else as B, row-major); lda and ldb are the strides of
 // their stored rows.
-template <bool AKContig, bool BKContig>
-void matmul_tc_mma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+template <bool AKContig, bool BKContig, class E>
+void matmul_tc_mma(const E* a, int64_t lda, const E* b, int64_t ldb, E* c,
                    int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     const dim3 grid(static_cast<unsigned int>((m + kTileMN - 1) / kTileMN),
                     static_cast<unsigned int>((n + kTileMN - 1) / kTileMN));
-    mma_kernel<AKContig, BKContig><<<grid, kThreads, 0, stream>>>(a, lda, vectorizable(a, lda), b, ldb,
+    mma_kernel<AKContig, BKContig, E><<<grid, kThreads, 0, stream>>>(a, lda, vectorizable(a, lda), b, ldb,
                                                                   vectorizable(b, ldb), c, m, k, n);
 }
 
 // v3 with tiling T, operands as matmul_tc_mma's; false when c has more tiles than a 1-D grid counts.
-template <class T, bool AKContig, bool BKContig>
-bool matmul_tc_pipelined_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb,
-                              __nv_bfloat16* c, int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
+template <class T, bool AKContig, bool BKContig, class E>
+bool matmul_tc_pipelined_with(const E* a, int64_t lda, const E* b, int64_t ldb,
+                              E* c, int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     const int64_t tiles = ((m + T::bm - 1) / T::bm) * ((n + T::bn - 1) / T::bn);
     if (tiles > 0x7fffffff) return false;
-    auto* kernel = mma_pipelined_kernel<T, AKContig, BKContig>;
+    auto* kernel = mma_pipelined_kernel<T, AKContig, BKContig, E>;
     constexpr int bytes = T::template shared_bytes<AKContig, BKContig>();
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);  // over 48 KiB: opt in
     kernel<<<static_cast<unsigned int>(tiles), T::threads, bytes, stream>>>(a, lda, vectorizable(a, lda), b, ldb,
@@ -803,12 +865,12 @@ bool matmul_tc_pipelined_with(const __nv_bfloat16* a, int64_t lda, const __nv_bf
 }
 
 // v4 with tiling T, operands as matmul_tc_mma's; false when c has more tiles than a 1-D grid counts.
-template <class T, bool AKContig, bool BKContig>
-bool matmul_tc_wgmma_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+template <class T, bool AKContig, bool BKContig, class E>
+bool matmul_tc_wgmma_with(const E* a, int64_t lda, const E* b, int64_t ldb, E* c,
                           int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     const int64_t tiles = ((m + T::bm - 1) / T::bm) * ((n + T::bn - 1) / T::bn);
     if (tiles > 0x7fffffff) return false;
-    auto* kernel = wgmma_kernel<T, AKContig, BKContig>;
+    auto* kernel = wgmma_kernel<T, AKContig, BKContig, E>;
     constexpr int bytes = T::shared_bytes();
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     kernel<<<static_cast<unsigned int>(tiles), T::threads, bytes, stream>>>(a, lda, vectorizable(a, lda), b, ldb,
@@ -816,15 +878,16 @@ bool matmul_tc_wgmma_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat
     return true;
 }
 
-template <bool AKContig, bool BKContig>
-bool matmul_tc_pipelined(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+template <bool AKContig, bool BKContig, class E>
+bool matmul_tc_pipelined(const E* a, int64_t lda, const E* b, int64_t ldb, E* c,
                          int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     return matmul_tc_pipelined_with<TcTiling, AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
 }
 
 // A tensor map of operand x for v5: its rows (`rows` of them, `ld` elements apart) run along its
 // contiguous dimension (`cols` elements); boxes of 64 x box_rows, 128-byte swizzled, zeros outside.
-static bool encode(CUtensorMap* map, const __nv_bfloat16* x, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
+template <class E>
+static bool encode(CUtensorMap* map, const E* x, int64_t rows, int64_t cols, int64_t ld, int box_rows) {
     static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled = [] {
         void* fn = nullptr;
         cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
@@ -835,7 +898,7 @@ static bool encode(CUtensorMap* map, const __nv_bfloat16* x, int64_t rows, int64
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
     const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
     const cuuint32_t unit[2] = {1, 1};
-    return encode_tiled && encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(x), dims,
+    return encode_tiled && encode_tiled(map, kHalf<E> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<E*>(x), dims,
                                         strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
@@ -843,12 +906,12 @@ static bool encode(CUtensorMap* map, const __nv_bfloat16* x, int64_t rows, int64
 
 // v5 with tiling T, operands as matmul_tc_mma's, both vectorizable; false when c has more tiles than a
 // 1-D grid counts, a tensor map cannot be made or a coordinate would pass int32.
-template <class T, bool AKContig, bool BKContig>
-bool matmul_tc_tma_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+template <class T, bool AKContig, bool BKContig, class E>
+bool matmul_tc_tma_with(const E* a, int64_t lda, const E* b, int64_t ldb, E* c,
                         int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     const int64_t tiles = ((m + T::bm - 1) / T::bm) * ((n + T::bn - 1) / T::bn);
     if (tiles > 0x7fffffff || m > 0x7fffffff || n > 0x7fffffff || k > 0x7fffffff) return false;
-    auto* kernel = wgmma_tma_kernel<T, AKContig, BKContig>;
+    auto* kernel = wgmma_tma_kernel<T, AKContig, BKContig, E>;
     constexpr int bytes = T::shared_bytes();
     // A runtime call that needs the device's context first: it makes the primary context current in this
     // thread. The driver's tensor-map encoder does not, and crashed called first in a thread without one
@@ -864,8 +927,8 @@ bool matmul_tc_tma_with(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16
     return true;
 }
 
-template <bool AKContig, bool BKContig>
-bool matmul_tc_tma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+template <bool AKContig, bool BKContig, class E>
+bool matmul_tc_tma(const E* a, int64_t lda, const E* b, int64_t ldb, E* c,
                    int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     if (!vectorizable(a, lda) || !vectorizable(b, ldb)) {  // the tensor maps need 16-byte rows, as cp.async
         return matmul_tc_pipelined<AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
@@ -878,8 +941,8 @@ bool matmul_tc_tma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, 
 // - an operand cp.async cannot move (rows not whole 16-byte chunks): v3, whose two blocks an SM hide
 //   the plain loads better than v4's one (4095 x 4093 x 4097: v3 59.8% of cuBLAS, v4 50.6%);
 // - fewer 128 x 256 tiles than SMs: 128 x 128 ones, to fill more of them (1024^3: 106% against 79%).
-template <bool AKContig, bool BKContig>
-bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+template <bool AKContig, bool BKContig, class E>
+bool matmul_tc_wgmma(const E* a, int64_t lda, const E* b, int64_t ldb, E* c,
                      int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     if (!vectorizable(a, lda) || !vectorizable(b, ldb)) {
         return matmul_tc_pipelined<AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
@@ -895,8 +958,8 @@ bool matmul_tc_wgmma(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b
 // (H200, 2026-11-29, benchmarks/results/2026-11-29-h200-matmul-tc-v5): v5 where 128 x 256 tiles fill the
 // SMs (4096^3: 91.0% of cuBLAS, v4 89.9%), v4's 128 x 128 tiles where they would not (1024^3: v4 98.5%,
 // v5 70.9%), v3 for operands cp.async and the tensor maps cannot move (as matmul_tc_wgmma).
-template <bool AKContig, bool BKContig>
-bool matmul_tc_fastest(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* b, int64_t ldb, __nv_bfloat16* c,
+template <bool AKContig, bool BKContig, class E>
+bool matmul_tc_fastest(const E* a, int64_t lda, const E* b, int64_t ldb, E* c,
                        int64_t m, int64_t k, int64_t n, cudaStream_t stream) {
     const int sms = brrr::device_attribute(cudaDevAttrMultiProcessorCount);
     const bool fills = ((m + TmaMatmulTiling::bm - 1) / TmaMatmulTiling::bm) *
@@ -905,18 +968,23 @@ bool matmul_tc_fastest(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16*
                  : matmul_tc_wgmma<AKContig, BKContig>(a, lda, b, ldb, c, m, k, n, stream);
 }
 
-// The three products binding.cpp asks for: a @ b (forward), grad_c @ b^T (grad_a), a^T @ grad_c (grad_b).
-#define MATMUL_TC_INSTANTIATE(AK, BK)                                                                        \
-    template void matmul_tc_mma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,       \
-                                        __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);            \
-    template bool matmul_tc_pipelined<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t, \
-                                              __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);         \
-    template bool matmul_tc_wgmma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,     \
-                                          __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);         \
-    template bool matmul_tc_tma<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,       \
-                                        __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);           \
-    template bool matmul_tc_fastest<AK, BK>(const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,   \
-                                            __nv_bfloat16*, int64_t, int64_t, int64_t, cudaStream_t);
-MATMUL_TC_INSTANTIATE(true, false)
-MATMUL_TC_INSTANTIATE(true, true)
-MATMUL_TC_INSTANTIATE(false, false)
+// The three products binding.cpp asks for: a @ b (forward), grad_c @ b^T (grad_a), a^T @ grad_c (grad_b),
+// in both element types.
+#define MATMUL_TC_INSTANTIATE(AK, BK, E)                                                                            \
+    template void matmul_tc_mma<AK, BK>(const E*, int64_t, const E*, int64_t, E*, int64_t, int64_t, int64_t,         \
+                                        cudaStream_t);                                                               \
+    template bool matmul_tc_pipelined<AK, BK>(const E*, int64_t, const E*, int64_t, E*, int64_t, int64_t, int64_t,   \
+                                              cudaStream_t);                                                         \
+    template bool matmul_tc_wgmma<AK, BK>(const E*, int64_t, const E*, int64_t, E*, int64_t, int64_t, int64_t,       \
+                                          cudaStream_t);                                                             \
+    template bool matmul_tc_tma<AK, BK>(const E*, int64_t, const E*, int64_t, E*, int64_t, int64_t, int64_t,         \
+                                        cudaStream_t);                                                               \
+    template bool matmul_tc_fastest<AK, BK>(const E*, int64_t, const E*, int64_t, E*, int64_t, int64_t, int64_t,     \
+                                            cudaStream_t);
+#define MATMUL_TC_INSTANTIATE_ALL(E)                                                                                \
+    template void matmul_tc_naive(const E*, const E*, E*, int64_t, int64_t, int64_t, cudaStream_t);                 \
+    MATMUL_TC_INSTANTIATE(true, false, E)                                                                           \
+    MATMUL_TC_INSTANTIATE(true, true, E)                                                                            \
+    MATMUL_TC_INSTANTIATE(false, false, E)
+MATMUL_TC_INSTANTIATE_ALL(__nv_bfloat16)
+MATMUL_TC_INSTANTIATE_ALL(__half)

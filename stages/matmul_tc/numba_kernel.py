@@ -4,9 +4,9 @@ numba has no tensor cores, no bfloat16 type and no asynchronous copies, so this 
 same thing the way it can: each warp owns the output tiles an m16n8k16 `mma.sync` would give it, each
 lane the four accumulators of each 16x8 tile that the PTX ISA assigns it (rows g and g + 8, columns
 2t and 2t + 1, g = lane / 4, t = lane % 4), and the tiles are staged in shared memory by plain loads
-with zeros past the edges. bfloat16 inputs are widened to float32 on the way in (exactly), so the
+with zeros past the edges. bfloat16 and float16 inputs are widened to float32 on the way in (exactly), so the
 products are exact and the sums float32, added in k order as the CPU execution of kernel.cu adds
-them, then rounded once to bfloat16: a tensor core's arithmetic. The warps of a block form a 2-D grid,
+them, then rounded once to the 16-bit type: a tensor core's arithmetic. The warps of a block form a 2-D grid,
 as in kernel.cu's v3 (2 x 4 warps of 64 x 32 on a 128 x 128 tile); the tiles are smaller (a 32 x 32
 tile of 2 x 2 warps, each 16 x 16: one m16 row of two n8 tiles) because the simulator pays per thread.
 
@@ -87,8 +87,8 @@ def fragment_matmul_kernel(dtype: Any) -> Any:
 def _product(a: torch.Tensor, a_strides: tuple[int, int], b: torch.Tensor, b_strides: tuple[int, int],
              m: int, k: int, n: int) -> torch.Tensor:
     """[m, k] @ [k, n] with each operand read from flat storage through (row, column) strides."""
-    # bfloat16 is computed in float32, to which it widens exactly; c is rounded once at the end.
-    work = torch.float32 if a.dtype == torch.bfloat16 else a.dtype
+    # bfloat16 and float16 are computed in float32, to which they widen exactly; c is rounded once at the end.
+    work = torch.float32 if a.dtype in (torch.bfloat16, torch.float16) else a.dtype
     c = torch.empty((m, n), dtype=work, device=a.device)
     # K = 0 still launches: the kernel writes the zeros of an empty sum.
     if m and n:

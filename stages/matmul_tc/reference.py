@@ -1,7 +1,7 @@
 """Tensor-core matrix product, reference stage: plain PyTorch, the contract the kernels must meet.
 
-In bfloat16, c is the product of the bfloat16 inputs as exact as float32 accumulation makes it,
-rounded once to bfloat16: torch's own bfloat16 matmul, and what the tensor cores compute.
+In bfloat16 and float16, c is the product of the 16-bit inputs as exact as float32 accumulation makes
+it, rounded once to the 16-bit type: torch's own matmul there, and what the tensor cores compute.
 """
 
 import torch

@@ -1,4 +1,4 @@
-"""Tensor-core matrix product c = a @ b in bfloat16: mma.sync fragments staged by cp.async and ldmatrix."""
+"""Tensor-core matrix product c = a @ b in bfloat16 or float16: mma.sync fragments staged by cp.async and ldmatrix."""
 
 import math
 from collections.abc import Callable
@@ -89,14 +89,16 @@ def huge_mixed_sign(dtype: torch.dtype, device: torch.device) -> Inputs:
     bfloat16) times 2^60 and 2^40, so every product is an integer times 2^100 and every sum exact in
     any order; a garbage or stale tile element would show at this scale. p = 0, 1 cancel at c[0, 0],
     p = 3, 5 at the corner c[4, 2]; p = 2, 4 add up at c[1, 2] to -57 2^100, exact in bfloat16.
+    float16 (largest 65504) takes 2^5 and 2^3: c[1, 2] = -57 2^8, as exact.
     """
+    high, low = (5, 3) if dtype == torch.float16 else (60, 40)
     m, k, n = 5, 6, 3
     a = torch.zeros(m, k, dtype=torch.float64)
     b = torch.zeros(k, n, dtype=torch.float64)
     terms = [(0, 0, 3, 5), (0, 0, -3, 5), (1, 2, -7, 3), (4, 2, 11, -2), (1, 2, 13, -3), (4, 2, -11, -2)]
     for p, (i, j, x, y) in enumerate(terms):
-        a[i, p] = x * 2.0**60
-        b[p, j] = y * 2.0**40
+        a[i, p] = x * 2.0**high
+        b[p, j] = y * 2.0**low
     return a.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
 
 
@@ -121,13 +123,15 @@ def tensor_cores(terms: Callable[[Terms], torch.Tensor], k_of: Callable[[Terms],
 
 
 FLOAT = (torch.float32, torch.float64)
+SIXTEEN = (torch.bfloat16, torch.float16)
 OUTPUTS = (("c", c_terms, lambda t: t["a"].shape[1]),  # each product's K: c sums over k,
            ("grad_a", grad_a_terms, lambda t: t["grad_c"].shape[1]),  # grad_a over n,
            ("grad_b", grad_b_terms, lambda t: t["a"].shape[0]))  # grad_b over m
 
 SPEC = OpSpec(
     name="matmul_tc",
-    doc="bfloat16 on the tensor cores: wgmma on 128-byte swizzled tiles the tensor memory accelerator fills (v5, Hopper; "
+    doc="bfloat16 or float16 on the tensor cores: wgmma on 128-byte swizzled tiles the tensor memory accelerator fills "
+        "(v5, Hopper; "
         "v4's cp.async for small products), mma.sync with ldmatrix elsewhere (v3)",
     inputs=("a", "b"),
     outputs=("c",),
@@ -163,14 +167,15 @@ SPEC = OpSpec(
         w for name, terms, k_of in OUTPUTS for w in (
             Widen(name, "a sum of products of both signs: measured against the sum of their sizes", scale=terms,
                   dtypes=FLOAT),
-            Widen(name, "bfloat16 products (exact) summed in float32, as tensor cores do: tolerances.tensor_core_bound(K) "
-                  "x the sum of their sizes", ulps=1, scale=tensor_cores(terms, k_of), dtypes=(torch.bfloat16,)),
+            Widen(name, "16-bit products (exact) summed in float32, as tensor cores do: tolerances.tensor_core_bound(K) "
+                  "x the sum of their sizes", ulps=1, scale=tensor_cores(terms, k_of), dtypes=SIXTEEN),
         )),
     dtypes={
-        "reference": (torch.float32, torch.float64, torch.bfloat16),
-        # numba has no bfloat16: its bfloat16 stage widens the inputs to float32 (exactly) and rounds c once.
-        "numba": (torch.float64, torch.bfloat16),
-        "cuda": (torch.bfloat16,),  # the tensor cores' input type
+        "reference": (torch.float32, torch.float64, *SIXTEEN),
+        # numba has no bfloat16 (and float16 only in part): its 16-bit stage widens the inputs to float32
+        # (exactly) and rounds c once.
+        "numba": (torch.float64, *SIXTEEN),
+        "cuda": SIXTEEN,  # the tensor cores' input types
     },
     layouts={"cuda": TensorCoreLayout(wgmma_locate, "v5: 128x256 tiles (v4's 128x128 where those are fewer than an "
                                       "H100's 132 SMs) of two warpgroups, in groups of 8 row tiles, wgmma's accumulator "

@@ -69,6 +69,15 @@ def test_a_copy_into_a_buffer_an_unfinished_wgmma_reads_is_a_race_naming_both_li
 V5 = ("cuda", "forward_v5", "bfloat16")
 
 
+def test_a_float16_only_bug_fails_in_float16_alone(mutant) -> None:
+    """float16's 128 x 256 tiles take two n128 wgmma's where bfloat16 takes one n256: the second reading
+    B's left half is caught by v5's float16 rows (the CPU execution's 128 x 256 tiles), and no bfloat16
+    row fails."""
+    bad = failed(validate(mutant("matmul_tc", "cuda_f16_right_half_from_the_left"), "cuda"))
+    assert ("cuda", "forward_v5", "float16") in bad, sorted(bad)
+    assert not [row for row in bad if row[2] == "bfloat16"], sorted(bad)
+
+
 @pytest.mark.parametrize("bug", ["cuda_tma_no_full_wait", "cuda_tma_empty_parity_wrong", "cuda_tma_release_too_early"])
 def test_tma_pipeline_bugs_fail_naming_the_race(mutant, bug: str) -> None:
     """v5: the consumers not waiting for a stage's copies, the producer waiting on the wrong phase of a
