@@ -71,9 +71,10 @@ def indep_text(ind: dict) -> str:
 
 
 def tc_indep_by_key(rows: list[dict]) -> dict[tuple[str, str, str], dict]:
-    """benchmarks/tc_indep.py's rows at bench's size (4096^3), keyed as gpu_indep's."""
-    return {("matmul_tc", "bfloat16", INDEP_PASS[r["phase"]]): {"ms": {"brrr": r["brrr_ms"], "cublas": r["cublas_ms"]}}
-            for r in rows if r["size"] == [4096, 4096, 4096]}
+    """benchmarks/tc_indep.py's rows at bench's size (4096^3), keyed as gpu_indep's (rows without a dtype:
+    bfloat16, all the script timed before --dtype)."""
+    return {("matmul_tc", r.get("dtype", "bfloat16"), INDEP_PASS[r["phase"]]):
+            {"ms": {"brrr": r["brrr_ms"], "cublas": r["cublas_ms"]}} for r in rows if r["size"] == [4096, 4096, 4096]}
 
 
 def bench_files(folder: Path) -> list[Path]:
