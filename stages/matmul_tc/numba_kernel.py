@@ -88,7 +88,7 @@ def _product(a: torch.Tensor, a_strides: tuple[int, int], b: torch.Tensor, b_str
              m: int, k: int, n: int) -> torch.Tensor:
     """[m, k] @ [k, n] with each operand read from flat storage through (row, column) strides."""
     # bfloat16 and float16 are computed in float32, to which they widen exactly; c is rounded once at the end.
-    work = torch.float32 if a.dtype in (torch.bfloat16, torch.float16) else a.dtype
+    work = torch.float32 if a.dtype == torch.bfloat16 or a.dtype == torch.float16 else a.dtype
     c = torch.empty((m, n), dtype=work, device=a.device)
     # K = 0 still launches: the kernel writes the zeros of an empty sum.
     if m and n:
