@@ -196,25 +196,3 @@ def test_cuda_barrier_in_a_branch_of_lane_0_is_named(mutant) -> None:
                      r"barrier divergence: thread \(0, 0, 0\) waits at __syncthreads at \S*kernel\.cu:\d+, which thread "
                      r"\(\d+, 0, 0\) of its warp went past", detail), detail
 
-
-@pytest.mark.skipif(HAS_GPU, reason="a GPU does not check asynchronous copies: the CPU execution does")
-def test_cuda_v5_reading_a_stage_before_its_row_landed_is_named(mutant, small_cpu_sizes: None) -> None:
-    """forward_v5 without the wait on a stage's mbarrier: every thread reads packs the bulk copy has
-    not yet delivered, named as such at the read, in every 16-bit row v5 takes; forward (v4) passes."""
-    op = mutant("softmax", "cuda_v5_no_wait")
-    bad = failed(validate(op, "cuda", fail_fast=True))
-    assert set(bad) == {("cuda", "forward_v5", "float16")}, sorted(bad)
-    detail = bad[("cuda", "forward_v5", "float16")].detail
-    assert re.search(r"kernel\.cu:\d+ in softmax_forward_v5_kernel<__half, (?:true|false)>, .*: read before an "
-                     r"asynchronous copy landed", detail), detail
-
-
-@pytest.mark.skipif(HAS_GPU, reason="a GPU does not check shared-memory races: the CPU execution does")
-def test_cuda_v5_refilling_a_stage_before_the_barrier_is_a_race(mutant, small_cpu_sizes: None) -> None:
-    """forward_v5 issuing the next row's copy into a stage before the barrier after every thread's reads
-    of it: the copy lands over packs other warps still read. Only a block that takes more rows than it
-    has stages refills one: 37 rows of 1000 over the CPU execution's 8 blocks."""
-    op = mutant("softmax", "cuda_v5_refill_before_barrier")
-    bad = failed(validate(op, "cuda", fail_fast=True))
-    detail = bad[("cuda", "forward_v5", "float16")].detail
-    assert "[size (37, 1000)]" in detail and "race on shared memory" in detail, detail
