@@ -1,8 +1,7 @@
 // Softmax over the last dim, CUDA C stage, host side: forward and backward on torch tensors (the
 // functions every stage defines), plus forward_v1 (the first, one-block-per-row kernel, kept for
-// `brrr bench` to time beside forward) and forward_v5 (16-bit rows fetched ahead into shared memory by
-// a persistent grid, timed beside forward until it replaces v4 there), checking inputs, allocating
-// outputs and calling kernel.cu's launchers.
+// `brrr bench` to time beside forward), checking inputs, allocating outputs and calling
+// kernel.cu's launchers.
 #include <cstdint>
 #include <limits>
 
@@ -11,7 +10,6 @@
 // Defined in kernel.cu for float, double, __half and __nv_bfloat16.
 template <typename T> void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t stream);
 template <typename T> void softmax_forward_v1(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t stream);
-template <typename T> void softmax_forward_v5(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t stream);
 template <typename T>
 void softmax_backward(const T* grad_y, const T* y, T* grad_x, int64_t rows, int64_t cols, cudaStream_t stream);
 
@@ -21,7 +19,7 @@ static void check_rows(const at::Tensor& t, const char* name) {
     TORCH_CHECK(t.size(0) <= std::numeric_limits<int32_t>::max(), name, ": at most 2^31 - 1 rows, got ", t.size(0));
 }
 
-static at::Tensor forward_with(const at::Tensor& x, int version) {
+static at::Tensor forward_with(const at::Tensor& x, bool v1) {
     brrr::check_input(x, "x");
     check_rows(x, "x");
     BRRR_DEVICE_GUARD(x);
@@ -30,10 +28,8 @@ static at::Tensor forward_with(const at::Tensor& x, int version) {
     const int64_t rows = xc.size(0), cols = xc.size(1);
     if (xc.numel() == 0) return y;
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, xc.scalar_type(), "softmax_forward", [&] {
-        if (version == 1) {
+        if (v1) {
             softmax_forward_v1(brrr::data<scalar_t>(xc), brrr::data<scalar_t>(y), rows, cols, brrr::stream());
-        } else if (version == 5) {
-            softmax_forward_v5(brrr::data<scalar_t>(xc), brrr::data<scalar_t>(y), rows, cols, brrr::stream());
         } else {
             softmax_forward(brrr::data<scalar_t>(xc), brrr::data<scalar_t>(y), rows, cols, brrr::stream());
         }
@@ -42,11 +38,9 @@ static at::Tensor forward_with(const at::Tensor& x, int version) {
     return y;
 }
 
-at::Tensor forward(at::Tensor x) { return forward_with(x, 4); }
+at::Tensor forward(at::Tensor x) { return forward_with(x, false); }
 
-at::Tensor forward_v1(at::Tensor x) { return forward_with(x, 1); }
-
-at::Tensor forward_v5(at::Tensor x) { return forward_with(x, 5); }
+at::Tensor forward_v1(at::Tensor x) { return forward_with(x, true); }
 
 at::Tensor backward(at::Tensor grad_y, at::Tensor y) {
     brrr::check_input(grad_y, "grad_y");
@@ -69,6 +63,5 @@ at::Tensor backward(at::Tensor grad_y, at::Tensor y) {
 BRRR_BIND(m) {
     m.def("forward", &forward);
     m.def("forward_v1", &forward_v1);
-    m.def("forward_v5", &forward_v5);
     m.def("backward", &backward);
 }

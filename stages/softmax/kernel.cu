@@ -32,16 +32,6 @@
 //       float32 69.0-69.1 -> 67.1-67.2 us (94.2%); forward+backward bfloat16 88.1-88.3 -> 84.6-84.7 us.
 //       After a torch kernel that does not allow it, 1.3-1.6 us a call as well
 //       (benchmarks/results/2026-11-30-h200-launch-early).
-//   v5, forward_v5 (forward stays v4 until v5 is measured faster): 16-bit rows of whole packs go
-//       through shared memory on a persistent grid (kV5BlocksPerSm blocks an SM, each taking every
-//       gridDim.x-th row), the block's next kV5Stages rows fetched by one cp.async.bulk each into an
-//       mbarrier-tracked stage while it reduces and writes the current one from registers. Why: at
-//       35.6 us v4 is 88.4% of copy, and a plain copy in v4's shape (one block a 16 KiB row, loads,
-//       then stores, then the next block) measured 86.8% on the H200: a v4 block has no loads in
-//       flight while it reduces and writes, and an SM holds only a few, so the gaps are the design's,
-//       not the arithmetic's. v5's loads stay in flight across a block's rows (2 blocks x 2 stages x
-//       16 KiB an SM at 8192 columns); the target is 90% of copy. Not yet timed on a GPU. float32,
-//       float64 and the rows v5 does not take (see softmax_forward_v5) run v4.
 //
 // v1 reads x three times (max, sum, write), one element a load; it is kept as forward_v1, and
 // as the path for rows too long for registers (more than 1024 threads x kSlots elements).
@@ -366,137 +356,6 @@ softmax_backward_kernel(const T* __restrict__ grad_y, const T* __restrict__ y, T
     }
 }
 
-// --- v5: 16-bit rows staged in shared memory, the block's next rows in flight while it reduces one
-// (the header says why). Row i of a block (blockIdx.x + i x gridDim.x) lands in stage i % kV5Stages,
-// one cp.async.bulk issued by thread 0 and counted on that stage's mbarrier; the stage is refilled
-// with row i + kV5Stages as soon as every thread has its packs of row i in registers.
-
-constexpr int kV5Stages = 2;       // rows a block fetches ahead (double buffer)
-constexpr int kV5BlocksPerSm = 2;  // resident blocks an SM: 2 x 512 threads at 8192 columns
-constexpr int kV5Packs = 2;        // 16-byte packs a thread holds: 512 threads a row of 8192 (16 warps to
-                                   // hide the reductions behind, where v4's 4 packs give 8)
-// The longest row v5 takes, in packs: kV5Packs x 1024 threads (16384 16-bit elements, 32 KiB: 64 KiB of
-// stages a block). Longer rows go to v4.
-constexpr int kV5MaxUnits = kV5Packs * kMaxRowThreads;
-
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// Transaction barriers (PTX mbarrier) in shared memory, one a stage: its phase completes when the one
-// arrival (the fetching thread's) is made and the row's bytes have landed.
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)), "r"(bytes)
-                 : "memory");
-}
-// Until the phase of parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-    asm volatile("{\n.reg .pred ready;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
-                 "@ready bra DONE;\nbra WAIT;\nDONE:\n}\n" ::"r"(shared_address(bar)), "r"(parity) : "memory");
-}
-// `bytes` (a multiple of 16, both ends 16-byte aligned) from global src to shared dst, counted on bar.
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 ::"r"(shared_address(dst)), "l"(src), "r"(bytes), "r"(shared_address(bar)) : "memory");
-}
-
-// One row a block of tpr = blockDim.x threads (a multiple of 32); thread t holds packs t and t + tpr
-// of it, as v4's raw path holds its four. kFull: every thread holds both (cols == 8 x kV5Packs x tpr).
-template <typename T, bool kFull>
-__global__ void __launch_bounds__(kMaxRowThreads)
-softmax_forward_v5_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols) {
-    brrr::wait_for_prior_grid();  // launched early: the first fetch below reads x
-    brrr::allow_dependents();
-    constexpr int W = 16 / sizeof(T);
-    constexpr int P = kV5Packs;
-    using Vec = brrr::Pack<T, W>;
-    extern __shared__ __align__(16) unsigned char stages[];
-    __shared__ uint64_t landed[kV5Stages];
-    __shared__ float part_max[kMaxRowThreads / 32];
-    __shared__ float part_sum[kMaxRowThreads / 32];
-    const int tpr = blockDim.x;
-    const int lane = threadIdx.x;
-    const int units = cols / W;
-    const int mine = units > lane ? (units - lane + tpr - 1) / tpr : 0;
-    const uint32_t bytes = static_cast<uint32_t>(cols) * sizeof(T);
-    const auto holds = [&](int k) { return kFull || k < mine; };
-    const auto fetch = [&](int64_t row, int stage) {
-        mbar_arrive_expect(&landed[stage], bytes);
-        bulk_load(stages + stage * bytes, x + row * cols, bytes, &landed[stage]);
-    };
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kV5Stages; ++s) mbar_init(&landed[s], 1);
-        // The barriers' initialization before the copies (the async proxy) arrive on them.
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        for (int s = 0; s < kV5Stages; ++s) {
-            const int64_t row = blockIdx.x + static_cast<int64_t>(s) * gridDim.x;
-            if (row < rows) fetch(row, s);
-        }
-    }
-    __syncthreads();  // no thread waits on a barrier before it is initialized
-
-    // Row i of this block (the i-th it takes) is in stage i % kV5Stages, whose barrier completes its
-    // (i / kV5Stages)-th phase then. Only rows that exist are fetched, and each is waited for here, so
-    // no copy is still in flight when the block exits.
-    int64_t i = 0;
-    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, ++i) {
-        const int stage = static_cast<int>(i % kV5Stages);
-        mbar_wait(&landed[stage], static_cast<uint32_t>(i / kV5Stages) & 1u);
-        const Vec* in = reinterpret_cast<const Vec*>(stages + stage * bytes) + lane;
-        Vec raw[P];
-        Pair<T> m2 = pair_lowest<T>();
-#pragma unroll
-        for (int k = 0; k < P; ++k) {
-            if (holds(k)) {
-                raw[k] = in[k * tpr];
-                m2 = pair_max<T, W>(m2, raw[k]);
-            }
-        }
-        float m = brrr::warp_max(pair_max_float<T>(m2));
-        if (lane % 32 == 0) part_max[lane / 32] = m;
-        // Past it, every warp's max is in part_max, and every thread's packs of this stage are in its
-        // registers: the stage is free for the row kV5Stages on. For a one-warp row too (no fold), as
-        // the refill would otherwise overwrite packs other lanes have yet to read.
-        __syncthreads();
-        const int64_t next = row + static_cast<int64_t>(kV5Stages) * gridDim.x;
-        if (threadIdx.x == 0 && next < rows) {
-            // The other threads' reads of the stage (generic proxy) before the copy's writes (async proxy).
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-            fetch(next, stage);
-        }
-        m = part_max[0];
-        for (int w = 1; w < tpr / 32; ++w) m = max(m, part_max[w]);
-        float e[P][W];
-        float s = 0;
-#pragma unroll
-        for (int k = 0; k < P; ++k) {
-            if (holds(k)) {
-#pragma unroll
-                for (int j = 0; j < W; ++j) {
-                    e[k][j] = exp_acc<T>(widen(raw[k], j) - m);
-                    s += e[k][j];
-                }
-            }
-        }
-        // row_sum's barrier also orders this row's reads of part_max before the next row's writes
-        // (for one warp, its shuffles do: every lane has read part_max before any passes them).
-        s = row_sum(s, part_sum, tpr);
-        const float inv = 1.0f / s;
-        Vec* out = reinterpret_cast<Vec*>(y + row * cols) + lane;
-#pragma unroll
-        for (int k = 0; k < P; ++k) {
-            if (holds(k)) {
-                float o[W];
-#pragma unroll
-                for (int j = 0; j < W; ++j) o[j] = e[k][j] * inv;
-                out[k * tpr] = narrow<T, W>(o);
-            }
-        }
-    }
-}
-
 // --- v1: one block of 256 threads per row, striding over it (numba_kernel.py's kernels, with each
 // block reduction done by warp shuffles plus one shared slot per warp). Rows of any length fit.
 
@@ -631,35 +490,6 @@ void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t 
     }
 }
 
-// v5 for 16-bit rows of whole 16-byte packs, starting 16-byte aligned (each row's fetch is one bulk
-// copy), up to kV5MaxUnits packs whose stages fit a block's shared memory; v4 for everything else
-// (float32 and float64 included: their rows are not what v5 was written for).
-template <typename T>
-void softmax_forward_v5(const T* x, T* y, int64_t rows, int64_t cols, cudaStream_t stream) {
-    constexpr int V = 16 / sizeof(T);
-    const int64_t units = cols / V;
-    const int64_t stage_bytes = kV5Stages * cols * static_cast<int64_t>(sizeof(T));
-    // The optin limit counts the kernel's static shared memory as well (barriers, partials: 272 bytes).
-    const bool takes = sizeof(T) == 2 && cols % V == 0 && units <= kV5MaxUnits && brrr::aligned16(x) &&
-                       brrr::aligned16(y) &&
-                       stage_bytes + 1024 <= brrr::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
-    if constexpr (sizeof(T) == 2) {
-        if (takes) {
-            const int tpr = static_cast<int>((units + kV5Packs - 1) / kV5Packs + 31) / 32 * 32;
-            const bool full = units == static_cast<int64_t>(kV5Packs) * tpr;
-            const auto kernel = full ? softmax_forward_v5_kernel<T, true> : softmax_forward_v5_kernel<T, false>;
-            if (stage_bytes > 48 * 1024) brrr::allow_shared(kernel, static_cast<size_t>(stage_bytes));
-            const int64_t resident =
-                static_cast<int64_t>(brrr::device_attribute(cudaDevAttrMultiProcessorCount)) * kV5BlocksPerSm;
-            const unsigned int blocks = static_cast<unsigned int>(rows < resident ? rows : resident);
-            brrr::launch_early(kernel, dim3(blocks), dim3(tpr), static_cast<size_t>(stage_bytes), stream, x, y, rows,
-                               static_cast<int>(cols));
-            return;
-        }
-    }
-    softmax_forward(x, y, rows, cols, stream);
-}
-
 template <typename T>
 void softmax_backward(const T* grad_y, const T* y, T* grad_x, int64_t rows, int64_t cols, cudaStream_t stream) {
     constexpr int V = 16 / sizeof(T);
@@ -681,7 +511,6 @@ void softmax_backward(const T* grad_y, const T* y, T* grad_x, int64_t rows, int6
 #define SOFTMAX_INSTANTIATE(T)                                                                  \
     template void softmax_forward(const T*, T*, int64_t, int64_t, cudaStream_t);                \
     template void softmax_forward_v1(const T*, T*, int64_t, int64_t, cudaStream_t);             \
-    template void softmax_forward_v5(const T*, T*, int64_t, int64_t, cudaStream_t);             \
     template void softmax_backward(const T*, const T*, T*, int64_t, int64_t, cudaStream_t);
 SOFTMAX_INSTANTIATE(float)
 SOFTMAX_INSTANTIATE(double)

@@ -1,6 +1,5 @@
 """Softmax over the last dim: a row max, then a row sum of exponentials, reduced over each row."""
 
-import os
 from dataclasses import dataclass
 
 import torch
@@ -10,8 +9,6 @@ from brrr_kernels import Inputs, Layout, OpSpec, Place, Size, Terms, Widen
 CUDA_V1_BLOCK = 256  # kernel.cu's kV1Threads
 CUDA_MAX_ROW_THREADS = 1024  # kernel.cu's kMaxRowThreads
 CUDA_MIN_BLOCK_THREADS = 128  # kernel.cu's kMinBlockThreads
-CUDA_V5_PACKS = 2  # kernel.cu's kV5Packs: 16-byte packs a thread of forward_v5 holds
-CUDA_V5_BLOCKS_PER_SM = 2  # kernel.cu's kV5BlocksPerSm
 # v1 gives each of its 256 threads every 256th column: from 4096 x 256 columns on, each thread's own
 # running sum adds 4096 terms or more, where a 16-bit one has long stopped growing.
 LONG_ROW = 4096 * CUDA_V1_BLOCK
@@ -39,42 +36,13 @@ def cuda_place(index: int, shape: tuple[int, ...], itemsize: int) -> Place:
     return (row // rows_per_block, 0, 0), ((row % rows_per_block) * tpr + col // width % tpr, 0, 0)
 
 
-def cuda_v5_place(index: int, shape: tuple[int, ...], itemsize: int) -> Place | None:
-    """forward_v5's launcher, replayed; None for the rows it leaves to v4 (all but 16-bit rows of whole
-    16-byte packs, up to 1024 threads of kV5Packs packs). A persistent grid of kV5BlocksPerSm blocks an
-    SM (the GPU's SM count, or the CPU execution's BRRR_CPU_SMS, 4 by default) takes rows blockIdx.x,
-    + gridDim.x, ...; a block's tpr threads (a multiple of 32, the fewest whose packs cover the row)
-    hold packs lane and lane + tpr."""
-    cols = shape[-1]
-    pack = 16 // itemsize
-    units = cols // pack
-    if itemsize != 2 or cols % pack or units > CUDA_V5_PACKS * CUDA_MAX_ROW_THREADS:
-        return None
-    if torch.cuda.is_available():
-        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    else:
-        sms = int(os.environ.get("BRRR_CPU_SMS", "0")) or 4
-    rows = 1
-    for d in shape[:-1]:
-        rows *= d
-    row, col = divmod(index, cols)
-    tpr = -(-units // CUDA_V5_PACKS)
-    tpr = -(-tpr // 32) * 32
-    return (row % min(rows, sms * CUDA_V5_BLOCKS_PER_SM), 0, 0), (col // pack % tpr, 0, 0)
-
-
 @dataclass(frozen=True)
 class CudaRows(Layout):
     """The forward's mapping, which depends on the dtype's size. The backward shares it, except for
-    rows longer than 512 x kSlots (16384 floats, 4096 doubles), which it gives to v1; forward_v5 maps
-    the 16-bit rows it takes its own way (cuda_v5_place)."""
+    rows longer than 512 x kSlots (16384 floats, 4096 doubles), which it gives to v1."""
 
     def place(self, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
         return cuda_place(index, shape, itemsize)
-
-    def place_for(self, check: str, output: str, index: int, shape: tuple[int, ...], itemsize: int) -> Place:
-        v5 = cuda_v5_place(index, shape, itemsize) if check == "forward_v5" else None
-        return v5 if v5 is not None else self.place_in(output, index, shape, itemsize)
 
 
 def make_inputs(size: Size, dtype: torch.dtype, device: torch.device, gen: torch.Generator) -> Inputs:
@@ -171,10 +139,8 @@ SPEC = OpSpec(
     # four rows a block (doubles: 128 threads a row); 2048 two rows a block, with barriers; 8192,
     # the bench shape, 256 threads a row (doubles 1024 forward, v1 backward); 32768 1024 threads a
     # row forward, v1 backward (doubles v1 both); 70001 v1 for every dtype. The last two sizes
-    # also run non-contiguous. forward_v5 (16-bit) takes 1000, 2048 and 8192 (and the simulator's
-    # 8200): on the CPU execution's 8 blocks (4 SMs), 37 rows of 1000 give each block 4 or 5, so its
-    # two stages are each refilled and waited on at both parities, and 9 of 2048 one prefetched row.
-    gpu_sizes=((1, 1), (37, 1000), (33, 4099), (9, 2048), (65, 8192), (5, 32768), (1025, 2051), (3, 70001)),
+    # also run non-contiguous.
+    gpu_sizes=((1, 1), (7, 1000), (33, 4099), (9, 2048), (65, 8192), (5, 32768), (1025, 2051), (3, 70001)),
     gradcheck_size=(2, 3),
     edge_cases={"large values": large_values, "minus infinity": minus_infinity, "max in the last lane": max_in_the_last_lane,
                 "max in the first or last warp": max_in_the_first_or_last_warp},

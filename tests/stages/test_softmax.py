@@ -93,18 +93,15 @@ def test_cuda_stage_compiles_all_four_dtypes_without_spills() -> None:
                 for full in ("true", "false"):  # v4: rows whose threads hold every slot, and the rest
                     assert f"softmax_{phase}_kernel<{t}, {width}, {full}>" in kernels, sorted(kernels)
             assert f"softmax_{phase}_v1_kernel<{t}>" in kernels, sorted(kernels)
-        if w == 8:  # v5 (forward_v5): 16-bit rows through shared memory
-            for full in ("true", "false"):
-                assert f"softmax_forward_v5_kernel<{t}, {full}>" in kernels, sorted(kernels)
     assert all(k["spill_stores"] == 0 and k["spill_loads"] == 0 for k in kernels.values()), kernels
 
 
 @needs_cuda_torch
-def test_cuda_build_registers_forward_v1_and_v5_beside_forward() -> None:
+def test_cuda_build_registers_forward_v1_beside_forward() -> None:
     from brrr_kernels.cuda import builder
 
     ext = builder.build_extension(load_op("softmax"), arch="sm_90")
-    assert list(ext.variants()) == ["forward_v1", "forward_v5"]
+    assert list(ext.variants()) == ["forward_v1"]
 
 
 def test_cuda_without_the_max_subtraction_gives_nan_on_large_values(mutant, small_cpu_sizes: None) -> None:
