@@ -185,6 +185,13 @@ int main(int argc, char** argv) {
         } else if (c == "bad_config") {
             std::vector<int> out(32);
             traps<<<dim3(1, 70000), 32>>>(out.data());
+        } else if (c.rfind("shared_", 0) == 0) {  // dynamic shared memory past 48 KiB, with and without the opt-in
+            std::vector<int> out(64);
+            const size_t bytes = c == "shared_beside_static" ? 49152 - 128 : 60000;
+            if (c == "shared_opted_in") cudaFuncSetAttribute(block_sync, cudaFuncAttributeMaxDynamicSharedMemorySize, 60000);
+            if (c == "shared_past_allowance") cudaFuncSetAttribute(block_sync, cudaFuncAttributeMaxDynamicSharedMemorySize, 50000);
+            block_sync<<<1, 64, bytes>>>(out.data());
+            print_ints(out);
         } else {
             std::printf("unknown case %s\n", c.c_str());
             return 2;

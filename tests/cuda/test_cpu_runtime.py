@@ -80,6 +80,28 @@ def test_atomics_across_blocks(program: Path, workers: int) -> None:
     assert int(total) == 2 * sum(range(5 * 96)) and float(fsum) == 960
 
 
+LAUNCH_PAST_48K = next(i for i, text in enumerate(CASES.read_text().splitlines(), 1) if "block_sync<<<1, 64, bytes>>>" in text)
+
+
+@pytest.mark.parametrize("case, line, detail", [
+    ("shared_without_opt_in", LAUNCH_PAST_48K, "60000 bytes of dynamic shared memory, more than the 48 KiB"),
+    ("shared_past_allowance", LAUNCH_PAST_48K, "more than the 50000 that cudaFuncSetAttribute"),
+    # 49024 dynamic bytes pass the launch's own check; the static slots[64] beside them do not
+    ("shared_beside_static", 27, "49024 bytes of dynamic shared memory beside 256 bytes of static __shared__"),
+])
+def test_dynamic_shared_memory_a_gpu_would_refuse_is_a_fault(program: Path, case: str, line: int, detail: str) -> None:
+    """Past 48 KiB of shared memory a kernel needs cudaFuncSetAttribute's opt-in first, or a GPU refuses the
+    launch; the CPU has the memory, so without this check the missing opt-in shows only on a GPU."""
+    out = run(program, case)
+    assert out.startswith(f"FAULT: {SOURCE}:{line}: invalid configuration argument"), out
+    assert detail in out and "cudaFuncAttributeMaxDynamicSharedMemorySize" in out, out
+
+
+def test_dynamic_shared_memory_opted_in_runs(program: Path) -> None:
+    out = ints(run(program, "shared_opted_in"))
+    assert out[0] == 64 + 1000 * 16 + 100000 + 1000000 + 10000000 * 2 * 63
+
+
 @pytest.mark.parametrize("case, kind, line, place, detail", [
     ("barrier_after_return", "barrier divergence", 60, "block (0, 0, 0)", "returned without reaching it"),
     ("barrier_in_branch", "barrier divergence", 68, "thread (32, 0, 0)", f"__syncthreads at {SOURCE}:66"),

@@ -48,6 +48,17 @@ def test_fragment_layout_and_edge_bugs_fail_forward(mutant, bug: str) -> None:
     assert V3_ROWS & bad.keys(), sorted(bad)
 
 
+def test_a_launch_without_the_shared_memory_opt_in_fails_naming_it(mutant) -> None:
+    """v3 launched past 48 KiB of dynamic shared memory without cudaFuncSetAttribute: a GPU refuses it, and
+    so does the CPU execution, naming the opt-in (the CPU has the memory; it ran there before)."""
+    bad = failed(validate(mutant("matmul_tc", "cuda_no_shared_opt_in"), "cuda", fail_fast=True))
+    rows = V3_ROWS & bad.keys()
+    assert rows, sorted(bad)
+    if not HAS_GPU:
+        detail = bad[rows.pop()].detail
+        assert "cudaFuncAttributeMaxDynamicSharedMemorySize" in detail and "48 KiB" in detail, detail
+
+
 @pytest.mark.parametrize("bug", ["cuda_wgmma_no_final_wait", "cuda_wgmma_b_major_wrong", "cuda_wgmma_no_barrier"])
 def test_wgmma_bugs_fail_forward(mutant, bug: str) -> None:
     """v4: the accumulators stored before the last wgmma.wait_group, B's major-ness flag wrong, no barrier

@@ -173,6 +173,9 @@ namespace brrr_cpu {
 // What cudaDeviceGetAttribute and cudaGetDeviceProperties report: an H100's limits, but few SMs
 // (BRRR_CPU_SMS, default 4), so that grid-stride loops sized to the chip loop on the CPU too.
 int device_attribute(cudaDeviceAttr attr);
+// cudaFuncSetAttribute's cudaFuncAttributeMaxDynamicSharedMemorySize, kept per kernel as a GPU keeps it
+// (the last call wins): a launch then takes no more dynamic shared memory than a GPU would let it.
+void set_max_dynamic_shared(const void* kernel, size_t bytes);
 }  // namespace brrr_cpu
 
 inline const char* cudaGetErrorString(cudaError_t e) {
@@ -238,7 +241,12 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_
     return cudaSuccess;
 }
 template <typename F>
-inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
+inline cudaError_t cudaFuncSetAttribute(F kernel, cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;  // the carveout: a hint
+    if (value < 0 || value > brrr_cpu::device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) return cudaErrorInvalidValue;
+    brrr_cpu::set_max_dynamic_shared(reinterpret_cast<const void*>(kernel), static_cast<size_t>(value));
+    return cudaSuccess;
+}
 inline cudaError_t cudaMemset(void* p, int v, size_t n) { std::memset(p, v, n); return cudaSuccess; }
 inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) { std::memset(p, v, n); return cudaSuccess; }
 inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memmove(d, s, n); return cudaSuccess; }

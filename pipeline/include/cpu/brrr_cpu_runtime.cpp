@@ -866,6 +866,60 @@ constexpr size_t kMaxShared = 232448;       // an H100 block's shared memory, wi
 constexpr size_t kMaxStaticShared = 49152;  // what a kernel may declare statically
 constexpr size_t kDynamicAlign = 128;
 
+// What a launch may take beyond a kernel's static shared memory: 48 KiB in all unless cudaFuncSetAttribute
+// (MaxDynamicSharedMemorySize) raised it, as on a GPU, which refuses a launch past it ("invalid argument").
+// A kernel.cu that forgets the opt-in runs everywhere but on the GPU without this check.
+static std::mutex dynamic_shared_mutex;
+static std::vector<std::pair<const void*, size_t>>& dynamic_shared_table() {
+    static std::vector<std::pair<const void*, size_t>> table;
+    return table;
+}
+
+void set_max_dynamic_shared(const void* kernel, size_t bytes) {
+    std::lock_guard<std::mutex> lock(dynamic_shared_mutex);
+    for (auto& [k, allowed] : dynamic_shared_table()) {
+        if (k == kernel) {
+            allowed = bytes;
+            return;
+        }
+    }
+    dynamic_shared_table().emplace_back(kernel, bytes);
+}
+
+// The kernel's allowance, or 0 where no cudaFuncSetAttribute set one.
+static size_t allowed_dynamic_shared(const void* kernel, bool& set) {
+    std::lock_guard<std::mutex> lock(dynamic_shared_mutex);
+    for (const auto& [k, allowed] : dynamic_shared_table()) {
+        if (k == kernel) {
+            set = true;
+            return allowed;
+        }
+    }
+    set = false;
+    return 0;
+}
+
+// Empty, or why a GPU would refuse to launch with `dynamic` bytes of dynamic shared memory beside the
+// `static_bytes` the kernel declares (those reached so far on the CPU).
+static std::string dynamic_shared_error(const Launch& l, size_t static_bytes) {
+    const size_t dynamic = l.config.shared_bytes;
+    bool set = false;
+    const size_t allowed = allowed_dynamic_shared(l.kernel, set);
+    std::ostringstream s;
+    if (set && dynamic > allowed) {
+        s << dynamic << " bytes of dynamic shared memory, more than the " << allowed
+          << " that cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ...) last allowed this "
+             "kernel: a GPU refuses the launch (invalid argument); allow at least the launch's bytes first";
+    } else if (!set && dynamic + static_bytes > kMaxStaticShared) {
+        s << dynamic << " bytes of dynamic shared memory";
+        if (static_bytes) s << " beside " << static_bytes << " bytes of static __shared__";
+        s << ", more than the 48 KiB (" << kMaxStaticShared << " bytes) a kernel has until cudaFuncSetAttribute(kernel, "
+          << "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) raises it: a GPU refuses the launch (invalid "
+             "argument); call it before the launch, with at least the dynamic bytes";
+    }
+    return s.str();
+}
+
 static SharedRegion& add_region(Block& b, const void* key, size_t size, size_t align, const char* name,
                                 const char* file, int line, const SharedRegion* shape = nullptr) {
     const size_t offset = (b.arena_used + align - 1) / align * align;
@@ -899,6 +953,9 @@ void* shared_storage(const void* key, size_t size, size_t align, const char* nam
         fault("shared memory", "__shared__ " + std::string(name) + " brings the kernel's static shared memory to " +
                                    std::to_string(b.static_shared) + " bytes, more than the 48 KiB a kernel may declare",
               file, line);
+    }
+    if (const std::string bad = dynamic_shared_error(*b.launch, b.static_shared); !bad.empty()) {
+        fault("invalid configuration argument", "__shared__ " + std::string(name) + ": " + bad, file, line);
     }
     if ((b.arena_used + align - 1) / align * align + size > kMaxShared) {
         fault("shared memory", "__shared__ " + std::string(name) + " does not fit: with the dynamic shared memory the block would use more than " +
@@ -1273,6 +1330,8 @@ static std::string config_error(const Launch& l) {
         s << "grid " << triple(uint3{g.x, g.y, g.z}) << " is too large: x at most 2^31 - 1, y and z at most 65535";
     else if (l.config.shared_bytes > kMaxShared)
         s << l.config.shared_bytes << " bytes of dynamic shared memory: a block has at most " << kMaxShared;
+    else if (const std::string shared = dynamic_shared_error(l, 0); !shared.empty())
+        s << shared;
     else if (const dim3 c = l.config.cluster; c.x == 0 || c.y == 0 || c.z == 0 || volume(c) > kMaxCluster)
         s << "cluster " << triple(uint3{c.x, c.y, c.z}) << " has " << volume(c) << " blocks: a cluster has 1 to 8 (16 "
           << "where the kernel allows non-portable sizes)";
