@@ -7,7 +7,9 @@ stand-in headers in include/cpu/ (see brrr_cpu.h):
   `cudaLaunchKernel((void*)kernel, ...)` loses the cast (the CPU needs the kernel's type);
 - a `__shared__` declaration becomes a reference to per-block storage (`extern __shared__`, a
   pointer to the launch's dynamic shared memory);
-- an `asm` statement with a PTX instruction brrr knows becomes the same computation in C++.
+- an `asm` statement with a PTX instruction brrr knows becomes the same computation in C++;
+- `__cluster_dims__(...)` and `__launch_bounds__(max_threads, ...)` on a kernel add a first statement
+  telling the runtime the cluster shape, or checking the block against the bound (a GPU refuses more).
 
 Every line keeps its number and a `#line` directive names the original kernel.cu, so compiler
 errors, runtime faults and gdb all point at kernel.cu. A construct brrr cannot rewrite is a
@@ -194,6 +196,23 @@ class _Rewriter:
             if end < len(self.mask) and self.mask[end] == "{":
                 self.edits.append(_Edit(end + 1, end + 1,
                                         f" ::brrr_cpu::cluster_dims_declared({dims}, __FILE__, __LINE__);"))
+
+    # -- __launch_bounds__(max_threads, ...) -----------------------------------------------------------
+    # Defined away for g++ (brrr_cpu_host.h); the kernel's body starts by checking its block against the
+    # bound (brrr_cpu::launch_bounds_declared), as a GPU refuses a larger block.
+    def launch_bounds(self) -> None:
+        for m in re.finditer(r"\b__launch_bounds__\s*\(", self.mask):
+            close = matching(self.mask, m.end() - 1)
+            parts = [p.strip() for p in split_top(self.text[m.end():close])] if close > 0 else []
+            params = self._declared_function(close + 1) if parts and parts[0] else -1
+            if params < 0:
+                continue  # in a macro, or not on a declaration brrr reads: a GPU still checks it
+            end = params + 1
+            while end < len(self.mask) and self.mask[end] not in "{;":
+                end += 1
+            if end < len(self.mask) and self.mask[end] == "{":
+                self.edits.append(_Edit(end + 1, end + 1, f" ::brrr_cpu::launch_bounds_declared(static_cast<unsigned "
+                                                          f"long long>({parts[0]}), __FILE__, __LINE__);"))
 
     def _declared_function(self, at: int) -> int:
         """Where the parameter list of the function declared after `at` closes (other __attributes__(...)
@@ -390,6 +409,7 @@ def rewrite(text: str, path: Path, headers: Sequence[Path] = ()) -> str:
             for shim in deducing_shims(masked(header.read_text(errors="replace"))):
                 r.deduce.setdefault(shim.kernel, shim.name)
     r.cluster_dims()
+    r.launch_bounds()
     r.launches()
     r.void_kernels()
     r.shared()

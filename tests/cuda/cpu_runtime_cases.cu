@@ -98,7 +98,7 @@ __global__ void asserts(int* out) {
     out[threadIdx.x] = 1;
 }
 
-__global__ void traps(int* out) {
+__global__ void __launch_bounds__(32) traps(int* out) {
     if (blockIdx.x == 2 && threadIdx.x == 1) __trap();
     out[threadIdx.x] = 1;
 }
@@ -185,6 +185,9 @@ int main(int argc, char** argv) {
         } else if (c == "bad_config") {
             std::vector<int> out(32);
             traps<<<dim3(1, 70000), 32>>>(out.data());
+        } else if (c == "past_launch_bounds") {
+            std::vector<int> out(64);
+            traps<<<1, 64>>>(out.data());
         } else if (c.rfind("shared_", 0) == 0) {  // dynamic shared memory past 48 KiB, with and without the opt-in
             std::vector<int> out(64);
             const size_t bytes = c == "shared_beside_static" ? 49152 - 128 : 60000;

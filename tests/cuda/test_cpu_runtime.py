@@ -97,6 +97,16 @@ def test_dynamic_shared_memory_a_gpu_would_refuse_is_a_fault(program: Path, case
     assert detail in out and "cudaFuncAttributeMaxDynamicSharedMemorySize" in out, out
 
 
+def test_a_block_past_the_kernels_launch_bounds_is_a_fault(program: Path) -> None:
+    """traps is __launch_bounds__(32): a GPU refuses a block of 64, "invalid argument" (an H200 did:
+    benchmarks/results/2026-12-01-h200-launch-limits)."""
+    launch = next(i for i, text in enumerate(CASES.read_text().splitlines(), 1) if "traps<<<1, 64>>>" in text)
+    out = run(program, "past_launch_bounds")
+    assert out.startswith(f"FAULT: {SOURCE}:101: invalid configuration argument"), out
+    assert "a block of 64 threads, more than the kernel's __launch_bounds__(32)" in out, out
+    assert f"launched at {SOURCE}:{launch}" in out, out
+
+
 def test_dynamic_shared_memory_opted_in_runs(program: Path) -> None:
     out = ints(run(program, "shared_opted_in"))
     assert out[0] == 64 + 1000 * 16 + 100000 + 1000000 + 10000000 * 2 * 63

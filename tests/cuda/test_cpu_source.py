@@ -27,6 +27,8 @@ def body(text: str, shims_off: bool = True) -> list[str]:
 
 # What cpu_deduce.py adds after a template kernel, on the line its declaration ends.
 SHIM = re.compile(r" template <.*> auto __brrr_deduce_\w+\(.*\) -> ::std::integral_constant<.*>;$")
+# What cpu_source.py adds as a kernel's first statement, on the line its body opens.
+FIRST_STATEMENT = re.compile(r"( ::brrr_cpu::(launch_bounds|cluster_dims)_declared\(.*?, __FILE__, __LINE__\);)+$")
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -36,6 +38,7 @@ def test_every_builtin_kernel_keeps_its_line_numbers(op: str) -> None:
     assert len(lines) == len(text.split("\n")) and len(body(text, shims_off=False)) == len(lines)
     original = text.split("\n")
     for i, (old, new) in enumerate(zip(original, lines)):
+        new = FIRST_STATEMENT.sub("", new) if old.rstrip().endswith("{") else new
         if "<<<" not in old and ">>>" not in old and "__shared__" not in old and not ASM.search(old) and old != new:
             # Only the line a construct starts on changes; the lines it spanned are left empty.
             assert new == "" and "<<<" not in "".join(original[max(0, i - 3):i + 1]) or new == old, (i + 1, old, new)
@@ -79,7 +82,25 @@ def test_cluster_dims_become_the_kernels_first_statement(declaration: str) -> No
     dims = declaration.split("__cluster_dims__(")[1].split(")")[0]
     first = len(declaration.split("\n")) - 1
     assert "__cluster_dims__" not in "\n".join(lines) and lines[first + 1:] == ["    y[0] = 1;", "}", ""]
-    assert lines[first].endswith(f"{{ ::brrr_cpu::cluster_dims_declared(dim3({dims}), __FILE__, __LINE__);")
+    assert f"{{ ::brrr_cpu::cluster_dims_declared(dim3({dims}), __FILE__, __LINE__);" in lines[first]
+
+
+@pytest.mark.parametrize("declaration, bound", [
+    ("__global__ void __launch_bounds__(64) k(float* y) {", "64"),
+    ("__global__ void __launch_bounds__(64) __cluster_dims__(4) k(float* y) {", "64"),
+    ("template <class T>\n__global__ void __launch_bounds__(T::threads, T::min_blocks)\nk(float* y) {", "T::threads"),
+])
+def test_launch_bounds_become_a_check_of_the_block_first_in_the_kernel(declaration: str, bound: str) -> None:
+    lines = body(declaration + "\n    y[0] = 1;\n}\n")
+    first = len(declaration.split("\n")) - 1
+    assert lines[first + 1:] == ["    y[0] = 1;", "}", ""]
+    assert (f"::brrr_cpu::launch_bounds_declared(static_cast<unsigned long long>({bound}), __FILE__, __LINE__);"
+            in lines[first]), lines[first]
+
+
+def test_launch_bounds_on_a_prototype_or_in_a_macro_add_nothing() -> None:
+    text = "#define LB __launch_bounds__(64)\n__global__ void __launch_bounds__(64) k(float* y);\n"
+    assert "launch_bounds_declared" not in "\n".join(body(text))
 
 
 @pytest.mark.parametrize("source, named", [

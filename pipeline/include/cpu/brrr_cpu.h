@@ -269,6 +269,10 @@ unsigned cluster_shared_rank(const void* address, const char* file, int line);
 bool in_cluster_shared(const void* address, size_t size);
 // `__cluster_dims__(x, y, z)` on a kernel: cpu_source.py makes this call the kernel's first statement.
 void cluster_dims_declared(dim3 dims, const char* file, int line);
+// `__launch_bounds__(max_threads, ...)` on a kernel: cpu_source.py makes this call the kernel's first
+// statement. A GPU refuses a launch of more threads a block than the bound ("invalid argument": its
+// registers were budgeted for the bound); the CPU would run it.
+void launch_bounds_declared(unsigned long long max_threads, const char* file, int line);
 
 // ---- __shared__ -------------------------------------------------------------------------------
 

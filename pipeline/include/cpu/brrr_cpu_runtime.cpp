@@ -1700,6 +1700,19 @@ void cluster_dims_declared(dim3 dims, const char* file, int line) {
           " but is launched in clusters of " + triple(uint3{c.x, c.y, c.z}) + ": a GPU refuses such a launch", file, line);
 }
 
+void launch_bounds_declared(unsigned long long max_threads, const char* file, int line) {
+    if (threadIdx.x != 0 || threadIdx.y != 0 || threadIdx.z != 0) return;  // one report a block
+    const uint64_t threads = uint64_t(blockDim.x) * blockDim.y * blockDim.z;
+    if (threads <= max_threads) return;
+    here("__launch_bounds__", file, line);
+    fault("invalid configuration argument",
+          "a block of " + std::to_string(threads) + " threads, more than the kernel's __launch_bounds__(" +
+              std::to_string(max_threads) + ") (launched at " + running_launch->site.file + ":" +
+              std::to_string(running_launch->site.line) + "): a GPU refuses the launch (invalid argument); "
+              "launch at most the bound's threads a block, or raise the bound",
+          file, line);
+}
+
 void flush_printed();
 
 void run(const Launch& given, void (*thread_main)(void*), void* context) {
