@@ -27,6 +27,7 @@
 #include <memory>
 #include <new>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -869,48 +870,52 @@ constexpr size_t kDynamicAlign = 128;
 // What a launch may take beyond a kernel's static shared memory: 48 KiB in all unless cudaFuncSetAttribute
 // (MaxDynamicSharedMemorySize) raised it, as on a GPU, which refuses a launch past it ("invalid argument").
 // A kernel.cu that forgets the opt-in runs everywhere but on the GPU without this check.
-static std::mutex dynamic_shared_mutex;
-static std::vector<std::pair<const void*, size_t>>& dynamic_shared_table() {
-    static std::vector<std::pair<const void*, size_t>> table;
+// A fact a GPU keeps per kernel (its cluster shape, its shared-memory allowance), set by one call and
+// read at each launch: the last value set wins.
+template <typename V>
+class PerKernel {
+public:
+    void set(const void* kernel, V value) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& [k, v] : table_) {
+            if (k == kernel) {
+                v = value;
+                return;
+            }
+        }
+        table_.emplace_back(kernel, value);
+    }
+    std::optional<V> get(const void* kernel) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (const auto& [k, v] : table_) {
+            if (k == kernel) return v;
+        }
+        return std::nullopt;
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::pair<const void*, V>> table_;
+};
+
+static PerKernel<size_t>& dynamic_shared_allowed() {
+    static PerKernel<size_t> table;
     return table;
 }
 
-void set_max_dynamic_shared(const void* kernel, size_t bytes) {
-    std::lock_guard<std::mutex> lock(dynamic_shared_mutex);
-    for (auto& [k, allowed] : dynamic_shared_table()) {
-        if (k == kernel) {
-            allowed = bytes;
-            return;
-        }
-    }
-    dynamic_shared_table().emplace_back(kernel, bytes);
-}
-
-// The kernel's allowance, or 0 where no cudaFuncSetAttribute set one.
-static size_t allowed_dynamic_shared(const void* kernel, bool& set) {
-    std::lock_guard<std::mutex> lock(dynamic_shared_mutex);
-    for (const auto& [k, allowed] : dynamic_shared_table()) {
-        if (k == kernel) {
-            set = true;
-            return allowed;
-        }
-    }
-    set = false;
-    return 0;
-}
+void set_max_dynamic_shared(const void* kernel, size_t bytes) { dynamic_shared_allowed().set(kernel, bytes); }
 
 // Empty, or why a GPU would refuse to launch with `dynamic` bytes of dynamic shared memory beside the
 // `static_bytes` the kernel declares (those reached so far on the CPU).
 static std::string dynamic_shared_error(const Launch& l, size_t static_bytes) {
     const size_t dynamic = l.config.shared_bytes;
-    bool set = false;
-    const size_t allowed = allowed_dynamic_shared(l.kernel, set);
+    const std::optional<size_t> allowed = dynamic_shared_allowed().get(l.kernel);
     std::ostringstream s;
-    if (set && dynamic > allowed) {
-        s << dynamic << " bytes of dynamic shared memory, more than the " << allowed
+    if (allowed && dynamic > *allowed) {
+        s << dynamic << " bytes of dynamic shared memory, more than the " << *allowed
           << " that cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ...) last allowed this "
              "kernel: a GPU refuses the launch (invalid argument); allow at least the launch's bytes first";
-    } else if (!set && dynamic + static_bytes > kMaxStaticShared) {
+    } else if (!allowed && dynamic + static_bytes > kMaxStaticShared) {
         s << dynamic << " bytes of dynamic shared memory";
         if (static_bytes) s << " beside " << static_bytes << " bytes of static __shared__";
         s << ", more than the 48 KiB (" << kMaxStaticShared << " bytes) a kernel has until cudaFuncSetAttribute(kernel, "
@@ -1663,23 +1668,13 @@ bool in_cluster_shared(const void* address, size_t size) {
     return false;
 }
 
-static std::mutex cluster_dims_mutex;
-static std::vector<std::pair<const void*, dim3>>& cluster_dims_table() {
-    static std::vector<std::pair<const void*, dim3>> table;
+static PerKernel<dim3>& cluster_dims_declared_table() {
+    static PerKernel<dim3> table;
     return table;
 }
 
-static void register_cluster_dims(const void* kernel, dim3 dims) {
-    std::lock_guard<std::mutex> lock(cluster_dims_mutex);
-    cluster_dims_table().emplace_back(kernel, dims);
-}
-
 static dim3 registered_cluster(const void* kernel) {
-    std::lock_guard<std::mutex> lock(cluster_dims_mutex);
-    for (const auto& [k, dims] : cluster_dims_table()) {
-        if (k == kernel) return dims;
-    }
-    return dim3(1, 1, 1);
+    return cluster_dims_declared_table().get(kernel).value_or(dim3(1, 1, 1));
 }
 
 // The first statement of a kernel declaring __cluster_dims__ (cpu_source.py), so it runs before any
@@ -1693,7 +1688,7 @@ void cluster_dims_declared(dim3 dims, const char* file, int line) {
     if (c.x == dims.x && c.y == dims.y && c.z == dims.z) return;
     here("__cluster_dims__", file, line);
     if (volume(c) == 1 && !running_launch->config.cooperative) {
-        register_cluster_dims(running_launch->kernel, dims);
+        cluster_dims_declared_table().set(running_launch->kernel, dims);
         fault(kClusterShapeLearned, "", file, line);
     }
     fault("invalid cluster", "the kernel declares __cluster_dims__" + triple(uint3{dims.x, dims.y, dims.z}) +
