@@ -5,7 +5,8 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
 
 - `mma.sync.aligned.m16n8k16.row.col.D.A.B.C` (A = B = f16 or bf16), `...m16n8k8...` (f16, bf16,
   tf32) and `...m16n8k4...` (tf32), D = C = f32 (or f16 with f16 inputs): include/cpu/brrr_cpu_mma.h;
-- `ldmatrix.sync.aligned.m8n8.x1/.x2/.x4{.trans}{.shared{::cta}}.b16`;
+- `ldmatrix.sync.aligned.m8n8.x1/.x2/.x4{.trans}{.shared{::cta}}.b16` and `stmatrix` of the same forms
+  (qualifiers in any order, as ptxas reads them);
 - `cp.async.ca/.cg.shared{::cta}.global{.L2::64B/128B/256B} [dst], [src], size{, src_size}`,
   `cp.async.commit_group`, `cp.async.wait_group N`, `cp.async.wait_all`: include/cpu/brrr_cpu_async.h;
 - `cvt.rna.tf32.f32`, `cvt.rn.bf16x2.f32` and `cvt.rn.f16x2.f32`;
@@ -19,6 +20,8 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
   `selp` of the predicate); `cp.async.bulk.tensor.1d`-`.5d` tiled loads and `cp.async.bulk`'s plain
   loads (`[dst], [src], size, [mbar]`) that complete an mbarrier's transaction bytes;
   `fence.mbarrier_init`, `prefetch.tensormap` (nothing to do on the CPU): include/cpu/brrr_cpu_tma.h;
+  the stores of both (`cp.async.bulk{.tensor.Nd}.global.shared::cta.bulk_group`), made when issued, and
+  `cp.async.bulk.commit_group` / `.wait_group{.read} N`;
   `griddepcontrol.wait` and `.launch_dependents` (programmatic dependent launch: a launch on the CPU
   ends before the next one starts), nothing either;
 - thread block clusters: `barrier.cluster.arrive` / `.wait` (with .release, .relaxed, .acquire,
@@ -144,15 +147,39 @@ def _mma(s: _Statement, instr: str, groups: list[list[str]]) -> str:
             f"{call} {s.outputs('brrr_d', dg)} }}")
 
 
+_MATRIX_HINT = "brrr emulates {0}.sync.aligned.m8n8.x1/.x2/.x4{{.trans}}{{.shared}}.b16 {1}"
+
+
+def _matrix_form(instr: str) -> tuple[int, bool] | None:
+    """ldmatrix's or stmatrix's (count, trans), its qualifiers in any order as ptxas takes them
+    (`ldmatrix.sync.aligned.x4.trans.m8n8.shared.b16`, LeetCUDA's spelling); None for another form."""
+    quals = instr.split(".")[1:]
+    counts = [q for q in quals if q in ("x1", "x2", "x4")]
+    known = {"sync", "aligned", "m8n8", "b16", "trans", "shared", "shared::cta", "x1", "x2", "x4"}
+    if len(counts) != 1 or len(set(quals)) != len(quals) or not {"sync", "aligned", "m8n8", "b16"} <= set(quals) \
+            or not set(quals) <= known:
+        return None
+    return int(counts[0][1]), "trans" in quals
+
+
 def _ldmatrix(s: _Statement, instr: str, groups: list[list[str]]) -> str:
-    m = re.fullmatch(r"ldmatrix\.sync\.aligned\.m8n8\.x(1|2|4)(\.trans)?(\.shared(::cta)?)?\.b16", instr)
-    if not m or len(groups) != 2 or len(groups[0]) != int(m.group(1)):
-        raise UnsupportedPtx(f'inline PTX "{s.template}"',
-                             "brrr emulates ldmatrix.sync.aligned.m8n8.x1/.x2/.x4{.trans}{.shared}.b16 {regs}, [addr]")
-    count, trans = int(m.group(1)), "true" if m.group(2) else "false"
+    form = _matrix_form(instr)
+    if not form or len(groups) != 2 or len(groups[0]) != form[0]:
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _MATRIX_HINT.format("ldmatrix", "{regs}, [addr]"))
+    count, trans = form[0], "true" if form[1] else "false"
     at = s.address(groups[1][0], "shared_address")
     return (f"{{ uint32_t brrr_d[{count}]; {RUNTIME}ldmatrix<{count}, {trans}>(brrr_d, {at}, __FILE__, __LINE__); "
             f"{s.outputs('brrr_d', groups[0])} }}")
+
+
+def _stmatrix(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+    form = _matrix_form(instr)
+    if not form or len(groups) != 2 or len(groups[1]) != form[0]:
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _MATRIX_HINT.format("stmatrix", "[addr], {regs}"))
+    count, trans = form[0], "true" if form[1] else "false"
+    at = s.address(groups[0][0], "shared_address")
+    return (f"{{ const uint32_t brrr_s[{count}] = {s.registers(groups[1])}; "
+            f"{RUNTIME}stmatrix<{count}, {trans}>({at}, brrr_s, __FILE__, __LINE__); }}")
 
 
 # Conversions tensor-core kernels use around mma (source operands each): tf32 rounding, and packing
@@ -224,7 +251,8 @@ _MBARRIER_HINT = ("brrr emulates mbarrier.init, .arrive{.expect_tx} (a count, a 
                   "and .try_wait/.test_wait{.parity} in a wait loop or a selp of the predicate")
 _TENSOR_HINT = ("brrr emulates cp.async.bulk.tensor.Nd.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes "
                 "[dst], [map, {c0, ...}], [mbar] and cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-                "[dst], [src], size, [mbar] (loads into shared memory; no multicast, no im2col, no stores)")
+                "[dst], [src], size, [mbar]; their stores .global.shared::cta.bulk_group, with cp.async.bulk.commit_group "
+                "and .wait_group{.read} (no multicast, no im2col, no reductions)")
 _SPACE = r"(\.(relaxed|release|acquire)\.(cta|cluster))?(\.shared(::cta|::cluster)?)?"
 
 
@@ -248,7 +276,25 @@ def _mbarrier(s: _Statement, instr: str, groups: list[list[str]]) -> str:
     raise UnsupportedPtx(f'inline PTX "{s.template}"', _MBARRIER_HINT)
 
 
+def _tensor_store(s: _Statement, instr: str, args: str) -> str | None:
+    """cp.async.bulk.tensor's store of a box from shared memory, completed through bulk groups; None for
+    another form."""
+    m = re.fullmatch(r"cp\.async\.bulk\.tensor\.([1-5])d\.global\.shared::cta(\.tile)?\.bulk_group(\.L2::cache_hint)?", instr)
+    a = re.fullmatch(r"\[\s*(%\d+)\s*,\s*\{([^}]*)\}\s*\]\s*,\s*\[\s*(%\d+)\s*\](\s*,\s*%\d+)?", args)
+    if not m or not a or bool(m.group(3)) != bool(a.group(4)):
+        return None
+    rank, coords = int(m.group(1)), [c.strip() for c in a.group(2).split(",")]
+    if len(coords) != rank:
+        raise UnsupportedPtx(f'inline PTX "{s.template}": a {rank}-d copy takes {rank} coordinates', _TENSOR_HINT)
+    listed = ", ".join(f"static_cast<int32_t>({s.value(c)})" for c in coords)
+    return (f"{{ const int32_t brrr_c[{rank}] = {{{listed}}}; {RUNTIME}tensor_store<{rank}>("
+            f"{RUNTIME}global_address({s.value(a.group(1))}), brrr_c, {RUNTIME}shared_address({s.value(a.group(3))}), "
+            "__FILE__, __LINE__); }")
+
+
 def _tensor(s: _Statement, instr: str, args: str) -> str:
+    if (store := _tensor_store(s, instr, args)) is not None:
+        return store
     m = re.fullmatch(r"cp\.async\.bulk\.tensor\.([1-5])d\.shared::(cluster|cta)\.global(\.tile)?"
                      r"\.mbarrier::complete_tx::bytes(\.L2::cache_hint)?", instr)
     a = re.fullmatch(r"\[\s*(%\d+)\s*\]\s*,\s*\[\s*(%\d+)\s*,\s*\{([^}]*)\}\s*\]\s*,\s*\[\s*(%\d+)\s*\](\s*,\s*%\d+)?", args)
@@ -265,8 +311,13 @@ def _tensor(s: _Statement, instr: str, args: str) -> str:
 
 
 def _bulk(s: _Statement, instr: str, args: str) -> str | None:
-    """cp.async.bulk's plain load (no tensor map) into shared memory, completing an mbarrier's bytes; None
-    for any other form."""
+    """cp.async.bulk's plain copies (no tensor map): a load into shared memory completing an mbarrier's
+    bytes, or a store to global memory in a bulk group; None for any other form."""
+    store = re.fullmatch(r"cp\.async\.bulk\.global\.shared::cta\.bulk_group(\.L2::cache_hint)?", instr)
+    a = re.fullmatch(r"\[\s*(%\d+)\s*\]\s*,\s*\[\s*(%\d+)\s*\]\s*,\s*(%\d+|\d+)\s*(,\s*%\d+)?", args)
+    if store and a and bool(store.group(1)) == bool(a.group(4)):
+        return (f"{RUNTIME}bulk_store({RUNTIME}global_address({s.value(a.group(1))}), {RUNTIME}shared_address("
+                f"{s.value(a.group(2))}), static_cast<int64_t>({s.value(a.group(3))}), __FILE__, __LINE__);")
     m = re.fullmatch(r"cp\.async\.bulk\.shared::(cluster|cta)\.global\.mbarrier::complete_tx::bytes(\.L2::cache_hint)?", instr)
     a = re.fullmatch(r"\[\s*(%\d+)\s*\]\s*,\s*\[\s*(%\d+)\s*\]\s*,\s*(%\d+|\d+)\s*,\s*\[\s*(%\d+)\s*\](\s*,\s*%\d+)?", args)
     if not m or not a or bool(m.group(2)) != bool(a.group(5)):
@@ -360,6 +411,8 @@ def _cluster(s: _Statement, instr: str, args: str) -> str | None:
 
 
 _NO_OPS = re.compile(r"fence\.mbarrier_init\.release\.cluster|prefetch\.tensormap|setmaxnreg\.(inc|dec)\.sync\.aligned\.u32"
+                     # bulk groups: their stores are made when issued (brrr_cpu_tma.h)
+                     r"|cp\.async\.bulk\.commit_group|cp\.async\.bulk\.wait_group(\.read)?"
                      r"|fence\.proxy\.tensormap::generic\.\w+\.\w+"
                      # programmatic dependent launch: launches on the CPU end before the next starts
                      r"|griddepcontrol\.(wait|launch_dependents)")
@@ -392,7 +445,7 @@ def translate(template: str, sections: list[str]) -> str | None:
         return _cluster(_Statement(template, operands(sections)), instr, args)
     if cvta := re.fullmatch(r"cvta(\.to)?\.shared(::cta)?\.u(32|64)", instr):
         return _cvta(_Statement(template, operands(sections)), args, to_shared=bool(cvta.group(1)))
-    if family not in ("mma", "ldmatrix", "cp.async", "wgmma", "mbarrier") and instr not in _CVT:
+    if family not in ("mma", "ldmatrix", "stmatrix", "cp.async", "wgmma", "mbarrier") and instr not in _CVT:
         return None
     s = _Statement(template, operands(sections))
     if instr.startswith("cp.async.bulk.tensor"):
@@ -415,4 +468,6 @@ def translate(template: str, sections: list[str]) -> str | None:
         return _mma(s, instr, groups)
     if family == "ldmatrix":
         return _ldmatrix(s, instr, groups)
+    if family == "stmatrix":
+        return _stmatrix(s, instr, groups)
     return _cp_async(s, instr, groups)

@@ -31,6 +31,7 @@ from .tokens import masked, matching, split_top
 
 # A macro's line continued: a backslash just before the line break.
 _SPLICE = re.compile(r"\\\r?\n")
+_STRING_MACRO = re.compile(r'^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+((?:"(?:[^"\\\n]|\\.)*"[ \t]*)+)$', re.M)
 _LINE_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*line[ \t]+(\d+)[^\n]*\n", re.M)
 
 
@@ -59,6 +60,9 @@ class _Rewriter:
         self.counter = 0
         # Template kernels a launch may name without template arguments (cpu_deduce.py).
         self.deduce: dict[str, str] = {}
+        # `#define NAME "text"`: names an asm template may paste between its literals.
+        self.string_macros = {m.group(1): "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(2)))
+                              for m in _STRING_MACRO.finditer(text)}
 
     def line_of(self, pos: int) -> int:
         """The line a compiler would name for `pos`: after a `#line N` directive (a wrapper's prelude ends
@@ -329,13 +333,66 @@ class _Rewriter:
             end = close + 1
             while end < len(self.mask) and self.mask[end].isspace():
                 end += 1
-            if end >= len(self.mask) or self.mask[end] != ";":
+            in_define = self._in_define(m.start())
+            if end < len(self.mask) and self.mask[end] == ";":
+                self.edits.append(self.keep_lines(m.start(), end + 1, self._asm_statement(m.start(), open_at, close, in_define)))
+            elif in_define and self._ends_its_line(close + 1):
+                # `#define CP_ASYNC_COMMIT_GROUP() asm volatile("cp.async.commit_group;" ::)`: the macro's
+                # use site writes the `;`, so the statement is one that takes it.
+                call = self._asm_statement(m.start(), open_at, close, in_define)
+                self.edits.append(self.keep_lines(m.start(), close + 1, f"do {{ {call} }} while (0)"))
+            else:
                 raise self.error(m.start(), "an asm expression that is not a statement of its own")
-            self.edits.append(self.keep_lines(m.start(), end + 1, self._ptx(m.start(), self.text[open_at + 1:close])))
 
-    def _ptx(self, pos: int, body: str) -> str:
+    def _asm_statement(self, pos: int, open_at: int, close: int, in_define: bool) -> str:
+        """The asm's C++. In a #define, PTX brrr cannot run is an error only where the macro is used: a
+        header of PTX wrappers (LeetCUDA's CP_ASYNC_BULK, STMATRIX, ...) defines more than a kernel uses."""
+        try:
+            return self._ptx(pos, open_at, close)
+        except CpuSourceError as e:
+            if not in_define:
+                raise
+            said = " ".join(str(e).replace("\\", "/").replace('"', "'").split())
+            return f'_Pragma("GCC error \\"{said}\\"");'
+
+    def _ends_its_line(self, pos: int) -> bool:
+        """Whether only blanks and continued lines stand between `pos` and the line break that ends its
+        (logical) line: the end of a #define's body."""
+        end = pos
+        while (nl := self.mask.find("\n", end)) >= 0 and self._continued(nl):
+            end = nl + 1
+        return not _SPLICE.sub(" ", self.mask[pos:len(self.mask) if nl < 0 else nl]).strip()
+
+    def _in_define(self, pos: int) -> bool:
+        """Whether `pos` is in a #define (on its line, or on one the #define continues)."""
+        begin = pos
+        while (nl := self.mask.rfind("\n", 0, begin)) >= 0 and self._continued(nl):
+            begin = nl
+        return bool(re.match(r"[ \t]*#[ \t]*define\b", self.mask[nl + 1:]))
+
+    def _continued(self, newline: int) -> bool:
+        """Whether the line break at `newline` continues a macro (a backslash just before it)."""
+        return self.mask[max(0, newline - 2):newline].rstrip("\r").endswith("\\")
+
+    def _template(self, pos: int, section: str) -> str:
+        """The asm template: its string literals joined, and a name among them (`"cvt.rn." TY "x2.f32 ..."`)
+        replaced by its #define in this file when that is string literals too."""
+        parts = []
+        for m in re.finditer(r'//[^\n]*|/\*.*?\*/|"((?:[^"\\]|\\.)*)"|([A-Za-z_]\w*)', section, re.S):
+            if m.group(1) is not None:
+                parts.append(m.group(1))
+            elif m.group(2):
+                if m.group(2) not in self.string_macros:
+                    raise self.error(pos, f"an asm template that pastes {m.group(2)}",
+                                     hint="brrr reads an asm template made of string literals, and of names this file "
+                                          "#defines as string literals; write the instruction out")
+                parts.append(self.string_macros[m.group(2)])
+        return "".join(parts)
+
+    def _ptx(self, pos: int, open_at: int, close: int) -> str:
+        body = self.text[open_at + 1:close]
         sections = split_top(body, ":")
-        template = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', sections[0])).replace("\\n", " ").replace("\\t", " ")
+        template = self._template(pos, sections[0]).replace("\\n", " ").replace("\\t", " ")
         template = " ".join(template.split()).rstrip("; ")
         outputs = _operands(sections[1]) if len(sections) > 1 else []
         inputs = _operands(sections[2]) if len(sections) > 2 else []

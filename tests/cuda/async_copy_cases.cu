@@ -278,6 +278,50 @@ __global__ void bulk_reinit_per_tile(const float* in, float* out, int64_t tiles,
     }
 }
 
+// ---- stores through the bulk-copy engine (shared to global, completed through bulk groups) --------------
+
+// Each tile computed into shared memory, handed to the async proxy, and stored by thread 0 with one
+// cp.async.bulk, which has read the buffer (wait_group.read) before the next tile overwrites it.
+__global__ void bulk_stores(const float* in, float* out, int64_t tiles) {
+    __shared__ alignas(16) float buf[kTile];
+    for (int64_t t = 0; t < tiles; ++t) {
+        for (int64_t i = threadIdx.x; i < kTile; i += blockDim.x) buf[i] = 2.0f * in[t * kTile + i] + 1.0f;
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"  // bulk store
+                         ::"l"(out + t * kTile), "r"(smem_at(buf)), "r"(kTile * 4) : "memory");
+            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+            asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+// tensor_copies the other way: four boxes of 32 columns x 5 rows written into shared memory through
+// the 128-byte swizzle, then stored by thread 0 into `out` as a [5][128] tensor.
+__global__ void tensor_stores(const __grid_constant__ CUtensorMap map, const float* in) {
+    __shared__ alignas(1024) float buf[4][256];
+    for (int j = 0; j < 4; ++j) {
+        for (int r = 0; r < 5; ++r) {
+            const int byte = r * 128 + static_cast<int>(threadIdx.x) * 4;
+            const int swizzled = byte ^ (((byte >> 7) & 7) << 4);
+            buf[j][swizzled / 4] = 2.0f * in[r * 128 + 32 * j + threadIdx.x] + 1.0f;
+        }
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int j = 0; j < 4; ++j) {
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"  // tensor store
+                         ::"l"(&map), "r"(32 * j), "r"(0), "r"(smem_at(&buf[j][0])) : "memory");
+        }
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    }
+}
+
 // The .shared address of a generic pointer and back in PTX (`cvta.to.shared`, `cvta.shared`), as kernels
 // written for NVRTC spell __cvta_generic_to_shared: a store through the round trip lands in buf.
 __global__ void cvta_round_trip(const float* in, float* out) {
@@ -330,6 +374,8 @@ int main(int argc, char** argv) {
         else if (c == "bulk_syncthreads_without_wait")
             bulk_tiles<Wait::SyncthreadsOnly, kTile * 4><<<1, 64>>>(in.data(), out.data(), tiles);
         else if (c == "bulk_reinit_per_tile") bulk_reinit_per_tile<<<1, 32>>>(in.data(), out.data(), tiles, 220);
+        else if (c == "bulk_stores") bulk_stores<<<1, 32>>>(in.data(), out.data(), tiles);
+        else if (c == "tensor_stores") tensor_stores<<<1, 32>>>(rows_of_128(out.data()), in.data());
         else if (c == "cvta_round_trip") cvta_round_trip<<<1, 32>>>(in.data(), out.data()), n = 32;
         else if (c == "bulk_past_buffer") bulk_tiles<Wait::Each, kTile * 8><<<1, 32>>>(in.data(), out.data(), tiles);
         else if (c == "bulk_size_not_16") bulk_tiles<Wait::Each, kTile * 4 - 4><<<1, 32>>>(in.data(), out.data(), tiles);

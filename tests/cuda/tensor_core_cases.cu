@@ -187,6 +187,43 @@ __global__ void ldmatrix_lanes(unsigned* out) {
     for (int64_t j = 0; j < 4; ++j) out[lane * 4 + j] = r[j];
 }
 
+// ---- stmatrix: each lane holds what ldmatrix gives of v = 256 j + 8 r + c; the matrices stored back ----
+// Written as LeetCUDA writes them: macros that end with the asm (the use writes the ';'), the
+// qualifiers in its order as well as the PTX ISA's.
+#define STMATRIX_X1(addr, R) asm volatile("stmatrix.sync.aligned.x1.m8n8.shared.b16 [%0], {%1};\n" :: "r"(addr), "r"(R))
+#define STMATRIX_X2_T(addr, R0, R1) \
+    asm volatile("stmatrix.sync.aligned.x2.trans.m8n8.shared.b16 [%0], {%1, %2};\n" :: "r"(addr), "r"(R0), "r"(R1))
+#define STMATRIX_X4(addr, R0, R1, R2, R3) asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" \
+                                                       :: "r"(addr), "r"(R0), "r"(R1), "r"(R2), "r"(R3))
+#define STMATRIX_X4_T(addr, R0, R1, R2, R3) asm volatile("stmatrix.sync.aligned.x4.trans.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n" :: "r"(addr), "r"(R0), "r"(R1), "r"(R2), "r"(R3))
+
+template <int Count, bool Trans>
+__global__ void stmatrix_lanes(unsigned* out) {
+    __shared__ alignas(16) uint16_t m[4][8][8];
+    uint16_t* flat = &m[0][0][0];
+    const int64_t lane = threadIdx.x;
+    for (int64_t i = lane; i < 256; i += 32) flat[i] = 0;
+    __syncwarp();
+    const uint32_t g = lane / 4, t = lane % 4;
+    uint32_t r[4];
+    for (uint32_t j = 0; j < 4; ++j) {
+        auto v = [&](uint32_t row, uint32_t col) { return 256 * j + 8 * row + col; };
+        r[j] = Trans ? (v(2 * t, g) | v(2 * t + 1, g) << 16) : (v(g, 2 * t) | v(g, 2 * t + 1) << 16);
+    }
+    const uint32_t row = static_cast<uint32_t>(__cvta_generic_to_shared(&m[lane / 8 % Count][lane % 8][0]));
+    if constexpr (Count == 1 && !Trans) {
+        STMATRIX_X1(row, r[0]);
+    } else if constexpr (Count == 2 && Trans) {
+        STMATRIX_X2_T(row, r[0], r[1]);
+    } else if constexpr (Count == 4 && !Trans) {
+        STMATRIX_X4(row, r[0], r[1], r[2], r[3]);
+    } else {
+        STMATRIX_X4_T(row, r[0], r[1], r[2], r[3]);
+    }
+    __syncwarp();
+    for (int64_t i = lane; i < 256; i += 32) out[i] = flat[i];
+}
+
 // ---- a 16 x 8 tile of A B with bf16 A (16 x 16, row-major) and B (16 x 8, row-major) staged in shared
 // memory and loaded with ldmatrix (.x4 for A, .x2.trans for B), as a tensor-core GEMM does -----------
 __global__ void ldmatrix_gemm(const __nv_bfloat16* a, const __nv_bfloat16* b, float* d) {
@@ -399,6 +436,16 @@ static void run_operand_mapping() {
 }
 
 template <int Count, bool Trans>
+static void run_stmatrix() {
+    Vec<unsigned> out(256);
+    stmatrix_lanes<Count, Trans><<<1, 32>>>(out.data());
+    finish();
+    std::printf("D");
+    for (unsigned v : out) std::printf(" %u", v);
+    std::printf("\n");
+}
+
+template <int Count, bool Trans>
 static void run_ldmatrix() {
     Vec<unsigned> out(128);
     ldmatrix_lanes<Count, Trans><<<1, 32>>>(out.data());
@@ -434,6 +481,10 @@ int main(int argc, char** argv) {
         else if (c == "ldmatrix_x2_trans") run_ldmatrix<2, true>();
         else if (c == "ldmatrix_x4") run_ldmatrix<4, false>();
         else if (c == "ldmatrix_x4_trans") run_ldmatrix<4, true>();
+        else if (c == "stmatrix_x1") run_stmatrix<1, false>();
+        else if (c == "stmatrix_x2_trans") run_stmatrix<2, true>();
+        else if (c == "stmatrix_x4") run_stmatrix<4, false>();
+        else if (c == "stmatrix_x4_trans") run_stmatrix<4, true>();
         else if (c == "ldmatrix_gemm") {
             auto a = inputs<__nv_bfloat16>(256, 7), b = inputs<__nv_bfloat16>(128, 8);
             Vec<float> d(128), zero(128, 0.0f);

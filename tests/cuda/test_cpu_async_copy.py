@@ -19,7 +19,7 @@ SOURCE = CASES.resolve()
 TILE, TILES = 128, 5
 INPUT = [(i % 97) * 0.25 - 3.0 for i in range(TILE * TILES)]
 CORRECT = ["ptx_double_buffer", "primitives", "thread_pipeline", "block_barrier", "tensor_copies", "bulk_copies",
-           "bulk_one_waits_then_syncthreads", "bulk_lanes_wait_then_syncwarp"]
+           "bulk_one_waits_then_syncthreads", "bulk_lanes_wait_then_syncwarp", "bulk_stores", "tensor_stores"]
 
 
 @pytest.fixture(scope="module")

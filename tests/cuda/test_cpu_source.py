@@ -72,6 +72,51 @@ def test_known_ptx_becomes_cpp() -> None:
     assert lines[3].strip() == ";"
 
 
+@pytest.mark.parametrize("macro", [
+    '#define COMMIT() asm volatile("cp.async.commit_group;\\n" ::)\n',
+    '#define COMMIT()   \\\n    asm volatile("cp.async.commit_group;\\n" \\\n                 ::)  \n',
+])
+def test_an_asm_that_ends_a_macro_is_a_statement_its_use_ends(macro: str) -> None:
+    """LeetCUDA's and many kernels' PTX wrappers: `#define CP_ASYNC_COMMIT_GROUP() asm volatile(...)`, the
+    `;` written where the macro is used."""
+    source = macro + "__global__ void k() { COMMIT(); }\n"
+    lines = body(source)
+    assert len(lines) == len(source.split("\n"))
+    joined = " ".join(lines[:macro.count("\n")]).replace("\\", " ")
+    assert "do { ::brrr_cpu::ptx::cp_async_commit_group(__FILE__, __LINE__); } while (0)" in joined
+    assert lines[macro.count("\n")] == "__global__ void k() { COMMIT(); }"
+
+
+@pytest.mark.parametrize("source", [
+    'void f() {\n  int r = (asm volatile("cp.async.commit_group;" ::), 0);\n}\n',  # not a statement
+    '#define W(x) (asm volatile("cp.async.commit_group;" ::), x)\n',              # nor inside a macro
+])
+def test_an_asm_expression_elsewhere_is_still_refused(source: str) -> None:
+    with pytest.raises(CpuSourceError, match="not a statement of its own"):
+        rewrite(source, KERNEL)
+
+
+def test_an_asm_template_may_paste_a_string_macro() -> None:
+    lines = body('#define TY "bf16"\nvoid f(unsigned& d) {\n'
+                 '  asm("cvt.rn." TY "x2.f32 %0, %1, %2;" : "=r"(d) : "f"(1.f), "f"(2.f));\n}\n')
+    assert lines[2].strip() == "::brrr_cpu::ptx::set_reg(d, ::brrr_cpu::ptx::cvt_rn_bf16x2_f32((1.f), (2.f)));"
+
+
+def test_an_asm_template_pasting_an_unknown_name_is_refused_naming_it() -> None:
+    source = 'void f(unsigned& d) {\n  asm("cvt.rn." TY /* a type */ "x2.f32 %0, %1, %2;" : "=r"(d) : "f"(1.f), "f"(2.f));\n}\n'
+    with pytest.raises(CpuSourceError) as e:
+        rewrite(source, KERNEL)
+    assert "kernel.cu:2:" in str(e.value) and "pastes TY" in str(e.value)
+
+
+@pytest.mark.parametrize("spelling", ["ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                                      "ldmatrix.sync.aligned.x4.trans.m8n8.shared.b16"])
+def test_ldmatrix_qualifiers_may_come_in_any_order(spelling: str) -> None:
+    lines = body(f'void f(unsigned* r, unsigned a) {{\n  asm("{spelling} {{%0, %1, %2, %3}}, [%4];"'
+                 ' : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));\n}\n')
+    assert "::brrr_cpu::ptx::ldmatrix<4, true>(brrr_d, " in lines[1]
+
+
 @pytest.mark.parametrize("declaration", [
     "__global__ void __cluster_dims__(2, 1, 1) k(float* y) {",
     "__global__ void __launch_bounds__(64) __cluster_dims__(4) k(float* y) {",

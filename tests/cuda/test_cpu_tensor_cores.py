@@ -110,6 +110,16 @@ def test_ldmatrix_gives_each_lane_the_ptx_isa_elements(program: Path, case: str,
             assert got[lane * 4 + j] == want, (lane, j)
 
 
+@pytest.mark.parametrize("case, count", [("stmatrix_x1", 1), ("stmatrix_x2_trans", 2), ("stmatrix_x4", 4),
+                                         ("stmatrix_x4_trans", 4)])
+def test_stmatrix_stores_what_ldmatrix_would_load(program: Path, case: str, count: int) -> None:
+    """Each lane holds ldmatrix's elements of v = 256 j + 8 r + c (tensor_core_cases.cu writes these
+    through LeetCUDA-style macros, qualifiers in its order); stmatrix puts every one back in its place."""
+    got = [int(v) for v in run(program, case).split()[1:]]
+    want = [256 * j + 8 * r + c if j < count else 0 for j in range(4) for r in range(8) for c in range(8)]
+    assert got == want
+
+
 def sm80_accumulator(lane: int, i: int) -> tuple[int, int]:
     """The m16n16k16 accumulator element observed on sm_80+: mma.m16n8k16's C layout, twice side by side."""
     g, t = lane // 4, lane % 4

@@ -617,56 +617,94 @@ void check_destination(const char* kind, const std::string& what, uint64_t at, u
     brrr_cpu::async::not_read_by_products(what.c_str(), at, bytes, where);
 }
 
-// A tensor copy's box, read now: checked against the map and shared memory, each element in row-major
-// order (dimension 0 fastest), zero (or NaN) outside the tensor, each 16-byte unit at its swizzled place.
-brrr_cpu::async::Copy read_box(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank, const void* pc,
-                               const char* file, int line) {
-    using brrr_cpu::tma::Map;
-    Map m;
+// A tensor map as cuTensorMapEncodeTiled wrote it, for a copy of `rank` dimensions (`what` names it).
+brrr_cpu::tma::Map checked_map(const CUtensorMap* map, int rank, const char* what, const char* file, int line) {
+    brrr_cpu::tma::Map m;
     std::memcpy(&m, map, sizeof(m));
     if (m.magic != brrr_cpu::tma::kMagic) {
-        fault("tensor copy", "cp.async.bulk.tensor with a tensor map cuTensorMapEncodeTiled did not write (or that "
+        fault("tensor copy", std::string(what) + " with a tensor map cuTensorMapEncodeTiled did not write (or that "
                              "did not reach the kernel as a __grid_constant__ parameter or in global memory)", file, line);
     }
     if (rank != m.rank) {
-        fault("tensor copy", "cp.async.bulk.tensor." + std::to_string(rank) + "d with a tensor map of rank " + std::to_string(m.rank),
-              file, line);
+        fault("tensor copy", std::string(what) + " of " + std::to_string(rank) + " dimensions with a tensor map of rank " +
+                                 std::to_string(m.rank), file, line);
     }
-    char* to = static_cast<char*>(brrr_cpu::async::shared_pointer(dst, file, line));
-    const uint64_t at = static_cast<uint64_t>(to - const_cast<char*>(running_block->arena.data()));
+    return m;
+}
+
+// The box's shared offset for `address`, aligned as the map's swizzle needs.
+uint64_t box_offset(const brrr_cpu::tma::Map& m, uint64_t address, const char* what, const char* file, int line) {
+    char* p = static_cast<char*>(brrr_cpu::async::shared_pointer(address, file, line));
+    const uint64_t at = static_cast<uint64_t>(p - const_cast<char*>(running_block->arena.data()));
     const uint64_t repeat = m.swizzle_bits ? 128u << m.swizzle_bits : 128u;
     if (at % repeat) {
-        fault("tensor copy", "cp.async.bulk.tensor into shared offset " + std::to_string(at) + ": the destination must be " +
+        fault("tensor copy", std::string(what) + " at shared offset " + std::to_string(at) + ": the box must be " +
                                  std::to_string(repeat) + "-byte aligned" +
                                  (m.swizzle_bits ? " (the repeat of the map's swizzle)" : ""), file, line);
     }
+    return at;
+}
+
+uint64_t box_bytes(const brrr_cpu::tma::Map& m) {
     uint64_t count = 1;
-    for (int d = 0; d < rank; ++d) count *= m.box[d];
-    const uint64_t bytes = count * m.elem_bytes;
-    check_destination("tensor copy", "cp.async.bulk.tensor", at, bytes, {pc, file, line});
-    std::vector<unsigned char> box(bytes, 0);
-    const unsigned char nan_bits[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    for (int d = 0; d < m.rank; ++d) count *= m.box[d];
+    return count * m.elem_bytes;
+}
+
+// Each element of the box at `coords`, in row-major order (dimension 0 fastest): its place in the
+// box's shared bytes (16-byte units swizzled as the map says) and, inside the tensor, its address there
+// (nullptr outside: a load fills zero or NaN, a store skips it).
+template <typename Each>
+void walk_box(const brrr_cpu::tma::Map& m, const int32_t* coords, uint64_t at, Each&& each) {
+    const uint64_t count = box_bytes(m) / m.elem_bytes;
     for (uint64_t e = 0; e < count; ++e) {
-        uint64_t rest = e, src = 0;
+        uint64_t rest = e, offset = 0;
         bool inside = true;
-        for (int d = 0; d < rank; ++d) {
+        for (int d = 0; d < m.rank; ++d) {
             const int64_t c = static_cast<int64_t>(coords[d]) + static_cast<int64_t>(rest % m.box[d]);
             rest /= m.box[d];
             if (c < 0 || static_cast<uint64_t>(c) >= m.dim[d]) inside = false;
-            else src += static_cast<uint64_t>(c) * m.stride[d];
+            else offset += static_cast<uint64_t>(c) * m.stride[d];
         }
         uint64_t place = at + e * m.elem_bytes;
         if (m.swizzle_bits) place ^= ((place >> 7) & ((1u << m.swizzle_bits) - 1)) << 4;
-        unsigned char* out = box.data() + (place - at);
-        if (inside) {
-            if (brrr_cpu_access_checked) brrr_cpu_access_checked(m.base + src, m.elem_bytes, 0, pc);
-            std::memcpy(out, m.base + src, m.elem_bytes);
-        } else if (m.nan_fill) {
-            std::memcpy(out, nan_bits, m.elem_bytes);
-        }
+        each(place - at, inside ? m.base + offset : nullptr);
     }
+}
+
+// A tensor copy's box, read now: checked against the map and shared memory.
+brrr_cpu::async::Copy read_box(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank, const void* pc,
+                               const char* file, int line) {
+    const brrr_cpu::tma::Map m = checked_map(map, rank, "cp.async.bulk.tensor", file, line);
+    const uint64_t at = box_offset(m, dst, "cp.async.bulk.tensor", file, line);
+    const uint64_t bytes = box_bytes(m);
+    check_destination("tensor copy", "cp.async.bulk.tensor", at, bytes, {pc, file, line});
+    std::vector<unsigned char> box(bytes, 0);
+    const unsigned char nan_bits[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    walk_box(m, coords, at, [&](uint64_t place, const char* from) {
+        if (from) {
+            if (brrr_cpu_access_checked) brrr_cpu_access_checked(from, m.elem_bytes, 0, pc);
+            std::memcpy(box.data() + place, from, m.elem_bytes);
+        } else if (m.nan_fill) {
+            std::memcpy(box.data() + place, nan_bits, m.elem_bytes);
+        }
+    });
+    char* to = brrr_cpu::async::arena(*running_block) + at;
     if (brrr_cpu_async_issued) brrr_cpu_async_issued(to, bytes, pc);
     return brrr_cpu::async::Copy{to, std::move(box), pc};
+}
+
+// The shared bytes a store (cp.async.bulk{.tensor} to global) reads: inside the block's shared memory,
+// and in the checked build inside one __shared__ variable.
+const char* store_source(uint64_t at, uint64_t bytes, const std::string& what, const brrr_cpu::async::Where& where) {
+    if (at + bytes > running_block->arena.size()) {
+        fault("bulk copy", what + " reads " + std::to_string(bytes) + " bytes at shared offset " + std::to_string(at) +
+                               ", past the block's " + std::to_string(running_block->arena.size()) + " bytes of shared memory",
+              where.file, where.line);
+    }
+    const char* from = brrr_cpu::async::arena(*running_block) + at;
+    if (brrr_cpu_bounds_checked) brrr_cpu_bounds_checked(from, bytes, 0, where.pc);
+    return from;
 }
 
 }  // namespace
@@ -701,6 +739,34 @@ void bulk_load(uint64_t dst, const void* src, int64_t bytes, uint64_t barrier, c
     b.tx -= bytes;
     b.copies.push_back(brrr_cpu::async::Copy{to, std::move(data), pc, running_fiber->linear});
     complete_if_done(b);
+}
+
+// The stores (shared to global, completed through bulk groups), made when issued: one order a GPU may
+// run them in, since the kernel may change the shared source only after cp.async.bulk.wait_group.read.
+void tensor_store(const CUtensorMap* map, const int32_t* coords, int rank, uint64_t src, const void* pc, const char* file,
+                  int line) {
+    const char* what = "cp.async.bulk.tensor (a store)";
+    const brrr_cpu::tma::Map m = checked_map(map, rank, what, file, line);
+    const uint64_t at = box_offset(m, src, what, file, line);
+    const char* from = store_source(at, box_bytes(m), what, {pc, file, line});
+    walk_box(m, coords, at, [&](uint64_t place, const char* to) {
+        if (!to) return;  // outside the tensor: not written
+        if (brrr_cpu_access_checked) brrr_cpu_access_checked(to, m.elem_bytes, 1, pc);
+        std::memcpy(const_cast<char*>(to), from + place, m.elem_bytes);
+    });
+}
+
+void bulk_store(void* dst, uint64_t src, int64_t bytes, const void* pc, const char* file, int line) {
+    const char* from = static_cast<const char*>(brrr_cpu::async::shared_pointer(src, file, line));
+    const uint64_t at = static_cast<uint64_t>(from - brrr_cpu::async::arena(*running_block));
+    const std::string copy = "cp.async.bulk of " + std::to_string(bytes) + " bytes from shared offset " + std::to_string(at);
+    if (bytes <= 0 || bytes % 16) fault("bulk copy", copy + ": the size must be a positive multiple of 16", file, line);
+    if (at % 16 || reinterpret_cast<uintptr_t>(dst) % 16) {
+        fault("bulk copy", copy + (at % 16 ? ": the source" : ": the destination") + " must be 16-byte aligned", file, line);
+    }
+    store_source(at, static_cast<uint64_t>(bytes), copy, {pc, file, line});
+    if (brrr_cpu_access_checked) brrr_cpu_access_checked(dst, static_cast<size_t>(bytes), 1, pc);
+    std::memcpy(dst, from, static_cast<size_t>(bytes));
 }
 
 void tensor_load_onto(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank,

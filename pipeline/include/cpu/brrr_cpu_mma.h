@@ -309,6 +309,60 @@ BRRR_CPU_ENTRY void ldmatrix(uint32_t (&out)[Count], A address, const char* file
     brrr_cpu::mma::meet(desc, &me, file, line);
 }
 
+// stmatrix.sync.aligned.m8n8.xCOUNT{.trans}.shared.b16: ldmatrix the other way. Lane 8j + r gives
+// the address of row r of matrix j; lane l's register j holds elements (l / 4, 2 (l % 4)) and
+// (l / 4, 2 (l % 4) + 1) of matrix j, or of its transpose. The lane that meets last writes every row.
+struct StmatrixLane {
+    uint32_t in[4];
+    char* row;
+};
+
+template <int Count, bool Trans>
+struct Stmatrix {
+    static BRRR_CPU_UNCHECKED void complete(void* const* lanes, unsigned) {
+        auto held = [&](int j, int r, int c) -> uint16_t {  // element (r, c) of matrix j as the registers hold it
+            const StmatrixLane* p = static_cast<const StmatrixLane*>(lanes[4 * r + c / 2]);
+            return static_cast<uint16_t>(p->in[j] >> (16 * (c & 1)));
+        };
+        for (int j = 0; j < Count; ++j) {
+            for (int r = 0; r < 8; ++r) {
+                uint16_t row[8];
+                for (int c = 0; c < 8; ++c) row[c] = Trans ? held(j, c, r) : held(j, r, c);
+                std::memcpy(static_cast<const StmatrixLane*>(lanes[8 * j + r])->row, row, 16);
+            }
+        }
+    }
+    static BRRR_CPU_UNCHECKED bool write_name(char* out, size_t size) {
+        std::snprintf(out, size, "stmatrix.sync.aligned.m8n8.x%d%s.shared.b16", Count, Trans ? ".trans" : "");
+        return true;
+    }
+    static BRRR_CPU_UNCHECKED const char* name() {
+        static char text[64];
+        static const bool made = write_name(text, sizeof text);
+        (void)made;
+        return text;
+    }
+};
+
+template <int Count, bool Trans, typename A>
+BRRR_CPU_ENTRY void stmatrix(A address, const uint32_t (&in)[Count], const char* file, int line) {
+    static_assert(Count == 1 || Count == 2 || Count == 4, "stmatrix stores 1, 2 or 4 matrices");
+    static const Collective desc{Stmatrix<Count, Trans>::name(), &Stmatrix<Count, Trans>::complete};
+    StmatrixLane me{{0, 0, 0, 0}, nullptr};
+    for (int j = 0; j < Count; ++j) me.in[j] = in[j];
+    const int l = brrr_cpu::mma::lane();
+    if (l < 8 * Count) {  // the other lanes' addresses are not used
+        char* p = static_cast<char*>(brrr_cpu::async::shared_pointer(shared_address(address), file, line));
+        if (reinterpret_cast<uintptr_t>(p) % 16) {
+            fault("misaligned address", std::string(Stmatrix<Count, Trans>::name()) + ": lane " + std::to_string(l) +
+                                            "'s row address is not 16-byte aligned", file, line);
+        }
+        brrr_cpu::mma::check_access(p, 16, true, __builtin_return_address(0));
+        me.row = p;
+    }
+    brrr_cpu::mma::meet(desc, &me, file, line);
+}
+
 // cvt.rna.tf32.f32
 inline uint32_t cvt_rna_tf32_f32(float x) { return brrr_cpu::f32_bits(brrr_cpu::mma::tf32_round(x)); }
 // cvt.rn.bf16x2.f32 d, a, b / cvt.rn.f16x2.f32: a rounded into the upper half of d, b into the lower.

@@ -153,6 +153,9 @@ void tensor_load(uint64_t dst, const CUtensorMap* map, const int32_t* coords, in
 void bulk_load(uint64_t dst, const void* src, int64_t bytes, uint64_t barrier, const void* pc, const char* file, int line);
 // The same copy completing a cuda::barrier's transaction bytes (libcudacxx's
 // cuda::device::experimental::cp_async_bulk_tensor_Nd_global_to_shared).
+void tensor_store(const CUtensorMap* map, const int32_t* coords, int rank, uint64_t src, const void* pc, const char* file,
+                  int line);
+void bulk_store(void* dst, uint64_t src, int64_t bytes, const void* pc, const char* file, int line);
 void tensor_load_onto(uint64_t dst, const CUtensorMap* map, const int32_t* coords, int rank,
                       brrr_cpu::async::BarrierState* barrier, const void* pc, const char* file, int line);
 }  // namespace brrr_cpu::mbarrier
@@ -183,6 +186,17 @@ BRRR_CPU_ENTRY inline void tensor_load(uint64_t dst, uint64_t map, const int32_t
 BRRR_CPU_ENTRY inline void bulk_load(uint64_t dst, uint64_t src, int64_t bytes, uint64_t barrier, const char* file, int line) {
     brrr_cpu::mbarrier::bulk_load(dst, reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), bytes, barrier,
                                   __builtin_return_address(0), file, line);
+}
+// cp.async.bulk.tensor.Nd.global.shared::cta{.tile}.bulk_group [map, {c..}], [src]
+template <int Rank>
+BRRR_CPU_ENTRY inline void tensor_store(uint64_t map, const int32_t (&coords)[Rank], uint64_t src, const char* file, int line) {
+    brrr_cpu::mbarrier::tensor_store(reinterpret_cast<const CUtensorMap*>(static_cast<uintptr_t>(map)), coords, Rank, src,
+                                     __builtin_return_address(0), file, line);
+}
+// cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size
+BRRR_CPU_ENTRY inline void bulk_store(uint64_t dst, uint64_t src, int64_t bytes, const char* file, int line) {
+    brrr_cpu::mbarrier::bulk_store(reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), src, bytes,
+                                   __builtin_return_address(0), file, line);
 }
 // Hints and fences with nothing to do on the CPU.
 inline void no_op(const char*, int) {}
