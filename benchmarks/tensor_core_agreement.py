@@ -8,7 +8,11 @@ tests build it. Each case runs in both, and the table says, for each:
   between the two, and that difference and each side's error against a float64 product of the
   rounded inputs, over the bound the README states (`tensor_core_bound(K)` times the sum of the
   magnitudes): at most 1 is agreement within the bound;
-- layouts (ldmatrix, the wmma fragment mapping, packing): equal or not, as integers.
+- layouts (ldmatrix, stmatrix, the wmma fragment mapping, packing): equal or not, as integers.
+
+tests/cuda/async_copy_cases.cu is built the same two ways, and each of its correct cases (cp.async,
+the pipeline primitives, cuda::barrier, tensor and bulk copies both ways) prints the same numbers in
+both, or the table says how many differ.
 """
 
 from __future__ import annotations
@@ -29,18 +33,36 @@ from test_cpu_tensor_cores import PRODUCTS, excess, matrices  # noqa: E402
 from brrr_kernels.op.tolerances import tensor_core_bound  # noqa: E402
 
 CASES = ROOT / "tests" / "cuda" / "tensor_core_cases.cu"
+ASYNC_CASES = ROOT / "tests" / "cuda" / "async_copy_cases.cu"
+ASYNC_SAME = ("ptx_double_buffer", "ptx_zero_fill", "primitives", "thread_pipeline", "block_barrier", "tensor_copies",
+              "bulk_copies", "bulk_one_waits_then_syncthreads", "bulk_lanes_wait_then_syncwarp", "bulk_stores",
+              "tensor_stores", "cvta_round_trip")
 EXTRA_PRODUCTS = {"mma_f16_acc": (16, 8, 16)}  # f16 accumulators: the bound gains half an f16 ulp
-LAYOUTS = ("ldmatrix_x1", "ldmatrix_x2_trans", "ldmatrix_x4", "ldmatrix_x4_trans", "wmma_mapping_16x16x16",
+LAYOUTS = ("ldmatrix_x1", "ldmatrix_x2_trans", "ldmatrix_x4", "ldmatrix_x4_trans", "stmatrix_x1", "stmatrix_x2_trans",
+           "stmatrix_x4", "stmatrix_x4_trans", "wmma_mapping_16x16x16",
            "wmma_mapping_32x8x16", "wmma_mapping_8x32x16", "pack_pairs",
            *(f"wmma_{ab}_mapping_{shape}" for shape in ("16x16x16", "32x8x16", "8x32x16") for ab in "ab"))
 
 
-def gpu_program(folder: Path) -> Path:
-    exe = folder / "cases_gpu"
+def gpu_program(cases: Path, folder: Path) -> Path:
+    exe = folder / f"{cases.stem}_gpu"
     arch = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
                           text=True, check=True).stdout.split()[0].replace(".", "")
-    subprocess.run(["nvcc", "-std=c++20", "-O2", f"-arch=sm_{arch}", str(CASES), "-o", str(exe)], check=True)
+    subprocess.run(["nvcc", "-std=c++20", "-O2", f"-arch=sm_{arch}", f"-I{cases.parent}", str(cases), "-o", str(exe),
+                    "-lcuda"], check=True)
     return exe
+
+
+def same_rows(cases: tuple[str, ...], cpu_exe: Path, gpu_exe: Path) -> tuple[list[str], list[str]]:
+    """A row a case, whether both print the same numbers; both outputs of a case that differs."""
+    rows, raw = [], []
+    for case in cases:
+        cpu, gpu = run(cpu_exe, case).split(), gpu_run(gpu_exe, case).split()
+        differ = sum(a != b for a, b in zip(cpu, gpu)) + abs(len(cpu) - len(gpu))
+        rows.append(f"| {case} | {'yes' if not differ else f'NO: {differ} values differ'} |")
+        if differ:
+            raw += [f"{case} GPU: {' '.join(gpu)}", f"{case} CPU: {' '.join(cpu)}"]
+    return rows, raw
 
 
 def gpu_run(exe: Path, case: str) -> str:
@@ -66,19 +88,18 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="brrr-tc-") as tmp:
         folder = Path(tmp)
-        gpu_exe, cpu_exe = gpu_program(folder), build(CASES, folder)
+        gpu_exe, cpu_exe = gpu_program(CASES, folder), build(CASES, folder)
         lines = ["| case | M x N x K | same inputs | bit for bit | max abs diff | diff / bound | CPU error / bound "
                  "| GPU error / bound |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for case in sorted(PRODUCTS) + sorted(EXTRA_PRODUCTS):
             lines.append(product_row(case, run(cpu_exe, case), gpu_run(gpu_exe, case)))
-        lines += ["", "| layout case | CPU execution equals the GPU |", "| --- | --- |"]
-        raw: list[str] = []  # both outputs of a layout that differs, to read which element went where
-        for case in LAYOUTS:
-            cpu, gpu = run(cpu_exe, case).split(), gpu_run(gpu_exe, case).split()
-            differ = sum(a != b for a, b in zip(cpu, gpu)) + abs(len(cpu) - len(gpu))
-            lines.append(f"| {case} | {'yes' if not differ else f'NO: {differ} values differ'} |")
-            if differ:
-                raw += [f"{case} GPU: {' '.join(gpu)}", f"{case} CPU: {' '.join(cpu)}"]
+        layouts, raw = same_rows(LAYOUTS, cpu_exe, gpu_exe)
+        lines += ["", "| layout case | CPU execution equals the GPU |", "| --- | --- |", *layouts]
+        async_folder = folder / "async"
+        async_folder.mkdir()
+        copies, raw_copies = same_rows(ASYNC_SAME, build(ASYNC_CASES, async_folder), gpu_program(ASYNC_CASES, async_folder))
+        lines += ["", "| async copy case | CPU execution equals the GPU |", "| --- | --- |", *copies]
+        raw += raw_copies
         lines += [""] + raw if raw else []
     text = "\n".join(lines)
     print(text)

@@ -27,6 +27,7 @@ from ..base.errors import BuildError
 from ..base.files import shown
 from .cpu_deduce import deducing_shims
 from .cpu_ptx import UnsupportedPtx, translate
+from .cpu_ptx import operands as ptx_operands
 from .tokens import masked, matching, split_top
 
 # A macro's line continued: a backslash just before the line break.
@@ -403,8 +404,24 @@ class _Rewriter:
             call = translate(template, sections)
         except UnsupportedPtx as e:
             raise self.error(pos, e.what, hint=e.hint) from None
-        if call is not None:
-            return call
+        if call is None:
+            call = self._unary(pos, template, outputs, inputs)
+        checks = self._operand_checks(pos, sections)
+        return f"{{ {checks} {call} }}" if checks else call
+
+    def _operand_checks(self, pos: int, sections: list[str]) -> str:
+        """A static_assert an operand that nvcc would refuse for its constraint (operand_fits)."""
+        checks = []
+        for op in ptx_operands(sections):
+            letter = op.constraint.lstrip("=+&")
+            if letter in _REGISTERS:
+                said = (f'{shown(self.path)}:{self.line_of(pos)}: the asm operand "{letter}"({op.expr}) is not '
+                        f"{_REGISTERS[letter]}, as nvcc requires of that constraint")
+                checks.append(f"static_assert(::brrr_cpu::ptx::operand_fits<'{letter}', decltype({op.expr})>(), "
+                              f"{_c_string(said)});")
+        return " ".join(checks)
+
+    def _unary(self, pos: int, template: str, outputs: list[str], inputs: list[str]) -> str:
         im = re.match(r"^([a-z][\w.]*)\s+(.*)$", template)
         if not im or ";" in template:
             raise self.error(pos, f'inline PTX "{template}"',
@@ -430,6 +447,9 @@ class _Rewriter:
         out.append(self.text[at:])
         return "".join(out)
 
+
+_REGISTERS = {"h": "a 16-bit integer", "r": "a 32-bit integer", "l": "a 64-bit integer or a pointer", "f": "a float",
+              "d": "a double"}
 
 _PTX_UNARY = {
     "rcp_approx_f32", "rcp_approx_ftz_f32", "rcp_rn_f32", "rcp_rn_f64", "ex2_approx_f32", "ex2_approx_ftz_f32",

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "case_buffers.h"
+
 constexpr int64_t kTile = 128;  // floats a block stages at a time: 4 per thread of 32
 
 __device__ void cp16(float* dst, const float* src) {
@@ -88,8 +90,9 @@ __global__ void thread_pipeline(const float* in, float* out, int64_t tiles) {
 
 // A block-wide copy with a cuda::barrier: every thread copies a slice; the phase lands all of them.
 struct Block {
-    unsigned thread_rank() const { return threadIdx.x; }
-    unsigned num_threads() const { return blockDim.x; }
+    __device__ unsigned thread_rank() const { return threadIdx.x; }
+    __device__ unsigned num_threads() const { return blockDim.x; }
+    __device__ unsigned size() const { return blockDim.x; }  // what CUDA 13's memcpy_async asks of a group
 };
 
 __global__ void block_barrier(const float* in, float* out, int64_t tiles) {
@@ -265,10 +268,10 @@ __global__ void bulk_reinit_per_tile(const float* in, float* out, int64_t tiles,
         for (int64_t t = 0; t < tiles; ++t) {
             if (threadIdx.x == 0) {
                 asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_at(&full)), "r"(1));
-                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_at(&full)), "r"(kTile * 4)
+                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_at(&full)), "r"(static_cast<int>(kTile * 4))
                              : "memory");
                 asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                             ::"r"(smem_at(&buf[0])), "l"(in + t * kTile), "r"(kTile * 4), "r"(smem_at(&full)) : "memory");
+                             ::"r"(smem_at(&buf[0])), "l"(in + t * kTile), "r"(static_cast<int>(kTile * 4)), "r"(smem_at(&full)) : "memory");
             }
             __syncthreads();  // the init before any thread's wait
             wait_parity(&full, 0);
@@ -290,7 +293,7 @@ __global__ void bulk_stores(const float* in, float* out, int64_t tiles) {
         __syncthreads();
         if (threadIdx.x == 0) {
             asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"  // bulk store
-                         ::"l"(out + t * kTile), "r"(smem_at(buf)), "r"(kTile * 4) : "memory");
+                         ::"l"(out + t * kTile), "r"(smem_at(buf)), "r"(static_cast<int>(kTile * 4)) : "memory");
             asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
             asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
         }
@@ -350,7 +353,7 @@ static CUtensorMap rows_of_128(const float* in) {
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     const int64_t tiles = 5;
-    std::vector<float> in((tiles + 1) * kTile), out(tiles * kTile, -7.0f);  // a tile to spare: bulk_past_buffer reads 2
+    Vec<float> in((tiles + 1) * kTile), out(tiles * kTile, -7.0f);  // a tile to spare: bulk_past_buffer reads 2
     for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 97) * 0.25f - 3.0f;
     int64_t n = tiles * kTile;
     try {
@@ -384,6 +387,7 @@ int main(int argc, char** argv) {
             std::printf("unknown case %s\n", c.c_str());
             return 2;
         }
+        if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) throw std::runtime_error(cudaGetErrorString(e));
         for (int64_t i = 0; i < n; ++i) std::printf("%.9g ", static_cast<double>(out[i]));
         std::printf("\n");
     } catch (const std::exception& e) {

@@ -25,7 +25,8 @@ def build(cases: Path, folder: Path, checked: bool = False) -> Path:
     source.write_text(rewrite(cases.read_text(), cases))
     exe = folder / "cases"
     subprocess.run([builder.find_cxx(), "-std=c++20", "-O1", "-g", "-gdwarf-4", "-ffp-contract=off", *flags,
-                    f"-I{cpu_build.CPU_INCLUDE}", f"-I{cpu_build.CPU_INCLUDE.parent}", str(source), *map(str, objects),
+                    f"-I{cpu_build.CPU_INCLUDE}", f"-I{cpu_build.CPU_INCLUDE.parent}", f"-I{cases.parent}", str(source),
+                    *map(str, objects),
                     "-o", str(exe), "-lpthread", "-ldl"], check=True)
     return exe
 

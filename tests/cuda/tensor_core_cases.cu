@@ -28,29 +28,7 @@ static float input(int64_t i, int salt) {
     return static_cast<float>(h % 4096) / 977.0f - 2.0f;
 }
 
-// Host buffers 64-byte aligned, as torch's are: wmma needs 256-bit aligned matrices.
-template <typename T>
-struct Aligned {
-    using value_type = T;
-    Aligned() = default;
-    template <typename U>
-    Aligned(const Aligned<U>&) {}
-#ifdef BRRR_CPU
-    T* allocate(size_t n) { return static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64)); }
-    void deallocate(T* p, size_t) { std::free(p); }
-#else  // built by nvcc for a GPU (benchmarks/tensor_core_agreement.py): host and device read the same buffers
-    T* allocate(size_t n) {
-        void* p = nullptr;
-        if (cudaMallocManaged(&p, n * sizeof(T)) != cudaSuccess) throw std::bad_alloc();
-        return static_cast<T*>(p);
-    }
-    void deallocate(T* p, size_t) { cudaFree(p); }
-#endif
-    bool operator==(const Aligned&) const { return true; }
-    bool operator!=(const Aligned&) const { return false; }
-};
-template <typename T>
-using Vec = std::vector<T, Aligned<T>>;
+#include "case_buffers.h"
 
 template <typename T>
 static float as_float(T v) { return static_cast<float>(v); }

@@ -5,14 +5,10 @@ reads what was there before (plain build) rather than passing by luck of the seq
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 from cpu_programs import build, line_in, run
-
-from brrr_kernels.cuda import builder, cpu_build, memcheck
-from brrr_kernels.cuda.cpu_source import rewrite
 
 CASES = Path(__file__).with_name("async_copy_cases.cu")
 SOURCE = CASES.resolve()
@@ -31,16 +27,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def checked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The cases with the memory checks, as `brrr validate` runs a kernel (no allocation registry:
     shared memory is checked, global bounds are not)."""
-    folder = tmp_path_factory.mktemp("cpu-async-checked")
-    runtime = builder.compile_job(cpu_build.runtime_job())
-    checks = builder.compile_job(memcheck.memcheck_job())
-    source = folder / "cases.cpp"
-    source.write_text(rewrite(CASES.read_text(), CASES))
-    exe = folder / "cases"
-    subprocess.run([builder.find_cxx(), "-std=c++20", "-O1", "-g", "-ffp-contract=off", f"-I{cpu_build.CPU_INCLUDE}",
-                    *memcheck.CHECK_FLAGS, str(source), str(runtime.path), str(checks.path), "-o", str(exe),
-                    "-lpthread"], check=True)
-    return exe
+    return build(CASES, tmp_path_factory.mktemp("cpu-async-checked"), checked=True)
 
 
 def values(out: str) -> list[float]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import STAGES
 
+from brrr_kernels.cuda import builder, cpu_build
 from brrr_kernels.cuda.cpu_source import CpuSourceError, masked, rewrite
 
 OPS = ("sigmoid", "mul", "square", "bias_gelu", "softmax", "layernorm", "matmul")
@@ -68,7 +70,8 @@ def test_shared_declarations_become_per_block_storage() -> None:
 def test_known_ptx_becomes_cpp() -> None:
     lines = body('float f(float d) {\n    float r;\n    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));\n'
                  '    asm volatile("" ::: "memory");\n    return r;\n}\n')
-    assert lines[2].strip() == "(r) = ::brrr_cpu::ptx::rcp_approx_ftz_f32((d));"
+    assert lines[2].strip().endswith(" (r) = ::brrr_cpu::ptx::rcp_approx_ftz_f32((d)); }")
+    assert lines[2].count("static_assert(::brrr_cpu::ptx::operand_fits<'f', decltype(") == 2  # r and d: floats, as nvcc wants
     assert lines[3].strip() == ";"
 
 
@@ -99,7 +102,7 @@ def test_an_asm_expression_elsewhere_is_still_refused(source: str) -> None:
 def test_an_asm_template_may_paste_a_string_macro() -> None:
     lines = body('#define TY "bf16"\nvoid f(unsigned& d) {\n'
                  '  asm("cvt.rn." TY "x2.f32 %0, %1, %2;" : "=r"(d) : "f"(1.f), "f"(2.f));\n}\n')
-    assert lines[2].strip() == "::brrr_cpu::ptx::set_reg(d, ::brrr_cpu::ptx::cvt_rn_bf16x2_f32((1.f), (2.f)));"
+    assert " ::brrr_cpu::ptx::set_reg(d, ::brrr_cpu::ptx::cvt_rn_bf16x2_f32((1.f), (2.f))); }" in lines[2]
 
 
 def test_an_asm_template_pasting_an_unknown_name_is_refused_naming_it() -> None:
@@ -115,6 +118,38 @@ def test_ldmatrix_qualifiers_may_come_in_any_order(spelling: str) -> None:
     lines = body(f'void f(unsigned* r, unsigned a) {{\n  asm("{spelling} {{%0, %1, %2, %3}}, [%4];"'
                  ' : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));\n}\n')
     assert "::brrr_cpu::ptx::ldmatrix<4, true>(brrr_d, " in lines[1]
+
+
+# What nvcc 13.0 said of `asm volatile("" :: "C"(v))` with v of each type (tried on this machine):
+# "asm operand type size(N) does not match type/size implied by constraint" or "must have scalar type".
+OPERANDS_NVCC_TAKES = [("unsigned", "r"), ("int", "r"), ("unsigned short", "h"), ("long", "l"), ("size_t", "l"),
+                       ("int*", "l"), ("float", "f"), ("double", "d")]
+OPERANDS_NVCC_REFUSES = [("long long", "r"), ("int", "l"), ("short", "r"), ("bool", "r"), ("float", "r"),
+                         ("double", "f"), ("float", "d"), ("int", "h"), ("char", "h"), ("double", "l"), ("__half", "h")]
+
+
+def syntax_errors(source: str, tmp_path: Path) -> str:
+    """g++'s errors for the rewritten `source` (empty when it compiles)."""
+    (tmp_path / "k.cpp").write_text(rewrite(source, KERNEL))
+    done = subprocess.run([builder.find_cxx(), "-std=c++20", "-fsyntax-only", f"-I{cpu_build.CPU_INCLUDE}",
+                           str(tmp_path / "k.cpp")], capture_output=True, text=True)
+    return done.stderr if done.returncode else ""
+
+
+def operand_cases(pairs: list[tuple[str, str]]) -> str:
+    return "#include <cuda_fp16.h>\n" + "".join(
+        f'__device__ void f{i}() {{ {t} v{{}}; asm volatile("cp.async.commit_group;" :: "{c}"(v)); }}\n'
+        for i, (t, c) in enumerate(pairs))
+
+
+def test_asm_operands_nvcc_takes_build_on_the_cpu(tmp_path: Path) -> None:
+    assert syntax_errors(operand_cases(OPERANDS_NVCC_TAKES), tmp_path) == ""
+
+
+def test_asm_operands_nvcc_refuses_are_refused_on_the_cpu_at_their_line(tmp_path: Path) -> None:
+    errors = syntax_errors(operand_cases(OPERANDS_NVCC_REFUSES), tmp_path)
+    for line, (_, c) in enumerate(OPERANDS_NVCC_REFUSES, start=2):
+        assert f'kernel.cu:{line}: the asm operand "{c}"(v) is not ' in errors, (line, errors[-2000:])
 
 
 @pytest.mark.parametrize("declaration", [

@@ -4,14 +4,12 @@ the elements the PTX ISA's fragment layouts say, and misuse is a fault naming th
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cpu_programs import build, line_in, run
 
-from brrr_kernels.cuda import builder, cpu_build, memcheck
 from brrr_kernels.cuda.cpu_source import CpuSourceError, rewrite
 from brrr_kernels.op.tolerances import tensor_core_bound
 
@@ -36,16 +34,7 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The cases with the memory checks, as `brrr validate` builds kernel.cu."""
-    folder = tmp_path_factory.mktemp("cpu-tensor-cores-checked")
-    runtime = builder.compile_job(cpu_build.runtime_job())
-    checks = builder.compile_job(memcheck.memcheck_job())
-    source = folder / "cases.cpp"
-    source.write_text(rewrite(CASES.read_text(), CASES))
-    exe = folder / "cases"
-    subprocess.run([builder.find_cxx(), "-std=c++20", "-O1", "-g", "-ffp-contract=off", f"-I{cpu_build.CPU_INCLUDE}",
-                    *memcheck.CHECK_FLAGS, str(source), str(runtime.path), str(checks.path), "-o", str(exe),
-                    "-lpthread", "-ldl"], check=True)
-    return exe
+    return build(CASES, tmp_path_factory.mktemp("cpu-tensor-cores-checked"), checked=True)
 
 
 def matrices(out: str, m: int, n: int, k: int) -> dict[str, np.ndarray]:
@@ -281,6 +270,11 @@ MBARRIER_FORMS = [
      ' :: "r"(a), "l"(q), "r"(a), "r"(b), "r"(b), "r"(b));', "tensor_load<3>("),
     ('asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"'
      ' :: "r"(a), "l"(q), "r"(b), "r"(a) : "memory");', "bulk_load(::brrr_cpu::ptx::shared_address((a)), "),
+    ('asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" '
+     ':: "l"(q), "r"(a), "r"(b), "r"(a));', "tensor_store<2>(::brrr_cpu::ptx::global_address((q)), brrr_c, "),
+    ('asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(q), "r"(a), "r"(b));',
+     "bulk_store(::brrr_cpu::ptx::global_address((q)), ::brrr_cpu::ptx::shared_address((a)), "),
+    ('asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");', "no_op("),
     ('asm volatile("prefetch.tensormap [%0];" :: "l"(q) : "memory");', "no_op("),
     ('asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");', "no_op("),
     ('asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n" ::);', "no_op("),
@@ -302,14 +296,15 @@ def test_mbarrier_and_tensor_copy_ptx_become_one_runtime_call_on_their_line(asm:
 
 
 @pytest.mark.parametrize("asm, named", [
-    ('asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" '
-     ':: "l"(q), "r"(a), "r"(b), "r"(a));', "cp.async.bulk.tensor.2d.global.shared::cta"),
+    ('asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster'
+     ' [%0], [%1, {%2, %3}], [%4], %5;" :: "r"(a), "l"(q), "r"(a), "r"(b), "r"(b), "h"(m));', "multicast"),
     ('asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2}], [%3];"'
      ' :: "r"(a), "l"(q), "r"(a), "r"(b));', "takes 2 coordinates"),
     ('asm volatile("mbarrier.arrive.noComplete.shared::cta.b64 _, [%0], %1;" :: "r"(a), "r"(b));', "mbarrier.arrive.noComplete"),
 ])
 def test_tma_and_mbarrier_forms_brrr_does_not_emulate_are_errors_naming_the_line(asm: str, named: str) -> None:
-    source = "__global__ void k(float* p) {\n    unsigned a = 0, b = 0; unsigned long long q = 0;\n    " + asm + "\n}\n"
+    source = ("__global__ void k(float* p) {\n    unsigned a = 0, b = 0; unsigned long long q = 0; unsigned short m = 1;\n    "
+              + asm + "\n}\n")
     with pytest.raises(CpuSourceError) as e:
         rewrite(source, Path("kernel.cu"))
     assert "kernel.cu:3: not supported on the CPU" in str(e.value) and named in str(e.value), str(e.value)

@@ -750,4 +750,16 @@ inline float sin_approx_ftz_f32(float x) { return ftz(sinf(ftz(x))); }
 inline float cos_approx_f32(float x) { return cosf(x); }
 inline float cos_approx_ftz_f32(float x) { return ftz(cosf(ftz(x))); }
 inline unsigned laneid() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32; }
+
+// What nvcc takes as an asm operand of each constraint: a scalar of the register's size, an integer (or
+// a pointer) for h, r and l, float for f and double for d ("asm operand type size(8) does not match
+// type/size implied by constraint 'r'"). The CPU rewrite asserts it of every operand, so that what
+// builds on the CPU builds for a GPU.
+template <char C, typename T>
+constexpr bool operand_fits() {
+    using U = std::remove_cvref_t<T>;
+    if constexpr (C == 'f') return std::is_same_v<U, float>;
+    else if constexpr (C == 'd') return std::is_same_v<U, double>;
+    else return (std::is_integral_v<U> || std::is_enum_v<U> || std::is_pointer_v<U>) && sizeof(U) == (C == 'h' ? 2 : C == 'r' ? 4 : 8);
+}
 }  // namespace brrr_cpu::ptx
