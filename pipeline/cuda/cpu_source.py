@@ -391,7 +391,7 @@ class _Rewriter:
         return "".join(parts)
 
     def _ptx(self, pos: int, open_at: int, close: int) -> str:
-        body = self.text[open_at + 1:close]
+        body = _SPLICE.sub(" ", self.text[open_at + 1:close])  # an asm over a macro's continued lines
         sections = split_top(body, ":")
         template = self._template(pos, sections[0]).replace("\\n", " ").replace("\\t", " ")
         template = " ".join(template.split()).rstrip("; ")

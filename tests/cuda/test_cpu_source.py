@@ -123,7 +123,7 @@ def test_ldmatrix_qualifiers_may_come_in_any_order(spelling: str) -> None:
 # What nvcc 13.0 said of `asm volatile("" :: "C"(v))` with v of each type (tried on this machine):
 # "asm operand type size(N) does not match type/size implied by constraint" or "must have scalar type".
 OPERANDS_NVCC_TAKES = [("unsigned", "r"), ("int", "r"), ("unsigned short", "h"), ("long", "l"), ("size_t", "l"),
-                       ("int*", "l"), ("float", "f"), ("double", "d")]
+                       ("int*", "l"), ("const float* __restrict__", "l"), ("float", "f"), ("double", "d")]
 OPERANDS_NVCC_REFUSES = [("long long", "r"), ("int", "l"), ("short", "r"), ("bool", "r"), ("float", "r"),
                          ("double", "f"), ("float", "d"), ("int", "h"), ("char", "h"), ("double", "l"), ("__half", "h")]
 

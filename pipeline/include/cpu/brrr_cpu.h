@@ -760,6 +760,9 @@ constexpr bool operand_fits() {
     using U = std::remove_cvref_t<T>;
     if constexpr (C == 'f') return std::is_same_v<U, float>;
     else if constexpr (C == 'd') return std::is_same_v<U, double>;
-    else return (std::is_integral_v<U> || std::is_enum_v<U> || std::is_pointer_v<U>) && sizeof(U) == (C == 'h' ? 2 : C == 'r' ? 4 : 8);
+    else {  // a pointer by conversion: std::is_pointer is false for a __restrict__ one (`&A[i]` of a restrict A)
+        constexpr bool pointer = !std::is_class_v<U> && !std::is_union_v<U> && std::is_convertible_v<U, const volatile void*>;
+        return (std::is_integral_v<U> || std::is_enum_v<U> || pointer) && sizeof(std::decay_t<U>) == (C == 'h' ? 2 : C == 'r' ? 4 : 8);
+    }
 }
 }  // namespace brrr_cpu::ptx
