@@ -11,6 +11,7 @@ Layer map:
     bindings     what an extension's module binds, through the preprocessor where its macros bind it
     script_flags  the macros a setup.py or load() script defines, read for adopt
     inline_sources  a load_inline() script's strings, as the files torch writes, read for adopt
+    conditionals  the macros a source's #ifdef branches need for its torch wrappers, read for adopt
     export       brrr export: a standalone pip-installable package
     bench        brrr bench: the cuda stage against eager and torch.compile
     bench_warm   brrr bench's warm-up: builds and torch.compile's compiles in parallel processes

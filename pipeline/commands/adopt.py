@@ -25,6 +25,7 @@ from ..cuda.tokens import kernel_names, masked
 from ..op.extension import torch_wrapper_line
 from .adopt_forward import ADAPTER, NO_INPUT, Forward, Function
 from .bindings import BOUND, DEFINED, macro_bindings, module_blocks
+from .conditionals import selecting_macros
 from .inline_sources import inline_modules
 from .script_flags import ScriptFlags, literal_text, module_constants, run_from, script_flags
 
@@ -49,6 +50,8 @@ class Project:
     flags: ScriptFlags = field(default_factory=ScriptFlags)
     # False: the sources bind nothing themselves, and `bound` holds the functions that take tensors.
     bound_here: bool = True
+    # Macros the torch wrappers' #ifdef branches need ("NAME": "#ifndef NAME (file.cu:LINE)").
+    selecting: dict[str, str] = field(default_factory=dict)
 
 
 # --- finding the sources -------------------------------------------------------------------------
@@ -238,7 +241,21 @@ def analyse(sources: list[Path], found_by: str) -> Project:
         # take tensors, which brrr binds by name itself.
         bound = {f.name: f for t in texts.values() for f in tensor_functions(t)}
     return Project(ordered, bound, tuple(sorted({k for cu in cus for k in kernel_names(texts[cu])})),
-                   wrapper, found_by, tuple(unread), bound_here=not (wrapper and unbound))
+                   wrapper, found_by, tuple(unread), bound_here=not (wrapper and unbound),
+                   selecting=_selecting(texts, set(bound)))
+
+
+def _selecting(texts: dict[Path, str], bound: set[str]) -> dict[str, str]:
+    """The macros to define so that the torch wrappers compile: those their #ifdef / #ifndef branches
+    need (a .cu that is a test program unless its build passes -DNO_..._BIN)."""
+    found: dict[str, str] = {}
+    for source, text in texts.items():
+        lines = [torch_wrapper_line(text)] + [text.count("\n", 0, m.start()) + 1 for m in _DEFINITION.finditer(masked(text))
+                                              if m.group(1) in bound]
+        for line in filter(None, lines):
+            for s in selecting_macros(text, line):
+                found.setdefault(s.macro, f"{s.directive} ({source.name}:{s.line})")
+    return found
 
 
 def in_code(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
@@ -360,8 +377,11 @@ def spec_text(name: str, project: Project) -> str:
         lines.append(f"    torch_module=TorchModule({_module_call(project, forward, backward, adapted)}),")
     if params := (fwd.scalars() if fwd else {}):
         lines.append(f"    params={params!r},  # TODO: the values to check {forward} with (passed after the tensors)")
-    if project.flags.defines:
-        lines.append(f"    defines={project.flags.defines!r},  # the script's -D flags, for every compile")
+    if defines := {**project.flags.defines, **{m: "" for m in project.selecting if m not in project.flags.defines}}:
+        said = ["the script's -D flags"] if project.flags.defines else []
+        if project.selecting:
+            said.append("what the torch wrappers' branches need: " + ", ".join(project.selecting.values()))
+        lines.append(f"    defines={defines!r},  # {'; '.join(said)}, for every compile")
     if not backward:
         lines.append('    forward_only="TODO: no backward found; say why the op has none, or write one and name it",')
     else:

@@ -384,6 +384,44 @@ def test_a_cu_whose_wrappers_are_bound_elsewhere_names_the_functions_taking_tens
     assert load_op(str(folder)).spec.torch_module.function_names() == ("gated",)
 
 
+# A .cu that builds as a test program unless its build passes a macro, its torch wrappers in the other
+# branch (LeetCUDA's hgemm files: `#ifndef NO_MMA_HGEMM_BIN` around main, the wrappers in its #else).
+GUARDED = """\
+#ifndef SCALE_H
+#define SCALE_H
+__global__ void scale_kernel(float* y, const float* x, int64_t n) {{ if (threadIdx.x < n) y[threadIdx.x] = 2 * x[threadIdx.x]; }}
+#endif
+#if defined(__CUDA_ARCH__)
+__device__ int unused;
+#endif
+{opening}
+int main() {{ return 0; }}
+#else
+#include <torch/extension.h>
+{inner}
+torch::Tensor scale(torch::Tensor x) {{ auto y = torch::empty_like(x); return y; }}
+{inner_end}
+#endif
+"""
+
+
+@pytest.mark.parametrize(("opening", "inner", "defines"), [
+    ("#ifndef NO_BIN", "", {"NO_BIN": ""}),
+    ("#ifndef NO_BIN", "#ifdef WITH_TORCH", {"NO_BIN": "", "WITH_TORCH": ""}),
+    ("#if !defined(NO_BIN)", "", {}),  # an #if expression is not judged
+])
+def test_the_macros_selecting_a_cus_torch_wrappers_go_into_defines(tmp_path: Path, opening: str, inner: str,
+                                                                    defines: dict[str, str]) -> None:
+    text = GUARDED.format(opening=opening, inner=inner, inner_end="#endif" if inner else "")
+    (tmp_path / "scale.cu").write_text(text)
+    folder, _, _ = adopt(tmp_path / "scale.cu", tmp_path / "op", None)
+    spec = (folder / "spec.py").read_text()
+    assert load_op(str(folder)).spec.defines == defines
+    if defines:
+        line = text.splitlines().index(opening) + 1
+        assert f"#ifndef NO_BIN (scale.cu:{line})" in spec
+
+
 def test_a_lone_cu_whose_module_is_declared_beside_it_says_to_adopt_the_folder(tmp_path: Path) -> None:
     project = tmp_path / "csrc"
     (project / "util").mkdir(parents=True)
