@@ -99,6 +99,22 @@ def test_an_asm_expression_elsewhere_is_still_refused(source: str) -> None:
         rewrite(source, KERNEL)
 
 
+BULK_REDUCE = ('#define BULK_ADD(dst, src) asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 '
+               '[%0], [%1], 16;" :: "l"(dst), "r"(src))\n__device__ void f(float* d) { }\n')
+
+
+@pytest.mark.parametrize("used", [False, True])
+def test_ptx_brrr_cannot_run_in_a_macro_is_an_error_only_where_the_macro_is_used(tmp_path: Path, used: bool) -> None:
+    """A header of PTX wrappers defines more than a kernel calls: an unused one must not stop the build."""
+    source = BULK_REDUCE + ("__device__ void g(float* d) {\n  BULK_ADD(d, 0u);\n}\n" if used else "")
+    errors = syntax_errors(source, tmp_path)
+    if not used:
+        assert errors == ""
+    else:
+        assert "kernel.cu:4:" in errors  # the use
+        assert "kernel.cu:1: not supported on the CPU: inline PTX 'cp.reduce.async.bulk" in errors  # the macro
+
+
 def test_an_asm_template_may_paste_a_string_macro() -> None:
     lines = body('#define TY "bf16"\nvoid f(unsigned& d) {\n'
                  '  asm("cvt.rn." TY "x2.f32 %0, %1, %2;" : "=r"(d) : "f"(1.f), "f"(2.f));\n}\n')
