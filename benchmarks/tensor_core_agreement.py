@@ -10,9 +10,9 @@ tests build it. Each case runs in both, and the table says, for each:
   magnitudes): at most 1 is agreement within the bound;
 - layouts (ldmatrix, stmatrix, the wmma fragment mapping, packing): equal or not, as integers.
 
-tests/cuda/async_copy_cases.cu is built the same two ways, and each of its correct cases (cp.async,
-the pipeline primitives, cuda::barrier, tensor and bulk copies both ways) prints the same numbers in
-both, or the table says how many differ.
+tests/cuda/async_copy_cases.cu (cp.async, the pipeline primitives, cuda::barrier, tensor and bulk
+copies both ways) and ldst_cases.cu (ld and st in PTX) are built the same two ways, and each of their
+correct cases prints the same numbers in both, or the table says how many differ.
 """
 
 from __future__ import annotations
@@ -33,10 +33,14 @@ from test_cpu_tensor_cores import PRODUCTS, excess, matrices  # noqa: E402
 from brrr_kernels.op.tolerances import tensor_core_bound  # noqa: E402
 
 CASES = ROOT / "tests" / "cuda" / "tensor_core_cases.cu"
-ASYNC_CASES = ROOT / "tests" / "cuda" / "async_copy_cases.cu"
-ASYNC_SAME = ("ptx_double_buffer", "ptx_zero_fill", "primitives", "thread_pipeline", "block_barrier", "tensor_copies",
-              "bulk_copies", "bulk_one_waits_then_syncthreads", "bulk_lanes_wait_then_syncwarp", "bulk_stores",
-              "tensor_stores", "cvta_round_trip")
+# Other case programs whose correct cases must print the same numbers on both.
+SAME = {
+    ROOT / "tests" / "cuda" / "async_copy_cases.cu": (
+        "ptx_double_buffer", "ptx_zero_fill", "primitives", "thread_pipeline", "block_barrier", "tensor_copies",
+        "bulk_copies", "bulk_one_waits_then_syncthreads", "bulk_lanes_wait_then_syncwarp", "bulk_stores",
+        "tensor_stores", "cvta_round_trip"),
+    ROOT / "tests" / "cuda" / "ldst_cases.cu": ("vector_copy", "widening", "shared_and_ordered"),
+}
 EXTRA_PRODUCTS = {"mma_f16_acc": (16, 8, 16)}  # f16 accumulators: the bound gains half an f16 ulp
 LAYOUTS = ("ldmatrix_x1", "ldmatrix_x2_trans", "ldmatrix_x4", "ldmatrix_x4_trans", "stmatrix_x1", "stmatrix_x2_trans",
            "stmatrix_x4", "stmatrix_x4_trans", "wmma_mapping_16x16x16",
@@ -95,11 +99,11 @@ def main() -> int:
             lines.append(product_row(case, run(cpu_exe, case), gpu_run(gpu_exe, case)))
         layouts, raw = same_rows(LAYOUTS, cpu_exe, gpu_exe)
         lines += ["", "| layout case | CPU execution equals the GPU |", "| --- | --- |", *layouts]
-        async_folder = folder / "async"
-        async_folder.mkdir()
-        copies, raw_copies = same_rows(ASYNC_SAME, build(ASYNC_CASES, async_folder), gpu_program(ASYNC_CASES, async_folder))
-        lines += ["", "| async copy case | CPU execution equals the GPU |", "| --- | --- |", *copies]
-        raw += raw_copies
+        for cases, names in SAME.items():
+            (folder / cases.stem).mkdir()
+            rows, differing = same_rows(names, build(cases, folder / cases.stem), gpu_program(cases, folder / cases.stem))
+            lines += ["", f"| {cases.name} case | CPU execution equals the GPU |", "| --- | --- |", *rows]
+            raw += differing
         lines += [""] + raw if raw else []
     text = "\n".join(lines)
     print(text)

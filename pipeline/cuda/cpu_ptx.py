@@ -10,6 +10,8 @@ g++ cannot assemble PTX, so cpu_source hands each `asm` statement it does not tr
 - `cp.async.ca/.cg.shared{::cta}.global{.L2::64B/128B/256B} [dst], [src], size{, src_size}`,
   `cp.async.commit_group`, `cp.async.wait_group N`, `cp.async.wait_all`: include/cpu/brrr_cpu_async.h;
 - `cvt.rna.tf32.f32`, `cvt.rn.bf16x2.f32` and `cvt.rn.f16x2.f32`;
+- `ld` and `st` of global, shared or generic addresses, vectors of up to 8, with their cache, order
+  and scope qualifiers: include/cpu/brrr_cpu_ldst.h;
 - `cvta.to.shared` and `cvta.shared` (.u32, .u64): the generic <-> .shared address conversions;
 - `wgmma.mma_async.sync.aligned.m64nNk16.f32.AB.AB` (AB = bf16 or f16) with both operands in shared
   memory (descriptors), alone or in the block `{ .reg .pred p; setp.ne.b32 p, %N, 0; wgmma ... p, ...; }`
@@ -180,6 +182,47 @@ def _stmatrix(s: _Statement, instr: str, groups: list[list[str]]) -> str:
     at = s.address(groups[0][0], "shared_address")
     return (f"{{ const uint32_t brrr_s[{count}] = {s.registers(groups[1])}; "
             f"{RUNTIME}stmatrix<{count}, {trans}>({at}, brrr_s, __FILE__, __LINE__); }}")
+
+
+# ld / st: the C++ type of each PTX element type (a float's bits travel as an integer of its size).
+_ELEMENTS = {"b8": "uint8_t", "u8": "uint8_t", "s8": "int8_t", "b16": "uint16_t", "u16": "uint16_t", "s16": "int16_t",
+             "f16": "uint16_t", "bf16": "uint16_t", "b32": "uint32_t", "u32": "uint32_t", "s32": "int32_t",
+             "f32": "uint32_t", "f16x2": "uint32_t", "bf16x2": "uint32_t", "b64": "uint64_t", "u64": "uint64_t",
+             "s64": "int64_t", "f64": "uint64_t"}
+_SIZES = {"uint8_t": 1, "int8_t": 1, "uint16_t": 2, "int16_t": 2, "uint32_t": 4, "int32_t": 4, "uint64_t": 8, "int64_t": 8}
+# Qualifiers that change nothing but timing and caching on the CPU, or say the order and scope.
+_LDST_QUALIFIERS = re.compile(r"weak|volatile|mmio|relaxed|acquire|release|sys|gpu|cta|global|shared|shared::cta|const"
+                              r"|nc|ca|cg|cs|lu|cv|wb|wt|v2|v4|v8|L2::cache_hint|L2::(64|128|256)B"
+                              r"|L1::(evict_normal|evict_unchanged|evict_first|evict_last|no_allocate)"
+                              r"|L2::(evict_normal|evict_first|evict_last)")
+_LDST_HINT = ("brrr emulates ld and st of .global, .shared (::cta) or generic addresses: {.v2, .v4, .v8} of "
+              "b8-b64, u8-u64, s8-s64, f16, bf16, f16x2, bf16x2, f32, f64, with their cache, order and scope qualifiers")
+
+
+def _ldst(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+    op, *quals, element = instr.split(".")
+    vector = next((int(q[1]) for q in quals if q in ("v2", "v4", "v8")), 1)
+    ctype = _ELEMENTS.get(element)
+    registers, address = (groups[0], groups[1:]) if op == "ld" else (groups[1] if len(groups) > 1 else [], groups[:1])
+    hinted = 1 if "L2::cache_hint" in quals else 0  # the cache policy, a last operand with nothing to do here
+    if (ctype is None or not all(_LDST_QUALIFIERS.fullmatch(q) for q in quals) or len(groups) != 2 + hinted
+            or len(registers) != vector or not address):
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _LDST_HINT)
+    shared = "shared" in quals or "shared::cta" in quals
+    at = s.address(address[0][0], "shared_address" if shared else "global_address")
+    order = ("Acquire" if "acquire" in quals else "Release" if "release" in quals
+             else "Relaxed" if {"relaxed", "volatile", "mmio"} & set(quals) else "Plain")
+    size = _SIZES[ctype]
+    n = size * vector
+    where = f"{RUNTIME}Space::{'Shared' if shared else 'Generic'}, {at}"
+    if op == "ld":
+        unpack = " ".join(f"{RUNTIME}from_bytes<{ctype}>({s.operand(r).expr}, brrr_b + {k * size});"
+                          for k, r in enumerate(registers))
+        return (f"{{ unsigned char brrr_b[{n}]; {RUNTIME}ld<{n}, {RUNTIME}Order::{order}>(brrr_b, {where}, "
+                f"__FILE__, __LINE__); {unpack} }}")
+    pack = " ".join(f"{RUNTIME}to_bytes<{ctype}>({s.value(r)}, brrr_b + {k * size});" for k, r in enumerate(registers))
+    return (f"{{ unsigned char brrr_b[{n}]; {pack} {RUNTIME}st<{n}, {RUNTIME}Order::{order}>({where}, brrr_b, "
+            "__FILE__, __LINE__); }")
 
 
 # Conversions tensor-core kernels use around mma (source operands each): tf32 rounding, and packing
@@ -445,7 +488,7 @@ def translate(template: str, sections: list[str]) -> str | None:
         return _cluster(_Statement(template, operands(sections)), instr, args)
     if cvta := re.fullmatch(r"cvta(\.to)?\.shared(::cta)?\.u(32|64)", instr):
         return _cvta(_Statement(template, operands(sections)), args, to_shared=bool(cvta.group(1)))
-    if family not in ("mma", "ldmatrix", "stmatrix", "cp.async", "wgmma", "mbarrier") and instr not in _CVT:
+    if family not in ("mma", "ldmatrix", "stmatrix", "cp.async", "wgmma", "mbarrier", "ld", "st") and instr not in _CVT:
         return None
     s = _Statement(template, operands(sections))
     if instr.startswith("cp.async.bulk.tensor"):
@@ -470,4 +513,6 @@ def translate(template: str, sections: list[str]) -> str | None:
         return _ldmatrix(s, instr, groups)
     if family == "stmatrix":
         return _stmatrix(s, instr, groups)
+    if family in ("ld", "st"):
+        return _ldst(s, instr, groups)
     return _cp_async(s, instr, groups)

@@ -6,6 +6,7 @@
 #ifndef BRRR_CPU_PRELUDE_H
 #define BRRR_CPU_PRELUDE_H
 #include "brrr_cpu.h"
+#include "brrr_cpu_ldst.h"
 #include "brrr_cpu_mma.h"
 #include "brrr_cpu_tma.h"
 #include "brrr_cpu_wgmma.h"
