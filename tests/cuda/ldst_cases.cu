@@ -60,12 +60,13 @@ __global__ void shared_and_ordered(const float* x, float* out, unsigned* flags) 
     out[3 * threadIdx.x] = a, out[3 * threadIdx.x + 1] = b, out[3 * threadIdx.x + 2] = static_cast<float>(seen);
 }
 
-// Planted: a 16-byte load one float into the row (not 16-byte aligned).
+// Planted: a 16-byte load one float into the row (not 16-byte aligned). All four lanes are used: of
+// a vector only partly used, ptxas may emit narrower loads, which a GPU then does not fault on.
 __global__ void misaligned_vector(const float* x, float* out) {
     float v[4];
     asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"  // misaligned load
                  : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "l"(x + 4 * threadIdx.x + 1));
-    out[threadIdx.x] = v[0];
+    out[threadIdx.x] = v[0] + v[1] + v[2] + v[3];
 }
 
 // Planted: the last thread's pair runs one float past its shared array.
