@@ -103,6 +103,14 @@ class _Statement:
             return ref
         return f"({self.operand(ref).expr})"
 
+    def output(self, ref: str) -> str:
+        """A destination register's C++ expression; an input operand there is an error."""
+        op = self.operand(ref)
+        if not op.constraint.startswith(("=", "+")):
+            raise UnsupportedPtx(f'inline PTX "{self.template}": the destination {ref} is an input operand',
+                                 'give destination registers as outputs ("=r"(x), "=f"(x), "+r"(x), ...)')
+        return op.expr
+
     def registers(self, refs: list[str]) -> str:
         return "{" + ", ".join(f"{RUNTIME}reg({self.value(r)})" for r in refs) + "}"
 
@@ -223,6 +231,40 @@ def _ldst(s: _Statement, instr: str, groups: list[list[str]]) -> str:
     pack = " ".join(f"{RUNTIME}to_bytes<{ctype}>({s.value(r)}, brrr_b + {k * size});" for k, r in enumerate(registers))
     return (f"{{ unsigned char brrr_b[{n}]; {pack} {RUNTIME}st<{n}, {RUNTIME}Order::{order}>({where}, brrr_b, "
             "__FILE__, __LINE__); }")
+
+
+# Instructions of one result that a function of the CPU runtime computes (named as the instruction, its
+# dots as underscores: include/cpu/brrr_cpu.h and brrr_cpu_ldst.h), with how many sources each takes.
+SCALAR = {
+    **dict.fromkeys(("rcp_approx_f32", "rcp_approx_ftz_f32", "rcp_rn_f32", "rcp_rn_f64", "ex2_approx_f32",
+                     "ex2_approx_ftz_f32", "lg2_approx_f32", "lg2_approx_ftz_f32", "sqrt_approx_f32",
+                     "sqrt_approx_ftz_f32", "rsqrt_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f64",
+                     "tanh_approx_f32", "sin_approx_f32", "sin_approx_ftz_f32", "cos_approx_f32", "cos_approx_ftz_f32",
+                     "cvt_rn_f16_f32", "cvt_rn_bf16_f32", "cvt_f32_f16", "cvt_f32_bf16", "mov_b16", "mov_u16",
+                     "mov_b32", "mov_u32", "mov_s32", "mov_b64", "mov_u64", "mov_f32", "mov_f64"), 1),
+    "prmt_b32": 3, "lop3_b32": 4,
+}
+
+
+def _scalar(s: _Statement, instr: str, groups: list[list[str]]) -> str | None:
+    """`instr d, a, ...` of SCALAR, `mov` of %laneid, and mov's packing of two halves into a register
+    (`mov.b32 d, {lo, hi}`) or back (`mov.b32 {lo, hi}, d`); None for any other instruction."""
+    flat = [g[0] for g in groups if len(g) == 1]
+    fn = instr.replace(".", "_")
+    if instr in ("mov.u32", "mov.b32") and flat[1:] == ["%laneid"] and len(groups) == 2:
+        return f"{RUNTIME}put({s.output(flat[0])}, {RUNTIME}laneid());"
+    if fn in SCALAR and len(groups) == SCALAR[fn] + 1 and len(flat) == len(groups):
+        return f"{RUNTIME}put({s.output(flat[0])}, {RUNTIME}{fn}({', '.join(s.value(r) for r in flat[1:])}));"
+    half = {"mov.b32": "uint16_t", "mov.b64": "uint32_t"}.get(instr)
+    if half is None or len(groups) != 2 or sorted(map(len, groups)) != [1, 2]:
+        return None
+    if len(groups[1]) == 2:  # pack
+        lo, hi = (s.value(r) for r in groups[1])
+        return f"{RUNTIME}put({s.output(groups[0][0])}, {RUNTIME}mov_pack_{instr[-3:]}({lo}, {hi}));"
+    whole = f"{RUNTIME}bits_of<{'uint32_t' if half == 'uint16_t' else 'uint64_t'}>({s.value(groups[1][0])})"
+    shift = 16 if half == "uint16_t" else 32
+    return (f"{{ const auto brrr_v = {whole}; {RUNTIME}put({s.output(groups[0][0])}, static_cast<{half}>(brrr_v)); "
+            f"{RUNTIME}put({s.output(groups[0][1])}, static_cast<{half}>(brrr_v >> {shift})); }}")
 
 
 # Conversions tensor-core kernels use around mma (source operands each): tf32 rounding, and packing
@@ -484,12 +526,13 @@ def translate(template: str, sections: list[str]) -> str | None:
         return f"{RUNTIME}fence_proxy_async(__FILE__, __LINE__);"
     if _NO_OPS.fullmatch(instr):
         return f"{RUNTIME}no_op(__FILE__, __LINE__);"
-    if instr.startswith(("barrier.cluster", "mov.", "mapa")):
-        return _cluster(_Statement(template, operands(sections)), instr, args)
+    if instr.startswith(("barrier.cluster", "mov.", "mapa")) and (
+            cluster := _cluster(_Statement(template, operands(sections)), instr, args)) is not None:
+        return cluster
     if cvta := re.fullmatch(r"cvta(\.to)?\.shared(::cta)?\.u(32|64)", instr):
         return _cvta(_Statement(template, operands(sections)), args, to_shared=bool(cvta.group(1)))
     if family not in ("mma", "ldmatrix", "stmatrix", "cp.async", "wgmma", "mbarrier", "ld", "st") and instr not in _CVT:
-        return None
+        return _scalar(_Statement(template, operands(sections)), instr, _groups(args) if args else [])
     s = _Statement(template, operands(sections))
     if instr.startswith("cp.async.bulk.tensor"):
         return _tensor(s, instr, args)

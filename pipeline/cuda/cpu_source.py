@@ -26,7 +26,7 @@ from pathlib import Path
 from ..base.errors import BuildError
 from ..base.files import shown
 from .cpu_deduce import deducing_shims
-from .cpu_ptx import UnsupportedPtx, translate
+from .cpu_ptx import SCALAR, UnsupportedPtx, translate
 from .cpu_ptx import operands as ptx_operands
 from .tokens import masked, matching, split_top
 
@@ -395,17 +395,14 @@ class _Rewriter:
         sections = split_top(body, ":")
         template = self._template(pos, sections[0]).replace("\\n", " ").replace("\\t", " ")
         template = " ".join(template.split()).rstrip("; ")
-        outputs = _operands(sections[1]) if len(sections) > 1 else []
-        inputs = _operands(sections[2]) if len(sections) > 2 else []
-        operands = outputs + inputs
-        if not template and not operands:
+        if not template and not ptx_operands(sections):
             return ";"  # asm volatile("" ::: "memory"): a compiler barrier, nothing to do on the CPU
         try:  # tensor cores and asynchronous copies (cpu_ptx)
             call = translate(template, sections)
         except UnsupportedPtx as e:
             raise self.error(pos, e.what, hint=e.hint) from None
         if call is None:
-            call = self._unary(pos, template, outputs, inputs)
+            raise self._unknown(pos, template)
         checks = self._operand_checks(pos, sections)
         return f"{{ {checks} {call} }}" if checks else call
 
@@ -421,20 +418,11 @@ class _Rewriter:
                               f"{_c_string(said)});")
         return " ".join(checks)
 
-    def _unary(self, pos: int, template: str, outputs: list[str], inputs: list[str]) -> str:
-        im = re.match(r"^([a-z][\w.]*)\s+(.*)$", template)
-        if not im or ";" in template:
-            raise self.error(pos, f'inline PTX "{template}"',
-                             hint="use CUDA's C++ functions and intrinsics; brrr translates only single PTX "
-                                  "instructions it knows (rcp, ex2, lg2, sqrt, rsqrt, tanh, sin, cos .approx; mov of %laneid)")
-        instr, args = im.group(1), [a.strip() for a in im.group(2).split(",")]
-        if instr in ("mov.u32", "mov.b32") and len(args) == 2 and args[1] == "%laneid" and len(outputs) == 1:
-            return f"({outputs[0]}) = ::brrr_cpu::ptx::laneid();"
-        fn = instr.replace(".", "_")
-        if fn in _PTX_UNARY and args == ["%0", "%1"] and len(outputs) == 1 and len(inputs) == 1:
-            return f"({outputs[0]}) = ::brrr_cpu::ptx::{fn}(({inputs[0]}));"
-        raise self.error(pos, f'inline PTX "{template}"',
-                         hint="brrr translates only single PTX instructions it knows: " + ", ".join(sorted(_PTX_UNARY)))
+    def _unknown(self, pos: int, template: str) -> CpuSourceError:
+        return self.error(pos, f'inline PTX "{template}"',
+                          hint="use CUDA's C++ functions and intrinsics; brrr translates single PTX instructions it "
+                               "knows: ld, st, mov (%laneid; packing halves), the tensor-core, async-copy and cluster "
+                               "families, and " + ", ".join(sorted(n.replace("_", ".") for n in SCALAR)))
 
     def result(self) -> str:
         out, at = [], 0
@@ -450,24 +438,6 @@ class _Rewriter:
 
 _REGISTERS = {"h": "a 16-bit integer", "r": "a 32-bit integer", "l": "a 64-bit integer or a pointer", "f": "a float",
               "d": "a double"}
-
-_PTX_UNARY = {
-    "rcp_approx_f32", "rcp_approx_ftz_f32", "rcp_rn_f32", "rcp_rn_f64", "ex2_approx_f32", "ex2_approx_ftz_f32",
-    "lg2_approx_f32", "lg2_approx_ftz_f32", "sqrt_approx_f32", "sqrt_approx_ftz_f32", "rsqrt_approx_f32",
-    "rsqrt_approx_ftz_f32", "rsqrt_approx_f64", "tanh_approx_f32", "sin_approx_f32", "sin_approx_ftz_f32",
-    "cos_approx_f32", "cos_approx_ftz_f32",
-}
-
-
-def _operands(section: str) -> list[str]:
-    """The C++ expressions of '"=f"(r), "f"(d)'."""
-    found = []
-    for part in split_top(section, angles=True):
-        m = re.match(r'^\s*"[^"]*"\s*\((.*)\)\s*$', part, re.S)
-        if m:
-            found.append(m.group(1).strip())
-    return found
-
 
 # The runtime's headers in one (include/cpu/brrr_cpu_prelude.h), first in every rewritten file: the CPU
 # build precompiles it (cpu_build.prelude_job).

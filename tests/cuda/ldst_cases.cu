@@ -60,6 +60,35 @@ __global__ void shared_and_ordered(const float* x, float* out, unsigned* flags) 
     out[3 * threadIdx.x] = a, out[3 * threadIdx.x + 1] = b, out[3 * threadIdx.x + 2] = static_cast<float>(seen);
 }
 
+// The bit-level instructions kernels write around their loads: prmt (two selectors, one with sign
+// replication), lop3 (xor of three, majority), mov packing halves and back, and the one-element
+// conversions to and from f16 and bf16. Each 32-bit result is stored as its two 16-bit halves.
+__global__ void bits(const unsigned* words, float* out) {
+    const unsigned a = words[threadIdx.x], b = words[(threadIdx.x + 5) % kThreads], c = words[(threadIdx.x + 11) % kThreads];
+    unsigned r[8];
+    asm("prmt.b32 %0, %1, %2, 0x5140;" : "=r"(r[0]) : "r"(a), "r"(b));
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r[1]) : "r"(a), "r"(b), "r"(0x9b3fu));
+    asm("lop3.b32 %0, %1, %2, %3, 0x96;" : "=r"(r[2]) : "r"(a), "r"(b), "r"(c));
+    asm("lop3.b32 %0, %1, %2, %3, 0xe8;" : "=r"(r[3]) : "r"(a), "r"(b), "r"(c));
+    unsigned short lo, hi;
+    asm("mov.b32 {%0, %1}, %2;" : "=h"(lo), "=h"(hi) : "r"(a));
+    asm("mov.b32 %0, {%1, %2};" : "=r"(r[4]) : "h"(hi), "h"(lo));
+    const float f = static_cast<float>(static_cast<int>(a % 20001u) - 10000) / 7.0f;
+    unsigned short h, bf;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bf) : "f"(f));
+    float back_h, back_bf;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(back_h) : "h"(h));
+    asm("cvt.f32.bf16 %0, %1;" : "=f"(back_bf) : "h"(bf));
+    r[5] = h | (static_cast<unsigned>(bf) << 16);
+    asm("mov.b32 %0, %1;" : "=r"(r[6]) : "f"(back_h));
+    asm("mov.b32 %0, %1;" : "=r"(r[7]) : "f"(back_bf));
+    for (int k = 0; k < 8; ++k) {
+        out[16 * threadIdx.x + 2 * k] = static_cast<float>(r[k] & 0xffffu);
+        out[16 * threadIdx.x + 2 * k + 1] = static_cast<float>(r[k] >> 16);
+    }
+}
+
 // Planted: a 16-byte load one float into the row (not 16-byte aligned). All four lanes are used: of
 // a vector only partly used, ptxas may emit narrower loads, which a GPU then does not fault on.
 __global__ void misaligned_vector(const float* x, float* out) {
@@ -85,16 +114,18 @@ __global__ void shared_past_end(const float* x, float* out) {
 
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
-    Vec<float> x(4 * kThreads + 4), out(8 * kThreads, -7.0f);
+    Vec<float> x(4 * kThreads + 4), out(16 * kThreads, -7.0f);
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.5f - 2.0f;
     Vec<int8_t> bytes(2 * kThreads + 8);
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<int8_t>(static_cast<int>(i * 37 % 256) - 128);
-    Vec<unsigned> flags(kThreads, 0);
+    Vec<unsigned> flags(kThreads, 0), words(kThreads);
+    for (int i = 0; i < kThreads; ++i) words[i] = 0x9e3779b9u * static_cast<unsigned>(i + 1) ^ 0x85ebca6bu;
     size_t n = 4 * kThreads;
     try {
         if (c == "vector_copy") vector_copy<<<1, kThreads>>>(x.data(), out.data());
         else if (c == "widening") widening<<<1, kThreads>>>(bytes.data(), out.data()), n = 8 * kThreads;
         else if (c == "shared_and_ordered") shared_and_ordered<<<1, kThreads>>>(x.data(), out.data(), flags.data()), n = 3 * kThreads;
+        else if (c == "bits") bits<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
         else if (c == "misaligned_vector") misaligned_vector<<<1, kThreads>>>(x.data(), out.data()), n = kThreads;
         else if (c == "shared_past_end") shared_past_end<<<1, kThreads>>>(x.data(), out.data()), n = kThreads;
         else {

@@ -70,7 +70,7 @@ def test_shared_declarations_become_per_block_storage() -> None:
 def test_known_ptx_becomes_cpp() -> None:
     lines = body('float f(float d) {\n    float r;\n    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));\n'
                  '    asm volatile("" ::: "memory");\n    return r;\n}\n')
-    assert lines[2].strip().endswith(" (r) = ::brrr_cpu::ptx::rcp_approx_ftz_f32((d)); }")
+    assert lines[2].strip().endswith(" ::brrr_cpu::ptx::put(r, ::brrr_cpu::ptx::rcp_approx_ftz_f32((d))); }")
     assert lines[2].count("static_assert(::brrr_cpu::ptx::operand_fits<'f', decltype(") == 2  # r and d: floats, as nvcc wants
     assert lines[3].strip() == ";"
 

@@ -1,4 +1,4 @@
-// ld and st in inline PTX (pipeline/cuda/cpu_ptx.py): `ld.global.nc.L1::no_allocate.v4.u32 {%0, ..},
+// ld, st and the bit-level instructions around them in inline PTX (pipeline/cuda/cpu_ptx.py): `ld.global.nc.L1::no_allocate.v4.u32 {%0, ..},
 // [%4]`, `st.global.cs.v4.b32 [%0], {..}`, `ld.acquire.gpu.b32`, `st.shared.v2.f32` and the rest of
 // their forms. The cache qualifiers (.nc, .cs, .L1::*, .L2::*) change nothing on the CPU. An access
 // is aligned to its size (a vector's whole size) or it is the misaligned-address fault a GPU raises;
@@ -12,6 +12,7 @@
 
 #include "brrr_cpu.h"
 #include "brrr_cpu_async.h"
+#include "brrr_cpu_f16.h"
 
 extern "C" void brrr_cpu_access_checked(const void* address, size_t size, int write, const void* pc) __attribute__((weak));
 
@@ -89,5 +90,73 @@ inline void to_bytes(const In& in, unsigned char* bytes) {
         std::memcpy(bytes, &e, sizeof(E));
     }
 }
+
+// A result into its register operand: its bits where the sizes agree, else converted (an integer).
+template <typename Out, typename V>
+inline void put(Out& out, V value) {
+    if constexpr (sizeof(Out) == sizeof(V)) std::memcpy(&out, &value, sizeof(V));
+    else out = static_cast<Out>(value);
+}
+// An operand as the 16, 32 or 64 bits the instruction reads.
+template <typename W, typename In>
+inline W bits_of(In in) {
+    if constexpr (sizeof(In) == sizeof(W)) {
+        W w;
+        std::memcpy(&w, &in, sizeof(W));
+        return w;
+    } else {
+        return static_cast<W>(in);
+    }
+}
+
+// mov of one register (or an immediate) to another, as bits of the type's width.
+template <typename In> inline uint16_t mov_b16(In x) { return bits_of<uint16_t>(x); }
+template <typename In> inline uint16_t mov_u16(In x) { return bits_of<uint16_t>(x); }
+template <typename In> inline uint32_t mov_b32(In x) { return bits_of<uint32_t>(x); }
+template <typename In> inline uint32_t mov_u32(In x) { return bits_of<uint32_t>(x); }
+template <typename In> inline uint32_t mov_s32(In x) { return bits_of<uint32_t>(x); }
+template <typename In> inline uint64_t mov_b64(In x) { return bits_of<uint64_t>(x); }
+template <typename In> inline uint64_t mov_u64(In x) { return bits_of<uint64_t>(x); }
+template <typename In> inline float mov_f32(In x) { return bits_of<float>(x); }
+template <typename In> inline double mov_f64(In x) { return bits_of<double>(x); }
+
+// mov.b32 d, {lo, hi} and mov.b64 d, {lo, hi}: the first element in the low bits.
+template <typename In>
+inline uint32_t mov_pack_b32(In lo, In hi) {
+    return uint32_t(bits_of<uint16_t>(lo)) | (uint32_t(bits_of<uint16_t>(hi)) << 16);
+}
+template <typename In>
+inline uint64_t mov_pack_b64(In lo, In hi) {
+    return uint64_t(bits_of<uint32_t>(lo)) | (uint64_t(bits_of<uint32_t>(hi)) << 32);
+}
+
+// prmt.b32 d, a, b, c (the default mode): byte i of d is byte (c >> 4i) & 7 of {b, a} (a bytes 0-3, b
+// bytes 4-7), or that byte's sign replicated where bit 3 of the selector is set.
+inline uint32_t prmt_b32(uint32_t a, uint32_t b, uint32_t c) {
+    const uint64_t bytes = (uint64_t(b) << 32) | a;
+    uint32_t d = 0;
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t sel = (c >> (4 * i)) & 0xfu;
+        uint32_t byte = uint32_t(bytes >> (8 * (sel & 7u))) & 0xffu;
+        if (sel & 8u) byte = (byte & 0x80u) ? 0xffu : 0u;
+        d |= byte << (8 * i);
+    }
+    return d;
+}
+
+// lop3.b32 d, a, b, c, lut: bit k of d is bit (a_k << 2 | b_k << 1 | c_k) of lut.
+inline uint32_t lop3_b32(uint32_t a, uint32_t b, uint32_t c, uint32_t lut) {
+    uint32_t d = 0;
+    for (uint32_t k = 0; k < 8; ++k) {
+        if (lut >> k & 1u) d |= ((k & 4u) ? a : ~a) & ((k & 2u) ? b : ~b) & ((k & 1u) ? c : ~c);
+    }
+    return d;
+}
+
+// Conversions between float and the 16-bit types, one element (the pair forms are brrr_cpu_mma.h's).
+inline uint16_t cvt_rn_f16_f32(float x) { return brrr_cpu::float_to_half_bits(x); }
+inline uint16_t cvt_rn_bf16_f32(float x) { return brrr_cpu::float_to_bf16_bits(x); }
+inline float cvt_f32_f16(uint16_t h) { return brrr_cpu::half_bits_to_float(h); }
+inline float cvt_f32_bf16(uint16_t b) { return brrr_cpu::bf16_bits_to_float(b); }
 
 }  // namespace brrr_cpu::ptx
