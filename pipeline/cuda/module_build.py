@@ -37,7 +37,7 @@ from ..op.spec import Op
 from . import builder, cpu_build, cpu_includes, memcheck
 from .builder import INCLUDE_DIR, Job
 from .cpu_source import rewrite
-from .module_source import duplicated_module, module_text, modules, on_the_cpu
+from .module_source import duplicated_module, module_text, modules, on_the_cpu, uses_torch
 from .printed import Printed
 
 # What a module's CPU build links beside the runtime (see the file's comment).
@@ -146,11 +146,15 @@ def _cpu_jobs(op: Op, flavour: cpu_build.Flavour, name: str) -> tuple[list[Job],
     # brrr's module goes beside the author's: into the source declaring PYBIND11_MODULE (a setup.py
     # project's .cpp), else into the .cu; a source may declare it only once (two would clash).
     home = _home(op)
+    headers = cpu_includes.local_headers(op.folder)
+    # A header of the folder reaching torch may be included anywhere: then every source gets torch first.
+    headers_torch = any(uses_torch(h.read_text(errors="replace")) for h in headers)
     for source in sources:
         text = source.read_text(errors="replace")
         if source == home:
             text = module_text(text, source, name, module.function_names())
-        text = rewrite(on_the_cpu(text, source), source, cpu_includes.local_headers(op.folder))
+        torch_first = source == home or headers_torch or uses_torch(text)
+        text = rewrite(on_the_cpu(text, source, torch=torch_first), source, headers)
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         rewritten = builder.cache_root() / "cpu-src" / f"{op.name}-{source.stem}-{digest}.cpp"
         if not rewritten.is_file() or rewritten.read_text() != text:

@@ -159,15 +159,27 @@ def module_text(text: str, path: Path, module_name: str, functions: tuple[str, .
     return body + glue
 
 
-def on_the_cpu(text: str, path: Path) -> str:
+def on_the_cpu(text: str, path: Path, torch: bool = True) -> str:
     """module_text for the CPU execution: torch first, then `x.is_cuda()` reads true for the CPU tensors
     that stand for device memory there, so a wrapper's TORCH_CHECK(x.is_cuda(), ...) passes as on a GPU,
-    and `torch::RestrictPtrTraits` names an accessor's pointer traits as nvcc's torch does."""
+    and `torch::RestrictPtrTraits` names an accessor's pointer traits as nvcc's torch does. `torch`
+    False: a source that reaches no torch header (uses_torch) is compiled without them (a minute of
+    parsing on 2 cores, for kernels that never name a tensor)."""
     quoted = str(path.resolve()).replace("\\", "\\\\").replace('"', '\\"')
     # torch declares RestrictPtrTraits (packed_accessor's __restrict__ pointers) for nvcc only; on the
     # CPU the default traits are the same accessor without the aliasing promise.
-    prelude = "#include <torch/extension.h>\n#define is_cuda() is_cpu()\n#define RestrictPtrTraits DefaultPtrTraits\n"
+    prelude = ("#include <torch/extension.h>\n" if torch else "") + \
+        "#define is_cuda() is_cpu()\n#define RestrictPtrTraits DefaultPtrTraits\n"
     return f'{prelude}#line 1 "{quoted}"\n{cuda_device_as_cpu(text)}'
+
+
+_TORCH_HEADER = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](torch/|ATen/|c10/|pybind11/|Python\.h)', re.M)
+
+
+def uses_torch(text: str) -> bool:
+    """Whether `text` includes a header of torch, ATen, c10, pybind11 or Python."""
+    mask = masked(text)
+    return any(mask[m.start():m.end()].lstrip().startswith("#") for m in _TORCH_HEADER.finditer(text))
 
 
 # The device type a wrapper compares against or allocates on, in code (not in strings or comments).

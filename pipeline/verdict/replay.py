@@ -3,6 +3,7 @@ under the cache's failures/, the command line that replays it, and loading it ba
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,10 @@ class Failure:
 
 def save_failure(failure: Failure, name: str) -> str:
     """Save the failure's inputs (atomically) under the cache's failures/; the command line that replays it."""
-    path = cache_root() / "failures" / f"{failure.op.name}-{name}.pt"
+    # Named for the op's folder too: two folders holding ops of one name (a user's copy, the planted-bug
+    # copies the tests make) validated at once would otherwise replace each other's case.
+    folder = hashlib.sha256(str(Path(failure.op.folder).resolve()).encode()).hexdigest()[:8]
+    path = cache_root() / "failures" / f"{failure.op.name}-{folder}-{name}.pt"
     data = {"op": str(failure.op.folder), "phase": failure.phase,
             "inputs": [x.detach().cpu().clone() for x in failure.inputs],
             "upstream": [u.detach().cpu().clone() for u in failure.upstream]}
