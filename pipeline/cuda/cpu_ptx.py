@@ -172,24 +172,21 @@ def _matrix_form(instr: str) -> tuple[int, bool] | None:
     return int(counts[0][1]), "trans" in quals
 
 
-def _ldmatrix(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+def _matrix(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+    """ldmatrix {regs}, [addr] and stmatrix [addr], {regs}."""
+    store = instr.startswith("stmatrix")
     form = _matrix_form(instr)
-    if not form or len(groups) != 2 or len(groups[0]) != form[0]:
-        raise UnsupportedPtx(f'inline PTX "{s.template}"', _MATRIX_HINT.format("ldmatrix", "{regs}, [addr]"))
+    registers, address = (groups[1], groups[0]) if store and len(groups) == 2 else (groups[0], groups[-1])
+    if not form or len(groups) != 2 or len(registers) != form[0]:
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _MATRIX_HINT.format(
+            instr.split(".")[0], "[addr], {regs}" if store else "{regs}, [addr]"))
     count, trans = form[0], "true" if form[1] else "false"
-    at = s.address(groups[1][0], "shared_address")
+    at = s.address(address[0], "shared_address")
+    if store:
+        return (f"{{ const uint32_t brrr_s[{count}] = {s.registers(registers)}; "
+                f"{RUNTIME}stmatrix<{count}, {trans}>({at}, brrr_s, __FILE__, __LINE__); }}")
     return (f"{{ uint32_t brrr_d[{count}]; {RUNTIME}ldmatrix<{count}, {trans}>(brrr_d, {at}, __FILE__, __LINE__); "
-            f"{s.outputs('brrr_d', groups[0])} }}")
-
-
-def _stmatrix(s: _Statement, instr: str, groups: list[list[str]]) -> str:
-    form = _matrix_form(instr)
-    if not form or len(groups) != 2 or len(groups[1]) != form[0]:
-        raise UnsupportedPtx(f'inline PTX "{s.template}"', _MATRIX_HINT.format("stmatrix", "[addr], {regs}"))
-    count, trans = form[0], "true" if form[1] else "false"
-    at = s.address(groups[0][0], "shared_address")
-    return (f"{{ const uint32_t brrr_s[{count}] = {s.registers(groups[1])}; "
-            f"{RUNTIME}stmatrix<{count}, {trans}>({at}, brrr_s, __FILE__, __LINE__); }}")
+            f"{s.outputs('brrr_d', registers)} }}")
 
 
 # ld / st: the C++ type of each PTX element type (a float's bits travel as an integer of its size).
@@ -552,10 +549,8 @@ def translate(template: str, sections: list[str]) -> str | None:
         return _wgmma(s, instr, groups, predicate)
     if family == "mma":
         return _mma(s, instr, groups)
-    if family == "ldmatrix":
-        return _ldmatrix(s, instr, groups)
-    if family == "stmatrix":
-        return _stmatrix(s, instr, groups)
+    if family in ("ldmatrix", "stmatrix"):
+        return _matrix(s, instr, groups)
     if family in ("ld", "st"):
         return _ldst(s, instr, groups)
     return _cp_async(s, instr, groups)

@@ -413,20 +413,10 @@ static void run_operand_mapping() {
     print_matrix("D", out);
 }
 
-template <int Count, bool Trans>
-static void run_stmatrix() {
-    Vec<unsigned> out(256);
-    stmatrix_lanes<Count, Trans><<<1, 32>>>(out.data());
-    finish();
-    std::printf("D");
-    for (unsigned v : out) std::printf(" %u", v);
-    std::printf("\n");
-}
-
-template <int Count, bool Trans>
-static void run_ldmatrix() {
-    Vec<unsigned> out(128);
-    ldmatrix_lanes<Count, Trans><<<1, 32>>>(out.data());
+// One warp of `kernel` writing `n` words: printed as one row "D ...".
+static void run_lanes(void (*kernel)(unsigned*), size_t n) {
+    Vec<unsigned> out(n);
+    kernel<<<1, 32>>>(out.data());
     finish();
     std::printf("D");
     for (unsigned v : out) std::printf(" %u", v);
@@ -455,14 +445,14 @@ int main(int argc, char** argv) {
             finish();
             print_matrix("A", au), print_matrix("B", bu), print_matrix("C", cc), print_matrix("D", d);
             print_matrix("X", a);  // the inputs before rounding to tf32
-        } else if (c == "ldmatrix_x1") run_ldmatrix<1, false>();
-        else if (c == "ldmatrix_x2_trans") run_ldmatrix<2, true>();
-        else if (c == "ldmatrix_x4") run_ldmatrix<4, false>();
-        else if (c == "ldmatrix_x4_trans") run_ldmatrix<4, true>();
-        else if (c == "stmatrix_x1") run_stmatrix<1, false>();
-        else if (c == "stmatrix_x2_trans") run_stmatrix<2, true>();
-        else if (c == "stmatrix_x4") run_stmatrix<4, false>();
-        else if (c == "stmatrix_x4_trans") run_stmatrix<4, true>();
+        } else if (c == "ldmatrix_x1") run_lanes(ldmatrix_lanes<1, false>, 128);
+        else if (c == "ldmatrix_x2_trans") run_lanes(ldmatrix_lanes<2, true>, 128);
+        else if (c == "ldmatrix_x4") run_lanes(ldmatrix_lanes<4, false>, 128);
+        else if (c == "ldmatrix_x4_trans") run_lanes(ldmatrix_lanes<4, true>, 128);
+        else if (c == "stmatrix_x1") run_lanes(stmatrix_lanes<1, false>, 256);
+        else if (c == "stmatrix_x2_trans") run_lanes(stmatrix_lanes<2, true>, 256);
+        else if (c == "stmatrix_x4") run_lanes(stmatrix_lanes<4, false>, 256);
+        else if (c == "stmatrix_x4_trans") run_lanes(stmatrix_lanes<4, true>, 256);
         else if (c == "ldmatrix_gemm") {
             auto a = inputs<__nv_bfloat16>(256, 7), b = inputs<__nv_bfloat16>(128, 8);
             Vec<float> d(128), zero(128, 0.0f);
