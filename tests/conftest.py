@@ -197,8 +197,10 @@ def validate(op: str | Path, *stages: str, fail_fast: bool = False) -> list[Row]
     """The runner on one op, in this process: reference and numba unless stages are named. fail_fast
     (`brrr validate --fail-fast`): the rows end at the first failing comparison, for a planted-bug test
     whose assertions are all on that comparison (the checks after it, other dtypes and larger inputs,
-    cost the most and assert nothing of its own there)."""
-    options = runner.Options(stages=stages or ("reference", "numba"), fail_fast=fail_fast)
+    cost the most and assert nothing of its own there). It leaves out nvcc's compile check beside the
+    CPU execution, as brrr mutate's probe does for the same question (is the bug caught?): a test of
+    nvcc's verdict validates without fail_fast. matmul_tc's nvcc check is 25 CPU seconds a mutant."""
+    options = runner.Options(stages=stages or ("reference", "numba"), fail_fast=fail_fast, nvcc_beside_cpu=not fail_fast)
     return runner.validate(load_op(str(op)), options)
 
 

@@ -8,7 +8,11 @@ Layer map:
     cpu_build   the op's own CUDA C built and linked for execution on the CPU
     cpu_source  kernel.cu as C++ the host compiler can build
     cpu_deduce  template kernels launched by their bare name: deduced as a call would on the GPU
-    cpu_ptx     inline PTX (mma.sync, ldmatrix, cp.async) as calls of the CPU runtime
+    cpu_ptx     inline PTX (mma.sync, ldmatrix, cp.async, ld/st, ...) as calls of the CPU runtime
+    cpu_ptx_blocks  a block of PTX: .reg locals, setp/selp, @p guards around instructions cpu_ptx runs
+    cpu_ptx_alu  integer, bit and float (f32, f64, f16x2, bf16x2) arithmetic instructions
+    cpu_ptx_atom  atom and red as CUDA's atomic functions
+    cpu_ptx_operands  an asm statement's operands and the C++ of a register, immediate or address
     tokens      the one reader of CUDA C++: masking, tokens, top-level splits, kernel names
     memcheck    what the checked CPU build adds: bounds of tensors and shared memory
     isolated    the CPU build's calls in a child process: a crash is one call's fault, not brrr's end

@@ -39,107 +39,18 @@ any other instruction returns None and stays cpu_source's to judge.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from .tokens import split_top
-
-RUNTIME = "::brrr_cpu::ptx::"
-
-
-class UnsupportedPtx(Exception):
-    """A tensor-core or async-copy instruction in a form the CPU execution does not emulate."""
-
-    def __init__(self, what: str, hint: str) -> None:
-        super().__init__(what)
-        self.what = what
-        self.hint = hint
-
-
-@dataclass(frozen=True)
-class Operand:
-    constraint: str  # "=f", "+r", "r", "l", "n", ...
-    expr: str        # the C++ expression in the parentheses
-
-
-def operands(sections: list[str]) -> list[Operand]:
-    """The asm statement's operands, numbered as PTX's %N: the outputs, then the inputs."""
-    found: list[Operand] = []
-    for section in sections[1:3]:
-        for part in split_top(section):
-            m = re.match(r'^\s*(?:\[\w+\]\s*)?"([^"]*)"\s*\((.*)\)\s*$', part, re.S)
-            if m:
-                found.append(Operand(m.group(1), " ".join(m.group(2).split())))
-    return found
-
-
-def _groups(args: str) -> list[list[str]]:
-    """`{%0, %1}, {%2}, [%3+16], 16` as [['%0', '%1'], ['%2'], ['[%3+16]'], ['16']]."""
-    out: list[list[str]] = []
-    for part in split_top(args):
-        part = part.strip()
-        if part.startswith("{") and part.endswith("}"):
-            out.append([p.strip() for p in part[1:-1].split(",")])
-        else:
-            out.append([part])
-    return out
-
-
-class _Statement:
-    def __init__(self, template: str, ops: list[Operand]) -> None:
-        self.template = template
-        self.ops = ops
-
-    def operand(self, ref: str) -> Operand:
-        m = re.fullmatch(r"%(\d+)", ref.strip())
-        if not m or int(m.group(1)) >= len(self.ops):
-            raise UnsupportedPtx(f'inline PTX "{self.template}": operand "{ref}" is not one of the asm statement\'s '
-                                 f"{len(self.ops)} operands", "refer to operands as %0, %1, ...")
-        return self.ops[int(m.group(1))]
-
-    def value(self, ref: str) -> str:
-        """A register or an immediate, as a C++ expression."""
-        ref = ref.strip()
-        if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", ref):
-            return ref
-        return f"({self.operand(ref).expr})"
-
-    def output(self, ref: str) -> str:
-        """A destination register's C++ expression; an input operand there is an error."""
-        op = self.operand(ref)
-        if not op.constraint.startswith(("=", "+")):
-            raise UnsupportedPtx(f'inline PTX "{self.template}": the destination {ref} is an input operand',
-                                 'give destination registers as outputs ("=r"(x), "=f"(x), "+r"(x), ...)')
-        return op.expr
-
-    def registers(self, refs: list[str]) -> str:
-        return "{" + ", ".join(f"{RUNTIME}reg({self.value(r)})" for r in refs) + "}"
-
-    def outputs(self, array: str, refs: list[str]) -> str:
-        parts = []
-        for k, ref in enumerate(refs):
-            op = self.operand(ref)
-            if not op.constraint.startswith(("=", "+")):
-                raise UnsupportedPtx(f'inline PTX "{self.template}": the destination {ref} is an input operand',
-                                     'give destination registers as outputs ("=f"(x), "=r"(x) or "+f"(x))')
-            parts.append(f"{RUNTIME}set_reg({op.expr}, {array}[{k}]);")
-        return " ".join(parts)
-
-    def address(self, ref: str, convert: str) -> str:
-        """`[%N]` or `[%N+offset]` as `convert(expr)`, plus the offset in bytes."""
-        m = re.fullmatch(r"\[\s*(%\d+)\s*(?:\+\s*(\d+|0x[0-9a-fA-F]+))?\s*\]", ref.strip())
-        if not m:
-            raise UnsupportedPtx(f'inline PTX "{self.template}": the address "{ref}"',
-                                 "give an address as [%N] or [%N+offset]")
-        base = f"{RUNTIME}{convert}({self.value(m.group(1))})"
-        return base if not m.group(2) else f"{base} + {m.group(2)}"
-
+from .cpu_ptx_alu import alu
+from .cpu_ptx_atom import atom
+from .cpu_ptx_blocks import translate_block
+from .cpu_ptx_operands import RUNTIME, Operand, Statement, UnsupportedPtx, arg_groups, operands
 
 _MMA_HINT = ("brrr emulates mma.sync.aligned.m16n8k16 (f16, bf16), .m16n8k8 (f16, bf16, tf32) and .m16n8k4 "
              "(tf32), .row.col, with f32 accumulators (or f16 ones for f16 inputs)")
 _TYPES = {"f16": "F16", "bf16": "BF16", "tf32": "TF32", "f32": "F32"}
 
 
-def _mma(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+def _mma(s: Statement, instr: str, groups: list[list[str]]) -> str:
     m = re.fullmatch(r"mma\.sync\.aligned\.m16n8k(16|8|4)\.row\.col\.(\w+)\.(\w+)\.(\w+)\.(\w+)", instr)
     if not m:
         raise UnsupportedPtx(f'inline PTX "{s.template}"', _MMA_HINT)
@@ -172,7 +83,7 @@ def _matrix_form(instr: str) -> tuple[int, bool] | None:
     return int(counts[0][1]), "trans" in quals
 
 
-def _matrix(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+def _matrix(s: Statement, instr: str, groups: list[list[str]]) -> str:
     """ldmatrix {regs}, [addr] and stmatrix [addr], {regs}."""
     store = instr.startswith("stmatrix")
     form = _matrix_form(instr)
@@ -204,7 +115,7 @@ _LDST_HINT = ("brrr emulates ld and st of .global, .shared (::cta) or generic ad
               "b8-b64, u8-u64, s8-s64, f16, bf16, f16x2, bf16x2, f32, f64, with their cache, order and scope qualifiers")
 
 
-def _ldst(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+def _ldst(s: Statement, instr: str, groups: list[list[str]]) -> str:
     op, *quals, element = instr.split(".")
     vector = next((int(q[1]) for q in quals if q in ("v2", "v4", "v8")), 1)
     ctype = _ELEMENTS.get(element)
@@ -243,7 +154,7 @@ SCALAR = {
 }
 
 
-def _scalar(s: _Statement, instr: str, groups: list[list[str]]) -> str | None:
+def _scalar(s: Statement, instr: str, groups: list[list[str]]) -> str | None:
     """`instr d, a, ...` of SCALAR, `mov` of %laneid, and mov's packing of two halves into a register
     (`mov.b32 d, {lo, hi}`) or back (`mov.b32 {lo, hi}, d`); None for any other instruction."""
     flat = [g[0] for g in groups if len(g) == 1]
@@ -272,7 +183,7 @@ _CP_ASYNC_HINT = ("brrr emulates cp.async.ca/.cg.shared.global [dst], [src], siz
                   ".cg 16), cp.async.commit_group, cp.async.wait_group N and cp.async.wait_all")
 
 
-def _cp_async(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+def _cp_async(s: Statement, instr: str, groups: list[list[str]]) -> str:
     if instr == "cp.async.commit_group" and not groups:
         return f"{RUNTIME}cp_async_commit_group(__FILE__, __LINE__);"
     if instr == "cp.async.wait_all" and not groups:
@@ -292,12 +203,7 @@ def _cp_async(s: _Statement, instr: str, groups: list[list[str]]) -> str:
 _WGMMA_HINT = ("brrr emulates wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (or .f16.f16) d, a-desc, b-desc, "
                "scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b with both operands in shared memory and "
                "float32 accumulators (\"+f\"), plus wgmma.fence, .commit_group and .wait_group")
-# The block CUTLASS and most Hopper kernels wrap a wgmma in, to pass scale-d as a predicate.
-_PREDICATED = re.compile(r"^\{\s*\.reg\s+\.pred\s+(\w+)\s*;\s*setp\.ne\.b32\s+(\w+)\s*,\s*(%\d+)\s*,\s*0\s*;"
-                         r"\s*(wgmma\.mma_async[^;]*?)\s*;?\s*\}$")
-
-
-def _wgmma(s: _Statement, instr: str, groups: list[list[str]], predicate: tuple[str, str] | None) -> str:
+def _wgmma(s: Statement, instr: str, groups: list[list[str]]) -> str:
     if instr == "wgmma.fence.sync.aligned" and not groups:
         return f"{RUNTIME}wgmma_fence(__FILE__, __LINE__);"
     if instr == "wgmma.commit_group.sync.aligned" and not groups:
@@ -319,9 +225,7 @@ def _wgmma(s: _Statement, instr: str, groups: list[list[str]], predicate: tuple[
         if s.operand(ref).constraint not in ("+f", "=f"):
             raise UnsupportedPtx(f'inline PTX "{s.template}": the accumulator {ref} is not a float output ("+f")',
                                  _WGMMA_HINT)
-    scale_d = groups[3][0]
-    if predicate and scale_d == predicate[0]:
-        scale_d = predicate[1]
+    scale_d = groups[3][0]  # a block's predicate register (`setp.ne.b32 p, %N, 0`) as CUTLASS passes it
     pointers = ", ".join(f"&({s.operand(r).expr})" for r in d)
     rest = ", ".join(s.value(g[0]) for g in groups[4:])
     return (f"{{ float* const brrr_d[{len(d)}] = {{{pointers}}}; {RUNTIME}wgmma_mma_async<{n}, {RUNTIME}Type::{ab}>"
@@ -338,7 +242,7 @@ _TENSOR_HINT = ("brrr emulates cp.async.bulk.tensor.Nd.shared::cluster.global{.t
 _SPACE = r"(\.(relaxed|release|acquire)\.(cta|cluster))?(\.shared(::cta|::cluster)?)?"
 
 
-def _mbarrier(s: _Statement, instr: str, groups: list[list[str]]) -> str:
+def _mbarrier(s: Statement, instr: str, groups: list[list[str]]) -> str:
     flat = [g[0] for g in groups]
     if re.fullmatch(r"mbarrier\.init" + _SPACE + r"\.b64", instr) and len(flat) == 2:
         return f"{RUNTIME}mbarrier_init({s.address(flat[0], 'shared_address')}, {s.value(flat[1])}, __FILE__, __LINE__);"
@@ -358,7 +262,7 @@ def _mbarrier(s: _Statement, instr: str, groups: list[list[str]]) -> str:
     raise UnsupportedPtx(f'inline PTX "{s.template}"', _MBARRIER_HINT)
 
 
-def _tensor_store(s: _Statement, instr: str, args: str) -> str | None:
+def _tensor_store(s: Statement, instr: str, args: str) -> str | None:
     """cp.async.bulk.tensor's store of a box from shared memory, completed through bulk groups; None for
     another form."""
     m = re.fullmatch(r"cp\.async\.bulk\.tensor\.([1-5])d\.global\.shared::cta(\.tile)?\.bulk_group(\.L2::cache_hint)?", instr)
@@ -374,7 +278,7 @@ def _tensor_store(s: _Statement, instr: str, args: str) -> str | None:
             "__FILE__, __LINE__); }")
 
 
-def _tensor(s: _Statement, instr: str, args: str) -> str:
+def _tensor(s: Statement, instr: str, args: str) -> str:
     if (store := _tensor_store(s, instr, args)) is not None:
         return store
     m = re.fullmatch(r"cp\.async\.bulk\.tensor\.([1-5])d\.shared::(cluster|cta)\.global(\.tile)?"
@@ -392,7 +296,7 @@ def _tensor(s: _Statement, instr: str, args: str) -> str:
             f"{RUNTIME}shared_address({s.value(a.group(4))}), __FILE__, __LINE__); }}")
 
 
-def _bulk(s: _Statement, instr: str, args: str) -> str | None:
+def _bulk(s: Statement, instr: str, args: str) -> str | None:
     """cp.async.bulk's plain copies (no tensor map): a load into shared memory completing an mbarrier's
     bytes, or a store to global memory in a bulk group; None for any other form."""
     store = re.fullmatch(r"cp\.async\.bulk\.global\.shared::cta\.bulk_group(\.L2::cache_hint)?", instr)
@@ -411,7 +315,7 @@ def _bulk(s: _Statement, instr: str, args: str) -> str | None:
 _WAIT = re.compile(r"mbarrier\.(try_wait|test_wait)(\.parity)?" + _SPACE + r"\.b64")
 
 
-def _wait_block(template: str, sections: list[str]) -> str | None:
+def _wait_block(template: str, ops: list[Operand]) -> str | None:
     """`{ .reg .pred P; [L:] mbarrier.try_wait.parity... P, [%a], %p; @P bra D; bra L; D: }` (a wait loop) or
     `{ .reg .pred P; mbarrier.try_wait... P, [%a], %p; selp.b32 %o, 1, 0, P; }` (the predicate as 0 or 1)."""
     if not (template.startswith("{") and template.endswith("}")):
@@ -421,11 +325,11 @@ def _wait_block(template: str, sections: list[str]) -> str | None:
     waits = [t for t in statements if _WAIT.match(t)]
     if len(waits) != 1:
         return None
-    s = _Statement(waits[0], operands(sections))
+    s = Statement(waits[0], ops)
     m = re.match(r"^(\S+)\s+(.*)$", waits[0])
     if not m or not _WAIT.fullmatch(m.group(1)):
         raise UnsupportedPtx(f'inline PTX "{template}"', _MBARRIER_HINT)
-    flat = [g[0] for g in _groups(m.group(2))]
+    flat = [g[0] for g in arg_groups(m.group(2))]
     if len(flat) not in (3, 4):
         raise UnsupportedPtx(f'inline PTX "{template}"', _MBARRIER_HINT)
     pred, at, phase = flat[0], s.address(flat[1], "shared_address"), s.value(flat[2])
@@ -442,10 +346,10 @@ def _wait_block(template: str, sections: list[str]) -> str | None:
     raise UnsupportedPtx(f'inline PTX "{template}"', _MBARRIER_HINT)
 
 
-def _cvta(s: _Statement, args: str, to_shared: bool) -> str:
+def _cvta(s: Statement, args: str, to_shared: bool) -> str:
     """`cvta.to.shared.u64 %0, %1` (a generic pointer's .shared address: an offset of the block's
     shared memory, as __cvta_generic_to_shared gives) and `cvta.shared.u64 %0, %1` (back)."""
-    groups = [g[0] for g in _groups(args)]
+    groups = [g[0] for g in arg_groups(args)]
     if len(groups) != 2:
         raise UnsupportedPtx(f'inline PTX "{s.template}"', "cvta takes a destination and a source")
     dst, src = s.operand(groups[0]).expr, s.value(groups[1])
@@ -470,20 +374,20 @@ _MAPA_HINT = ("brrr emulates mapa.u64 on generic addresses (what cooperative gro
               ".shared::cluster address (mapa.shared::cluster, ld/st.shared::cluster) is not emulated on the CPU")
 
 
-def _cluster(s: _Statement, instr: str, args: str) -> str | None:
+def _cluster(s: Statement, instr: str, args: str) -> str | None:
     """The cluster barrier, a cluster special register read, or mapa; None for other instructions."""
     if barrier := re.fullmatch(r"barrier\.cluster\.(arrive|wait)(\.(release|relaxed|acquire))?(\.aligned)?", instr):
         if args:
             raise UnsupportedPtx(f'inline PTX "{s.template}"', "barrier.cluster.arrive and .wait take no operands")
         return f"::brrr_cpu::cluster_{barrier.group(1)}(__FILE__, __LINE__);"
     if re.fullmatch(r"mov\.[usb]32", instr):
-        parts = [g[0] for g in _groups(args)]
+        parts = [g[0] for g in arg_groups(args)]
         special = parts[1].lstrip("%") if len(parts) == 2 else ""
         if special not in _CLUSTER_REGISTERS:
             return None
         return f"({s.operand(parts[0]).expr}) = {_CLUSTER_REGISTERS[special]};"
     if instr.startswith("mapa"):
-        parts = [g[0] for g in _groups(args)]
+        parts = [g[0] for g in arg_groups(args)]
         if not re.fullmatch(r"mapa(\.generic)?\.u64", instr) or len(parts) != 3:
             raise UnsupportedPtx(f'inline PTX "{s.template}"', _MAPA_HINT)
         mapped = (f"::brrr_cpu::cluster_map_shared(reinterpret_cast<const void*>({s.value(parts[1])}), "
@@ -501,17 +405,20 @@ _NO_OPS = re.compile(r"fence\.mbarrier_init\.release\.cluster|prefetch\.tensorma
 
 
 def translate(template: str, sections: list[str]) -> str | None:
-    """C++ for one PTX instruction of these families, None for any other; UnsupportedPtx for a form
-    of them brrr does not emulate. `template` is the asm string with whitespace collapsed and the
-    trailing ';' dropped; `sections` the asm body split at its top-level ':'."""
-    if (wait := _wait_block(template, sections)) is not None:
+    """C++ for one PTX instruction of these families, or a block of them (cpu_ptx_blocks), None for
+    any other; UnsupportedPtx for a form of them brrr does not emulate. `template` is the asm string
+    with whitespace collapsed and the trailing ';' dropped; `sections` the asm body split at its
+    top-level ':'."""
+    ops = operands(sections)
+    if (wait := _wait_block(template, ops)) is not None:
         return wait
-    if template.startswith("{") and template.endswith("}") and ";" not in template[1:-1].strip().rstrip(";"):
-        template = template[1:-1].strip().rstrip("; ")  # one instruction in a scope block
-    predicate = None
-    if (block := _PREDICATED.match(template)) and block.group(1) == block.group(2):
-        predicate = (block.group(1), block.group(3))
-        template = block.group(4)
+    if (block := translate_block(template, ops, one)) is not None:
+        return block
+    return one(template, ops)
+
+
+def one(template: str, ops: list[Operand]) -> str | None:
+    """C++ for one instruction, its operands `ops`; None where brrr does not know the instruction."""
     if ";" in template:
         return None
     m = re.match(r"^([a-z][\w.:]*)\s*(.*)$", template)
@@ -524,20 +431,24 @@ def translate(template: str, sections: list[str]) -> str | None:
     if _NO_OPS.fullmatch(instr):
         return f"{RUNTIME}no_op(__FILE__, __LINE__);"
     if instr.startswith(("barrier.cluster", "mov.", "mapa")) and (
-            cluster := _cluster(_Statement(template, operands(sections)), instr, args)) is not None:
+            cluster := _cluster(Statement(template, ops), instr, args)) is not None:
         return cluster
     if cvta := re.fullmatch(r"cvta(\.to)?\.shared(::cta)?\.u(32|64)", instr):
-        return _cvta(_Statement(template, operands(sections)), args, to_shared=bool(cvta.group(1)))
+        return _cvta(Statement(template, ops), args, to_shared=bool(cvta.group(1)))
     if family not in ("mma", "ldmatrix", "stmatrix", "cp.async", "wgmma", "mbarrier", "ld", "st") and instr not in _CVT:
-        return _scalar(_Statement(template, operands(sections)), instr, _groups(args) if args else [])
-    s = _Statement(template, operands(sections))
+        s, groups = Statement(template, ops), arg_groups(args) if args else []
+        flat = [g[0] if len(g) == 1 else "{" + ", ".join(g) + "}" for g in groups]
+        if (call := alu(s, instr, flat)) is not None or (call := atom(s, instr, flat)) is not None:
+            return call
+        return _scalar(s, instr, groups)
+    s = Statement(template, ops)
     if instr.startswith("cp.async.bulk.tensor"):
         return _tensor(s, instr, args)
     if instr.startswith("cp.async.bulk"):
         if (call := _bulk(s, instr, args)) is not None:
             return call
         raise UnsupportedPtx(f'inline PTX "{template}"', _TENSOR_HINT + "; " + _CP_ASYNC_HINT)
-    groups = _groups(args) if args else []
+    groups = arg_groups(args) if args else []
     if instr in _CVT:
         if len(groups) != _CVT[instr] + 1:
             raise UnsupportedPtx(f'inline PTX "{template}"', f"{instr} takes {_CVT[instr]} source operands")
@@ -546,7 +457,7 @@ def translate(template: str, sections: list[str]) -> str | None:
     if family == "mbarrier":
         return _mbarrier(s, instr, groups)
     if family == "wgmma":
-        return _wgmma(s, instr, groups, predicate)
+        return _wgmma(s, instr, groups)
     if family == "mma":
         return _mma(s, instr, groups)
     if family in ("ldmatrix", "stmatrix"):

@@ -7,6 +7,7 @@
 #define BRRR_CPU_PRELUDE_H
 #include "brrr_cpu.h"
 #include "brrr_cpu_ldst.h"
+#include "brrr_cpu_alu.h"
 #include "brrr_cpu_mma.h"
 #include "brrr_cpu_tma.h"
 #include "brrr_cpu_wgmma.h"

@@ -1,0 +1,179 @@
+// Arithmetic, atomics and blocks of inline PTX on the CPU (tests/cuda/test_cpu_ptx_alu.py), written as
+// public kernels write them: integer and bit arithmetic, f32 and packed f16x2/bf16x2 math, setp and
+// selp inside a block, atom and red, CUTLASS's predicated vector load and Marlin's predicated
+// cp.async. `prog CASE` prints the 32-bit words it computed, or the launch's fault. Built by nvcc too
+// (benchmarks/tensor_core_agreement.py): the same words on a GPU.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "case_buffers.h"
+
+constexpr int kThreads = 32;
+constexpr int kWords = 24;  // results a thread
+
+__device__ float float_of(unsigned a) { return static_cast<float>(static_cast<int>(a % 20001u) - 10000) / 7.0f; }
+
+__global__ void integers(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x;
+    const unsigned a = words[t], b = words[(t + 5) % kThreads], c = words[(t + 11) % kThreads];
+    const int sa = static_cast<int>(a), sb = static_cast<int>(b), sc = static_cast<int>(c);
+    unsigned r[kWords];
+    unsigned long long w, sw;
+    asm("add.s32 %0, %1, %2;" : "=r"(r[0]) : "r"(sa), "r"(sb));
+    asm("sub.u32 %0, %1, %2;" : "=r"(r[1]) : "r"(a), "r"(b));
+    asm("mul.lo.u32 %0, %1, %2;" : "=r"(r[2]) : "r"(a), "r"(b));
+    asm("mul.hi.s32 %0, %1, %2;" : "=r"(r[3]) : "r"(sa), "r"(sb));
+    asm("mul.wide.u32 %0, %1, %2;" : "=l"(w) : "r"(a), "r"(b));
+    r[4] = static_cast<unsigned>(w), r[5] = static_cast<unsigned>(w >> 32);
+    asm("mad.lo.s32 %0, %1, %2, %3;" : "=r"(r[6]) : "r"(sa), "r"(sb), "r"(sc));
+    asm("shl.b32 %0, %1, %2;" : "=r"(r[7]) : "r"(a), "r"(b & 63u));
+    asm("shr.s32 %0, %1, %2;" : "=r"(r[8]) : "r"(sa), "r"(c & 63u));
+    asm("shr.u32 %0, %1, %2;" : "=r"(r[9]) : "r"(a), "r"(c & 63u));
+    asm("min.s32 %0, %1, %2;" : "=r"(r[10]) : "r"(sa), "r"(sb));
+    asm("max.u32 %0, %1, %2;" : "=r"(r[11]) : "r"(a), "r"(b));
+    asm("neg.s32 %0, %1;" : "=r"(r[12]) : "r"(sa));
+    asm("abs.s32 %0, %1;" : "=r"(r[13]) : "r"(sa));
+    asm("not.b32 %0, %1;" : "=r"(r[14]) : "r"(a));
+    asm("popc.b32 %0, %1;" : "=r"(r[15]) : "r"(a));
+    asm("clz.b32 %0, %1;" : "=r"(r[16]) : "r"(a >> (b & 31u)));
+    asm("brev.b32 %0, %1;" : "=r"(r[17]) : "r"(a));
+    asm("bfe.u32 %0, %1, %2, %3;" : "=r"(r[18]) : "r"(a), "r"(b & 31u), "r"(c & 31u));
+    asm("bfe.s32 %0, %1, %2, %3;" : "=r"(r[19]) : "r"(sa), "r"(b & 31u), "r"(c & 15u));
+    asm("bfi.b32 %0, %1, %2, %3, %4;" : "=r"(r[20]) : "r"(a), "r"(b), "r"(c & 31u), "r"((c >> 8) & 31u));
+    asm("mul.hi.u32 %0, %1, %2;" : "=r"(r[21]) : "r"(a), "r"(b));
+    asm("mul.wide.s32 %0, %1, %2;" : "=l"(sw) : "r"(sa), "r"(sb));
+    r[22] = static_cast<unsigned>(sw), r[23] = static_cast<unsigned>(sw >> 32);
+    for (int k = 0; k < kWords; ++k) out[kWords * t + k] = r[k];
+}
+
+__global__ void floats(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x;
+    const float x = float_of(words[t]), y = float_of(words[(t + 5) % kThreads]), z = float_of(words[(t + 11) % kThreads]);
+    const float tiny = x * 1e-42f;  // subnormal (or zero)
+    float f[11];
+    asm("add.f32 %0, %1, %2;" : "=f"(f[0]) : "f"(x), "f"(y));
+    asm("sub.rn.f32 %0, %1, %2;" : "=f"(f[1]) : "f"(x), "f"(y));
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(f[2]) : "f"(x), "f"(y));
+    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(f[3]) : "f"(x), "f"(y), "f"(z));
+    asm("div.rn.f32 %0, %1, %2;" : "=f"(f[4]) : "f"(x), "f"(y));
+    asm("min.f32 %0, %1, %2;" : "=f"(f[5]) : "f"(x), "f"(y));
+    asm("max.f32 %0, %1, %2;" : "=f"(f[6]) : "f"(x), "f"(y));
+    asm("neg.f32 %0, %1;" : "=f"(f[7]) : "f"(x));
+    asm("abs.f32 %0, %1;" : "=f"(f[8]) : "f"(y));
+    asm("add.sat.f32 %0, %1, %2;" : "=f"(f[9]) : "f"(x * 0.001f), "f"(y * 0.001f));
+    asm("mul.ftz.f32 %0, %1, 0f3F800000;" : "=f"(f[10]) : "f"(tiny));
+    unsigned r[kWords];
+    for (int k = 0; k < 11; ++k) r[k] = __float_as_uint(f[k]);
+    unsigned hxy, hyz, hzx, bxy, byz, bzx;  // packed pairs, the second source in the low half
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hxy) : "f"(x), "f"(y));
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hyz) : "f"(y), "f"(z));
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(hzx) : "f"(z), "f"(x));
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(bxy) : "f"(x), "f"(y));
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(byz) : "f"(y), "f"(z));
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(bzx) : "f"(z), "f"(x));
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r[11]) : "r"(hxy), "r"(hyz), "r"(hzx));
+    asm("add.f16x2 %0, %1, %2;" : "=r"(r[12]) : "r"(hxy), "r"(hyz));
+    asm("sub.f16x2 %0, %1, %2;" : "=r"(r[13]) : "r"(hxy), "r"(hzx));
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r[14]) : "r"(hyz), "r"(hzx));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r[15]) : "r"(bxy), "r"(byz), "r"(bzx));
+    asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(r[16]) : "r"(bxy), "r"(byz));
+    asm("max.bf16x2 %0, %1, %2;" : "=r"(r[17]) : "r"(bxy), "r"(bzx));
+    asm("min.f16x2 %0, %1, %2;" : "=r"(r[18]) : "r"(hxy), "r"(hyz));
+    asm("neg.f16x2 %0, %1;" : "=r"(r[19]) : "r"(hxy));
+    asm("abs.bf16x2 %0, %1;" : "=r"(r[20]) : "r"(byz));
+    float m;
+    asm("{ .reg .pred p; .reg .f32 t; setp.lt.f32 p, %1, %2; selp.f32 t, %1, %2, p; add.f32 %0, t, 0f3F800000; }"
+        : "=f"(m) : "f"(x), "f"(y));
+    r[21] = __float_as_uint(m);
+    asm("{\n\t.reg .pred p, q;\n\tsetp.gtu.f32 p, %1, 0f00000000;\n\tsetp.ne.s32 q, %2, 0;\n\tand.pred p, p, q;\n\t"
+        "selp.u32 %0, 7, 9, p;\n}" : "=r"(r[22]) : "f"(x), "r"(static_cast<int>(t & 1u)));
+    asm("{ .reg .b32 w<2>; mov.b32 w0, %1; add.u32 w1, w0, w0; shr.u32 %0, w1, 1; }" : "=r"(r[23]) : "r"(words[t]));
+    for (int k = 0; k < kWords; ++k) out[kWords * t + k] = r[k];
+}
+
+// atom and red on global and shared memory; the words a thread prints are order-free results.
+__global__ void atomics(unsigned* counters, float* sums, unsigned* out) {
+    const unsigned t = threadIdx.x;
+    __shared__ unsigned tally;
+    if (t == 0) tally = 0;
+    __syncthreads();
+    asm volatile("red.global.add.u32 [%0], %1;" :: "l"(counters), "r"(t + 1) : "memory");
+    float old_sum;
+    asm volatile("atom.global.add.f32 %0, [%1], %2;" : "=f"(old_sum) : "l"(sums + t % 4), "f"(0.5f * static_cast<float>(t / 4)) : "memory");
+    (void)old_sum;  // the order the adds land in varies: only the sums are printed
+    asm volatile("red.relaxed.gpu.global.max.s32 [%0], %1;" :: "l"(counters + 1), "r"(static_cast<int>(t * 7 % 23) - 11) : "memory");
+    unsigned before;
+    asm volatile("atom.global.inc.u32 %0, [%1], 9;" : "=r"(before) : "l"(counters + 2) : "memory");
+    asm volatile("red.release.gpu.global.xor.b32 [%0], %1;" :: "l"(counters + 3), "r"(1u << t) : "memory");
+    unsigned ticket;
+    asm volatile("atom.shared.add.u32 %0, [%1], 1;" : "=r"(ticket)
+                 : "r"(static_cast<unsigned>(__cvta_generic_to_shared(&tally))) : "memory");
+    __syncthreads();
+    unsigned swapped = 0;
+    if (t == 0) {
+        asm volatile("atom.shared.cas.b32 %0, [%1], %2, %3;" : "=r"(swapped)
+                     : "r"(static_cast<unsigned>(__cvta_generic_to_shared(&tally))), "r"(32u), "r"(100u) : "memory");
+    }
+    __syncthreads();
+    out[2 * t] = ticket, out[2 * t + 1] = t == 0 ? swapped * 1000u + tally : before < 10u;
+}
+
+// CUTLASS's predicated 16-byte load (defaults moved in first, the load under @p) and Marlin's
+// predicated cp.async (the copy under @p; the tile keeps what it held otherwise).
+__global__ void guarded(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x;
+    unsigned v[4] = {t, t + 1, t + 2, t + 3};
+    asm volatile("{\n  .reg .pred p;\n  setp.ne.b32 p, %5, 0;\n  mov.b32 %0, %6;\n  mov.b32 %1, %7;\n  mov.b32 %2, %8;\n"
+                 "  mov.b32 %3, %9;\n  @p ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n}\n"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                 : "l"(words + 4 * (t % 8)), "r"(static_cast<int>(t % 3 != 0)), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]));
+    __shared__ alignas(16) unsigned tile[4 * kThreads];
+    for (int k = 0; k < 4; ++k) tile[4 * t + k] = 0xdeadbeefu;
+    __syncthreads();
+    const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(&tile[4 * t]));
+    asm volatile("{\n   .reg .pred p;\n   setp.ne.b32 p, %0, 0;\n   @p cp.async.cg.shared.global [%1], [%2], %3;\n}\n"
+                 :: "r"(static_cast<int>(t % 2)), "r"(at), "l"(words + 4 * ((t + 3) % 8)), "n"(16));
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    __syncthreads();
+    for (int k = 0; k < 4; ++k) out[8 * t + k] = v[k], out[8 * t + 4 + k] = tile[4 * t + k];
+}
+
+int main(int argc, char** argv) {
+    const std::string c = argc > 1 ? argv[1] : "";
+    Vec<unsigned> words(kThreads), out(kWords * kThreads, 0x7fc00000u), counters(4, 0);
+    for (int i = 0; i < kThreads; ++i) words[i] = 0x9e3779b9u * static_cast<unsigned>(i + 1) ^ 0x85ebca6bu;
+    Vec<float> sums(4, 0.0f);
+    size_t n = kWords * kThreads;
+    try {
+        if (c == "integers") integers<<<1, kThreads>>>(words.data(), out.data());
+        else if (c == "floats") floats<<<1, kThreads>>>(words.data(), out.data());
+        else if (c == "atomics") atomics<<<1, kThreads>>>(counters.data(), sums.data(), out.data()), n = 2 * kThreads;
+        else if (c == "guarded") guarded<<<1, kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
+        else {
+            std::printf("unknown case %s\n", c.c_str());
+            return 2;
+        }
+        if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) throw std::runtime_error(cudaGetErrorString(e));
+        if (c == "atomics") {  // the tickets in the order taken differ from run to run: printed sorted
+            Vec<unsigned> tickets(kThreads);
+            for (int t = 0; t < kThreads; ++t) tickets[t] = out[2 * t];
+            std::sort(tickets.begin(), tickets.end());
+            for (int t = 0; t < kThreads; ++t) out[2 * t] = tickets[t];
+        }
+        for (size_t i = 0; i < n; ++i) std::printf("%u ", out[i]);
+        if (c == "atomics") {
+            for (unsigned v : counters) std::printf("%u ", v);
+            for (float s : sums) std::printf("%u ", *reinterpret_cast<unsigned*>(&s));
+        }
+        std::printf("\n");
+    } catch (const std::exception& e) {
+        std::printf("FAULT: %s\n", e.what());
+    }
+    return 0;
+}

@@ -1,0 +1,187 @@
+"""Arithmetic, atomics and blocks of inline PTX on the CPU (pipeline/cuda/cpu_ptx_alu.py, cpu_ptx_atom.py,
+cpu_ptx_blocks.py; include/cpu/brrr_cpu_alu.h): each result equals the PTX ISA's definition, written
+out again here in Python (exact rational arithmetic rounded once for the floats), and a block with an
+instruction brrr cannot run is refused naming it."""
+
+from __future__ import annotations
+
+import struct
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from cpu_programs import build, run
+
+from brrr_kernels.cuda.cpu_ptx import translate
+from brrr_kernels.cuda.cpu_ptx_operands import UnsupportedPtx
+
+CASES = Path(__file__).with_name("ptx_alu_cases.cu")
+THREADS, WORDS_A_THREAD = 32, 24
+WORDS = [(0x9E3779B9 * (i + 1) & 0xFFFFFFFF) ^ 0x85EBCA6B for i in range(THREADS)]
+M32 = 0xFFFFFFFF
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(CASES, tmp_path_factory.mktemp("cpu-ptx-alu"))
+
+
+def words(out: str) -> list[int]:
+    assert not out.startswith("FAULT"), out
+    return [int(v) for v in out.split()]
+
+
+def signed(x: int, bits: int = 32) -> int:
+    x &= (1 << bits) - 1
+    return x - (1 << bits) if x >> (bits - 1) else x
+
+
+def bfe(a: int, pos: int, length: int, is_signed: bool) -> int:
+    sign = is_signed and length and a >> min(pos + length - 1, 31) & 1
+    return sum(((a >> (pos + i) & 1) if i < length and pos + i < 32 else sign) << i for i in range(32))
+
+
+def bfi(a: int, b: int, pos: int, length: int) -> int:
+    for i in range(length):
+        if pos + i < 32:
+            b = b & ~(1 << (pos + i)) | (a >> i & 1) << (pos + i)
+    return b & M32
+
+
+def integer_results(t: int) -> list[int]:
+    a, b, c = WORDS[t], WORDS[(t + 5) % THREADS], WORDS[(t + 11) % THREADS]
+    sa, sb, sc = signed(a), signed(b), signed(c)
+    n, m = b & 63, c & 63
+    wide, swide = a * b, sa * sb
+    return [(sa + sb) & M32, (a - b) & M32, a * b & M32, (sa * sb >> 32) & M32, wide & M32, wide >> 32,
+            (sa * sb + sc) & M32, 0 if n >= 32 else a << n & M32, (sa >> min(m, 31)) & M32,
+            0 if m >= 32 else a >> m, min(sa, sb) & M32, max(a, b), -sa & M32, abs(sa) & M32, ~a & M32,
+            bin(a).count("1"), 32 - (a >> (b & 31)).bit_length(), int(f"{a:032b}"[::-1], 2),
+            bfe(a, b & 31, c & 31, False), bfe(a, b & 31, c & 15, True), bfi(a, b, c & 31, c >> 8 & 31),
+            wide >> 32 & M32, swide & M32, (swide >> 32) & M32]
+
+
+def test_integer_and_bit_instructions_follow_the_ptx_isa(program: Path) -> None:
+    got = words(run(program, "integers"))
+    assert got == [r for t in range(THREADS) for r in integer_results(t)]
+
+
+# Floats: (mantissa bits, smallest normal exponent) of each type, rounded to nearest even once.
+F32, F16, BF16 = (24, -126), (11, -14), (8, -126)
+
+
+def rounded(x: Fraction, kind: tuple[int, int]) -> Fraction:
+    """x rounded to nearest even in a binary type of `kind` (subnormals kept; no overflow here)."""
+    if x == 0:
+        return Fraction(0)
+    bits, emin = kind
+    mag = abs(x)
+    e = mag.numerator.bit_length() - mag.denominator.bit_length()
+    e = e - 1 if Fraction(2) ** e > mag else e
+    quantum = Fraction(2) ** (max(e, emin) - bits + 1)
+    q, rest = divmod(mag, quantum)
+    q += 1 if rest > quantum / 2 or (rest == quantum / 2 and q % 2) else 0
+    return q * quantum * (1 if x > 0 else -1)
+
+
+def f32(bits: int) -> Fraction:
+    return Fraction(struct.unpack("<f", struct.pack("<I", bits))[0])
+
+
+def f32_bits(x: Fraction | float) -> int:
+    return struct.unpack("<I", struct.pack("<f", float(x)))[0]
+
+
+def half_bits(x: Fraction, kind: tuple[int, int]) -> int:
+    """The 16 bits of x (already rounded to `kind`)."""
+    import torch
+
+    dtype = torch.float16 if kind == F16 else torch.bfloat16
+    return int(torch.tensor([float(x)], dtype=torch.float64).to(dtype).view(torch.int16).item()) & 0xFFFF
+
+
+def half_value(bits: int, kind: tuple[int, int]) -> Fraction:
+    import torch
+
+    dtype = torch.float16 if kind == F16 else torch.bfloat16
+    return Fraction(float(torch.tensor([bits], dtype=torch.int32).to(torch.int16).view(dtype).item()))
+
+
+def pair(hi: Fraction, lo: Fraction, kind: tuple[int, int]) -> list[Fraction]:
+    """cvt.rn.{f16,bf16}x2.f32 d, hi, lo: [low lane, high lane]."""
+    return [rounded(lo, kind), rounded(hi, kind)]
+
+
+def packed(lanes: list[Fraction], kind: tuple[int, int]) -> int:
+    return half_bits(lanes[0], kind) | half_bits(lanes[1], kind) << 16
+
+
+def lanewise(fn, kind: tuple[int, int], *pairs: list[Fraction]) -> int:
+    return packed([rounded(fn(*(p[i] for p in pairs)), kind) for i in range(2)], kind)
+
+
+def value_of(a: int) -> Fraction:
+    return rounded(Fraction((a % 20001) - 10000) / 7, F32)
+
+
+def float_results(t: int) -> list[int]:
+    x, y, z = (value_of(WORDS[(t + k) % THREADS]) for k in (0, 5, 11))
+    r = [rounded(x + y, F32), rounded(x - y, F32), rounded(x * y, F32), rounded(x * y + z, F32), rounded(x / y, F32),
+         min(x, y), max(x, y), -x, abs(y)]
+    milli = f32(f32_bits(0.001))
+    sat = rounded(rounded(x * milli, F32) + rounded(y * milli, F32), F32)
+    r.append(min(max(sat, Fraction(0)), Fraction(1)))
+    out = [f32_bits(v) for v in r]
+    out.append(f32_bits(0.0) if x >= 0 else f32_bits(-0.0))  # mul.ftz of a subnormal: a zero of its sign
+    hxy, hyz, hzx = pair(x, y, F16), pair(y, z, F16), pair(z, x, F16)
+    bxy, byz, bzx = pair(x, y, BF16), pair(y, z, BF16), pair(z, x, BF16)
+    out += [lanewise(lambda a, b, c: a * b + c, F16, hxy, hyz, hzx), lanewise(lambda a, b: a + b, F16, hxy, hyz),
+            lanewise(lambda a, b: a - b, F16, hxy, hzx), lanewise(lambda a, b: a * b, F16, hyz, hzx),
+            lanewise(lambda a, b, c: a * b + c, BF16, bxy, byz, bzx), lanewise(lambda a, b: a + b, BF16, bxy, byz),
+            lanewise(max, BF16, bxy, bzx), lanewise(min, F16, hxy, hyz), lanewise(lambda a: -a, F16, hxy),
+            lanewise(abs, BF16, byz)]
+    out += [f32_bits(rounded(min(x, y) + 1, F32)), 7 if x > 0 and t & 1 else 9, (2 * WORDS[t] & M32) >> 1]
+    return out
+
+
+def test_float_and_packed_16_bit_math_and_blocks_follow_the_ptx_isa(program: Path) -> None:
+    got = words(run(program, "floats"))
+    want = [r for t in range(THREADS) for r in float_results(t)]
+    wrong = [(i // WORDS_A_THREAD, i % WORDS_A_THREAD, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not wrong, wrong[:8]
+    assert len(got) == len(want)
+
+
+def test_atom_and_red_give_the_old_values_and_totals_of_atomics(program: Path) -> None:
+    got = words(run(program, "atomics"))
+    tickets, flags = got[0:2 * THREADS:2], got[1:2 * THREADS:2]
+    assert tickets == list(range(THREADS))  # atom.shared.add's old values, each once (printed sorted)
+    assert flags[0] == 32 * 1000 + 100  # thread 0's cas found the 32 tickets and left 100
+    assert all(flags[1:])  # atom.inc's old values wrap below 10
+    counters, sums = got[2 * THREADS:2 * THREADS + 4], got[2 * THREADS + 4:]
+    assert counters == [sum(range(1, THREADS + 1)), 11, THREADS % 10, M32]
+    assert sums == [f32_bits(0.5 * sum(t // 4 for t in range(THREADS) if t % 4 == j)) for j in range(4)]
+
+
+def test_predicated_loads_and_copies_in_blocks_run_only_where_the_predicate_holds(program: Path) -> None:
+    got = words(run(program, "guarded"))
+    for t in range(THREADS):
+        loaded = WORDS[4 * (t % 8):4 * (t % 8) + 4] if t % 3 else [t, t + 1, t + 2, t + 3]
+        copied = WORDS[4 * ((t + 3) % 8):4 * ((t + 3) % 8) + 4] if t % 2 else [0xDEADBEEF] * 4
+        assert got[8 * t:8 * t + 8] == loaded + copied, t
+
+
+@pytest.mark.parametrize("template, named", [
+    ("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p shfl.sync.bfly.b32 %1, %1, 1, 31, -1; }", "shfl.sync.bfly.b32"),
+    ("{ .reg .pred p; L1: setp.ne.b32 p, %0, 0; @p bra L1; }", "inline PTX"),
+    ("{ .reg .f32 x; add.rz.f32 x, %1, %1; }", "rounding .rz"),
+    ("atom.global.add.noftz.f16 %1, [%0], %1", "atom"),
+])
+def test_a_block_or_instruction_brrr_cannot_run_is_refused_naming_it(template: str, named: str) -> None:
+    sections = [f'"{template}"', ' "+r"(a) ', ' "l"(p) ']
+    try:
+        out = translate(template, sections)
+    except UnsupportedPtx as e:
+        assert named in str(e) + e.hint, (str(e), e.hint)
+    else:
+        assert out is None and named == "inline PTX", out  # labels: cpu_source refuses it as unknown
