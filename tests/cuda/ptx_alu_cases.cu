@@ -65,7 +65,8 @@ __global__ void floats(const unsigned* words, unsigned* out) {
     asm("max.f32 %0, %1, %2;" : "=f"(f[6]) : "f"(x), "f"(y));
     asm("neg.f32 %0, %1;" : "=f"(f[7]) : "f"(x));
     asm("abs.f32 %0, %1;" : "=f"(f[8]) : "f"(y));
-    asm("add.sat.f32 %0, %1, %2;" : "=f"(f[9]) : "f"(x * 0.001f), "f"(y * 0.001f));
+    // .rn: without it ptxas may fuse the mul.f32 nvcc emits for x * 0.001f into an fma with the add (an H200 did)
+    asm("add.rn.sat.f32 %0, %1, %2;" : "=f"(f[9]) : "f"(x * 0.001f), "f"(y * 0.001f));
     asm("mul.ftz.f32 %0, %1, 0f3F800000;" : "=f"(f[10]) : "f"(tiny));
     unsigned r[kWords];
     for (int k = 0; k < 11; ++k) r[k] = __float_as_uint(f[k]);
