@@ -44,6 +44,7 @@ from .cpu_ptx_alu import alu
 from .cpu_ptx_atom import atom
 from .cpu_ptx_blocks import translate_block
 from .cpu_ptx_operands import RUNTIME, Operand, Statement, UnsupportedPtx, arg_groups, operands
+from .cpu_ptx_warp import warp
 
 _MMA_HINT = ("brrr emulates mma.sync.aligned.m16n8k16 (f16, bf16), .m16n8k8 (f16, bf16, tf32) and .m16n8k4 "
              "(tf32), .row.col, with f32 accumulators (or f16 ones for f16 inputs)")
@@ -410,6 +411,7 @@ def translate(template: str, sections: list[str]) -> str | None:
     with whitespace collapsed and the trailing ';' dropped; `sections` the asm body split at its
     top-level ':'."""
     ops = operands(sections)
+    template = template.replace("%%", "%")  # asm's escape: `%%laneid`, a block's `%%px`, are PTX's %laneid, %px
     if (wait := _wait_block(template, ops)) is not None:
         return wait
     if (block := translate_block(template, ops, one)) is not None:
@@ -438,8 +440,9 @@ def one(template: str, ops: list[Operand]) -> str | None:
     if family not in ("mma", "ldmatrix", "stmatrix", "cp.async", "wgmma", "mbarrier", "ld", "st") and instr not in _CVT:
         s, groups = Statement(template, ops), arg_groups(args) if args else []
         flat = [g[0] if len(g) == 1 else "{" + ", ".join(g) + "}" for g in groups]
-        if (call := alu(s, instr, flat)) is not None or (call := atom(s, instr, flat)) is not None:
-            return call
+        for family_of in (alu, atom, warp):
+            if (call := family_of(s, instr, flat)) is not None:
+                return call
         return _scalar(s, instr, groups)
     s = Statement(template, ops)
     if instr.startswith("cp.async.bulk.tensor"):

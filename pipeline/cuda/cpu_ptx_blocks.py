@@ -63,18 +63,18 @@ def declarations(statements: list[str], template: str) -> tuple[list[Local], lis
         if m.group(1) not in LOCALS:
             raise UnsupportedPtx(f'inline PTX "{template}": a .reg of type .{m.group(1)}', _HINT)
         for name in (n.strip() for n in m.group(2).split(",")):
-            ranged = re.fullmatch(r"([A-Za-z_$]\w*)<(\d+)>", name)
+            ranged = re.fullmatch(r"(%?[A-Za-z_$]\w*)<(\d+)>", name)
             names = [f"{ranged.group(1)}{i}" for i in range(int(ranged.group(2)))] if ranged else [name]
             for each in names:
-                if not re.fullmatch(r"[A-Za-z_$][\w$]*", each):
+                if not re.fullmatch(r"%?[A-Za-z_$][\w$]*", each):
                     raise UnsupportedPtx(f'inline PTX "{template}": the register name "{each}"', _HINT)
-                found.append(Local(each, LOCALS[m.group(1)][0], f"brrr_r_{each.replace('$', '_')}"))
+                found.append(Local(each, LOCALS[m.group(1)][0], f"brrr_r_{each.lstrip('%').replace('$', '_')}"))
     return found, rest
 
 
 def _guarded(text: str) -> tuple[str | None, bool, str]:
     """`@p instr ...` as (p, negated, instr ...); (None, False, text) for an unguarded statement."""
-    m = re.fullmatch(r"@(!?)\s*(%\d+|[A-Za-z_$][\w$]*)\s+(.+)", text)
+    m = re.fullmatch(r"@(!?)\s*(%?[A-Za-z_$][\w$]*|%\d+)\s+(.+)", text)
     return (m.group(2), bool(m.group(1)), m.group(3)) if m else (None, False, text)
 
 
@@ -109,7 +109,7 @@ def _named(text: str, locals_: list[Local], first: int) -> str:
     head, _, args = text.partition(" ")
     for k, local in enumerate(locals_):
         args = re.sub(rf"(?<![%\w.$]){re.escape(local.name)}(?![\w$])", f"%{first + k}", args)
-    guard = re.fullmatch(r"@(!?)\s*([A-Za-z_$][\w$]*)", head)
+    guard = re.fullmatch(r"@(!?)\s*(%?[A-Za-z_$][\w$]*)", head)
     if guard:
         index = next((first + k for k, loc in enumerate(locals_) if loc.name == guard.group(2)), None)
         head = f"@{guard.group(1)}%{index}" if index is not None else head

@@ -145,6 +145,42 @@ __global__ void guarded(const unsigned* words, unsigned* out) {
     for (int k = 0; k < 4; ++k) out[8 * t + k] = v[k], out[8 * t + 4 + k] = tile[4 * t + k];
 }
 
+// Warp instructions as CUDA compiles its intrinsics to them, and CUTLASS's elect_one_sync block; the
+// block-wide bar.sync / barrier.sync of barrier 0. 16 words a thread.
+__global__ void warps(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x, w = words[t];
+    unsigned r[16] = {};
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r[0]) : "r"(w), "r"(31 - t));
+    asm volatile("shfl.sync.up.b32 %0, %1, 1, 0x0, 0xffffffff;" : "=r"(r[1]) : "r"(w));
+    asm volatile("shfl.sync.down.b32 %0, %1, 2, 0x1f, 0xffffffff;" : "=r"(r[2]) : "r"(w));
+    asm volatile("shfl.sync.bfly.b32 %0, %1, 1, %2, 0xffffffff;" : "=r"(r[3]) : "r"(w), "r"((16 << 8) | 0x1f));
+    asm volatile("{ .reg .pred p; setp.ne.u32 p, %1, 0; vote.sync.ballot.b32 %0, p, 0xffffffff; }" : "=r"(r[4]) : "r"(w & 1u));
+    asm volatile("{ .reg .pred p, q; setp.lt.u32 p, %1, 40; vote.sync.all.pred q, p, 0xffffffff; selp.u32 %0, 1, 0, q; }"
+                 : "=r"(r[5]) : "r"(t));
+    asm volatile("{ .reg .pred p, q; setp.eq.u32 p, %1, 7; vote.sync.any.pred q, p, 0xffffffff; selp.u32 %0, 1, 0, q; }"
+                 : "=r"(r[6]) : "r"(t));
+    asm volatile("{ .reg .pred p, q; setp.lt.u32 p, %1, 16; vote.sync.uni.pred q, !p, 0xffffffff; selp.u32 %0, 1, 0, q; }"
+                 : "=r"(r[7]) : "r"(t));
+    asm volatile("redux.sync.add.u32 %0, %1, 0xffffffff;" : "=r"(r[8]) : "r"(w & 0xffffu));
+    asm volatile("redux.sync.max.s32 %0, %1, 0xffffffff;" : "=r"(r[9]) : "r"(static_cast<int>(w)));
+    asm volatile("redux.sync.xor.b32 %0, %1, 0xffffffff;" : "=r"(r[10]) : "r"(w));
+    unsigned leader = 99, elected = 0;
+    if (t != 0) {  // lanes 1-31, the membermask: lane 1 is elected
+        asm volatile("{\n.reg .b32 %%rx;\n.reg .pred %%px;\n     elect.sync %%rx|%%px, %2;\n@%%px mov.s32 %1, 1;\n"
+                     "     mov.s32 %0, %%rx;\n}\n" : "+r"(leader), "+r"(elected) : "r"(0xfffffffeu));
+    }
+    r[11] = leader, r[12] = elected;
+    asm volatile("activemask.b32 %0;" : "=r"(r[13]));
+    asm volatile("bar.warp.sync -1;");
+    __shared__ unsigned slots[kThreads];
+    slots[t] = w;
+    asm volatile("bar.sync 0;" ::: "memory");
+    const unsigned seen = slots[(t + 1) % kThreads];
+    asm volatile("barrier.sync 0, %0;" :: "r"(kThreads) : "memory");
+    r[14] = seen;
+    for (int k = 0; k < 16; ++k) out[16 * t + k] = r[k];
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     Vec<unsigned> words(kThreads), out(kWords * kThreads, 0x7fc00000u), counters(4, 0);
@@ -156,6 +192,7 @@ int main(int argc, char** argv) {
         else if (c == "floats") floats<<<1, kThreads>>>(words.data(), out.data());
         else if (c == "atomics") atomics<<<1, kThreads>>>(counters.data(), sums.data(), out.data()), n = 2 * kThreads;
         else if (c == "guarded") guarded<<<1, kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
+        else if (c == "warps") warps<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
         else {
             std::printf("unknown case %s\n", c.c_str());
             return 2;

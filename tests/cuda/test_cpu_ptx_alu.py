@@ -171,8 +171,33 @@ def test_predicated_loads_and_copies_in_blocks_run_only_where_the_predicate_hold
         assert got[8 * t:8 * t + 8] == loaded + copied, t
 
 
+def warp_results(t: int) -> list[int]:
+    w = WORDS[t]
+    low_bits = sum((WORDS[k] & 1) << k for k in range(THREADS))
+    return [WORDS[31 - t], WORDS[t - 1] if t >= 1 else w, WORDS[t + 2] if t + 2 < THREADS else w,
+            WORDS[t ^ 1], low_bits, 1, 1, 0, sum(x & 0xFFFF for x in WORDS) & M32, max(signed(x) for x in WORDS) & M32,
+            _xor_all(WORDS), 99 if t == 0 else 1, 1 if t == 1 else 0, M32, WORDS[(t + 1) % THREADS], 0]
+
+
+def _xor_all(xs: list[int]) -> int:
+    out = 0
+    for x in xs:
+        out ^= x
+    return out
+
+
+def test_warp_instructions_and_barrier_zero_give_cudas_intrinsics_results(program: Path) -> None:
+    got = words(run(program, "warps"))
+    assert got == [r for t in range(THREADS) for r in warp_results(t)]
+
+
+def test_a_named_barrier_is_refused_and_one_in_an_operand_faults_naming_its_line() -> None:
+    with pytest.raises(UnsupportedPtx, match="named barrier 1"):
+        translate("bar.sync 1, 64", ['"bar.sync 1, 64;"'])
+
+
 @pytest.mark.parametrize("template, named", [
-    ("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p shfl.sync.bfly.b32 %1, %1, 1, 31, -1; }", "shfl.sync.bfly.b32"),
+    ("{ .reg .pred p; setp.ne.b32 p, %0, 0; @p match.any.sync.b32 %1, %1, -1; }", "match.any.sync.b32"),
     ("{ .reg .pred p; L1: setp.ne.b32 p, %0, 0; @p bra L1; }", "inline PTX"),
     ("{ .reg .f32 x; add.rz.f32 x, %1, %1; }", "rounding .rz"),
     ("atom.global.add.noftz.f16 %1, [%0], %1", "atom"),
