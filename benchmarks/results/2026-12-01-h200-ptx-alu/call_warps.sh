@@ -1,0 +1,10 @@
+#!/bin/bash
+# The agreement with the warp case (shfl/vote/redux/elect.sync, bar.sync 0) added to ptx_alu_cases.cu.
+set -uo pipefail
+source benchmarks/gpu_setup.sh
+echo "commit: $(cat .carry/head.txt)" | tee -a $OUT/env.txt
+s=$(date +%s)
+timeout 200 python3 benchmarks/tensor_core_agreement.py --out $OUT/agreement.md > $OUT/agreement_log.txt 2>&1
+echo "== agreement: exit $?, $(( $(date +%s) - s )) s" | tee -a $OUT/agreement_log.txt
+grep -A7 "ptx_alu_cases" $OUT/agreement.md
+grep -c "| yes |" $OUT/agreement.md
