@@ -1,8 +1,9 @@
 """Warp and barrier instructions of inline PTX on the CPU, each the CUDA function it is
 (include/cpu/brrr_cpu_ptx_warp.h): `shfl.sync.{idx,up,down,bfly}.b32` (__shfl_*_sync, for the c operands
 CUDA compiles them to), `vote.sync.{ballot.b32,all.pred,any.pred,uni.pred}`, `redux.sync`, `elect.sync`
-(CUTLASS's elect_one_sync), `activemask.b32`, `bar.warp.sync`, and `bar.sync` / `barrier.sync` of barrier 0
-(__syncthreads; a named barrier is refused). A predicate source may be negated (`!p`), as PTX allows."""
+(CUTLASS's elect_one_sync), `activemask.b32`, `bar.warp.sync`, and `bar.sync` / `barrier.sync` / `bar.arrive`:
+barrier 0 over the whole block is __syncthreads, another (1-15, or a count of fewer threads) the runtime's
+named barrier. A predicate source may be negated (`!p`), as PTX allows."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import re
 from .cpu_ptx_operands import RUNTIME, Statement, UnsupportedPtx
 
 _HINT = ("brrr runs shfl.sync.{idx,up,down,bfly}.b32, vote.sync.{ballot.b32,all.pred,any.pred,uni.pred}, "
-         "redux.sync.{add,min,max}.{u32,s32} and .{and,or,xor}.b32, elect.sync, activemask.b32, bar.warp.sync, and "
-         "bar.sync / barrier.sync of barrier 0 over the whole block")
+         "redux.sync.{add,min,max}.{u32,s32} and .{and,or,xor}.b32, elect.sync, activemask.b32, bar.warp.sync, "
+         "bar.sync / barrier.sync a{, b} and bar.arrive a, b")
 _REDUX = {("add", "u32"): "unsigned", ("add", "s32"): "int", ("min", "u32"): "unsigned", ("min", "s32"): "int",
           ("max", "u32"): "unsigned", ("max", "s32"): "int", ("and", "b32"): "unsigned", ("or", "b32"): "unsigned",
           ("xor", "b32"): "unsigned"}
@@ -66,14 +67,13 @@ def warp(s: Statement, instr: str, args: list[str]) -> str | None:
         return f"{RUNTIME}put({s.output(args[0])}, __activemask({_HERE}));"
     if instr == "bar.warp.sync" and len(args) == 1:
         return f"__syncwarp({RUNTIME}bits_of<uint32_t>({s.value(args[0])}), {_HERE});"
-    if re.fullmatch(r"(bar(\.sync)?|barrier\.sync(\.aligned)?|barrier\.cta\.sync(\.aligned)?)", instr):
-        if not 1 <= len(args) <= 2:
-            raise UnsupportedPtx(f'inline PTX "{s.template}": bar.sync a{{, b}}', _HINT)
-        if re.fullmatch(r"\d+", args[0]) and int(args[0]) != 0:
-            raise UnsupportedPtx(f'inline PTX "{s.template}": named barrier {args[0]}', _HINT +
-                                 "; named barriers (1-15) are not emulated")
+    if m := re.fullmatch(r"(bar(\.sync|\.arrive)?|barrier(\.cta)?\.(sync|arrive)(\.aligned)?)", instr):
+        if not 1 <= len(args) <= 2 or ("arrive" in instr and len(args) != 2):
+            raise UnsupportedPtx(f'inline PTX "{s.template}": bar.sync a{{, b}} or bar.arrive a, b', _HINT)
         count = s.value(args[1]) if len(args) == 2 else "0"
-        return f"{RUNTIME}bar_sync({RUNTIME}bits_of<uint32_t>({s.value(args[0])}), {RUNTIME}bits_of<uint32_t>({count}), {_HERE});"
+        wait = "false" if "arrive" in instr else "true"
+        return (f"{RUNTIME}bar_sync({RUNTIME}bits_of<uint32_t>({s.value(args[0])}), {RUNTIME}bits_of<uint32_t>({count}), "
+                f"{wait}, {_HERE});")
     if instr.startswith(("shfl.", "vote.", "redux.", "elect.", "bar.", "barrier.")):
         raise UnsupportedPtx(f'inline PTX "{s.template}"', _HINT)
     return None

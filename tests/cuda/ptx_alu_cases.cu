@@ -181,6 +181,36 @@ __global__ void warps(const unsigned* words, unsigned* out) {
     for (int k = 0; k < 16; ++k) out[16 * t + k] = r[k];
 }
 
+// Named barriers as warp-specialized kernels use them, in a block of 4 warps: warp 0 produces a tile
+// and arrives at barrier 1 (bar.arrive) where warps 1-3 wait (bar.sync 1, 128); warps 2 and 3 then
+// trade values through barrier 2 (64 threads) while warp 1 does not take part. 2 words a thread.
+__global__ void named_barriers(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x, warp = t / 32, lane = t % 32;
+    __shared__ unsigned tile[32], trade[64];
+    if (warp == 0) {
+        tile[lane] = words[lane] ^ 0x5a5a5a5au;
+        asm volatile("bar.arrive 1, 128;" ::: "memory");
+        out[2 * t] = out[2 * t + 1] = 0;
+        return;
+    }
+    asm volatile("bar.sync 1, 128;" ::: "memory");
+    out[2 * t] = tile[(lane + warp) % 32];
+    if (warp >= 2) {
+        trade[t - 64] = tile[lane] + warp;
+        asm volatile("barrier.sync.aligned 2, %0;" :: "r"(64) : "memory");
+        out[2 * t + 1] = trade[(t - 64 + 32) % 64];
+    } else {
+        out[2 * t + 1] = 7;
+    }
+}
+
+// Planted: warps 1-3 wait at barrier 3 for 128 threads, and warp 0 never arrives.
+__global__ void named_deadlock(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x;
+    if (t >= 32) asm volatile("bar.sync 3, 128;" ::: "memory");  // waits forever
+    out[t] = words[t % 32];
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     Vec<unsigned> words(kThreads), out(kWords * kThreads, 0x7fc00000u), counters(4, 0);
@@ -193,6 +223,8 @@ int main(int argc, char** argv) {
         else if (c == "atomics") atomics<<<1, kThreads>>>(counters.data(), sums.data(), out.data()), n = 2 * kThreads;
         else if (c == "guarded") guarded<<<1, kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
         else if (c == "warps") warps<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
+        else if (c == "named_barriers") named_barriers<<<1, 4 * kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
+        else if (c == "named_deadlock") named_deadlock<<<1, 4 * kThreads>>>(words.data(), out.data()), n = 4 * kThreads;
         else {
             std::printf("unknown case %s\n", c.c_str());
             return 2;

@@ -191,9 +191,31 @@ def test_warp_instructions_and_barrier_zero_give_cudas_intrinsics_results(progra
     assert got == [r for t in range(THREADS) for r in warp_results(t)]
 
 
-def test_a_named_barrier_is_refused_and_one_in_an_operand_faults_naming_its_line() -> None:
-    with pytest.raises(UnsupportedPtx, match="named barrier 1"):
-        translate("bar.sync 1, 64", ['"bar.sync 1, 64;"'])
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(CASES, tmp_path_factory.mktemp("cpu-ptx-alu-checked"), checked=True)
+
+
+@pytest.mark.parametrize("build_kind", ["program", "checked"])
+def test_named_barriers_order_a_producer_warp_and_its_consumers(request: pytest.FixtureRequest, build_kind: str) -> None:
+    """bar.arrive / bar.sync 1, 128 and barrier.sync 2, 64 among 3 of 4 warps: what each thread reads
+    is what was written before the barrier, and the checked build reports no race on the tiles."""
+    got = words(run(request.getfixturevalue(build_kind), "named_barriers"))
+    tile = [w ^ 0x5A5A5A5A for w in WORDS]
+    for t in range(128):
+        warp, lane = divmod(t, 32)
+        if warp == 0:
+            assert got[2 * t:2 * t + 2] == [0, 0], t
+            continue
+        traded = (tile[((t - 64 + 32) % 64) % 32] + 2 + ((t - 64 + 32) % 64) // 32) & M32 if warp >= 2 else 7
+        assert got[2 * t:2 * t + 2] == [tile[(lane + warp) % 32], traded], t
+
+
+def test_a_named_barrier_that_never_completes_is_a_deadlock_named_at_its_line(program: Path) -> None:
+    out = run(program, "named_deadlock")
+    line = next(n for n, text in enumerate(CASES.read_text().splitlines(), 1) if "waits forever" in text)
+    assert out.startswith(f"FAULT: {CASES.resolve()}:{line}:") and "deadlock" in out, out
+    assert "named barrier (bar.sync)" in out, out
 
 
 @pytest.mark.parametrize("template, named", [

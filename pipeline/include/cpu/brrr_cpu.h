@@ -258,6 +258,7 @@ unsigned cluster_block_rank();
 uint3 cluster_index();
 // barrier.cluster: every thread of every block of the cluster arrives, then waits for the others.
 void cluster_arrive(const char* file, int line);
+void named_barrier(unsigned id, unsigned count, bool wait, const char* file, int line);
 void cluster_wait(const char* file, int line);
 // Distributed shared memory: `address` in this block's shared memory, as the same offset in the
 // shared memory of the cluster's block `rank` (a fault while that block is not running), and the

@@ -1,6 +1,6 @@
 // Warp and barrier instructions of inline PTX on the CPU (pipeline/cuda/cpu_ptx_warp.py writes the
-// calls): shfl.sync, vote.sync, redux.sync, elect.sync, activemask, bar.warp.sync and the block-wide
-// bar.sync / barrier.sync, each as the CUDA function it is (the runtime's warp intrinsics, with their
+// calls): shfl.sync, vote.sync, redux.sync, elect.sync, activemask, bar.warp.sync, bar.sync / barrier.sync
+// and bar.arrive, each as the CUDA function it is (the runtime's warp intrinsics, with their
 // checks: every named lane at the same call, or barrier divergence).
 #pragma once
 #include <cstdint>
@@ -40,16 +40,15 @@ inline uint32_t elect_sync(uint32_t mask, bool& elected, const char* file, int l
     return leader;
 }
 
-// bar.sync / barrier.sync a{, b}: barrier 0 of the whole block is __syncthreads; a named barrier (a
-// of 1 to 15) or a count below the block's threads is not emulated.
-inline void bar_sync(uint32_t id, uint32_t count, const char* file, int line) {
+// bar.sync / barrier.sync a{, b}: barrier 0 over the whole block is __syncthreads; another barrier (1 to
+// 15) or a count of fewer threads is a named barrier of the runtime's. bar.arrive arrives without waiting.
+inline void bar_sync(uint32_t id, uint32_t count, bool wait, const char* file, int line) {
     const uint32_t threads = blockDim.x * blockDim.y * blockDim.z;
-    if (id != 0 || (count != 0 && count != threads)) {
-        fault("not supported on the CPU", "bar.sync " + std::to_string(id) + ", " + std::to_string(count) +
-              ": brrr emulates barrier 0 over the whole block (" + std::to_string(threads) + " threads), "
-              "as __syncthreads; named barriers and partial counts are not emulated", file, line);
+    if (wait && id == 0 && (count == 0 || count == threads)) {
+        __syncthreads(file, line);
+    } else {
+        brrr_cpu::named_barrier(id, count, wait, file, line);
     }
-    __syncthreads(file, line);
 }
 
 }  // namespace brrr_cpu::ptx

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -198,7 +199,7 @@ struct AlignedAllocator {
 };
 
 // A barrier that spans blocks, which a thread's spin waits at (see "waiting on memory").
-enum class BlockWait : uint8_t { None, Grid, Cluster };
+enum class BlockWait : uint8_t { None, Grid, Cluster, Named };
 
 struct Fiber {
     Context context;
@@ -266,6 +267,14 @@ struct Block {
     uint64_t serial = 0;  // unique to each block run: brrr_cpu_async_impl.h starts its state afresh by it
     int64_t cluster_id = -1;  // in a launch with clusters of more than one block: its cluster and rank there
     unsigned cluster_rank = 0;
+    // PTX's named barriers 0-15 (bar.sync a, b; bar.arrive a, b): threads arrived in the current round,
+    // the count that completes it, and rounds completed.
+    struct Named {
+        int arrived = 0;
+        int count = 0;
+        uint64_t rounds = 0;
+    };
+    std::array<Named, 16> named{};
 };
 
 static thread_local Block* running_block = nullptr;
@@ -1138,6 +1147,10 @@ static void report_deadlock(Block& b, int resident) {
         m << "this thread waits at the cluster barrier (cluster.sync(), barrier.cluster.wait) for threads that will "
              "never arrive: every thread of every block of the cluster must arrive as often as the others, and some "
              "returned first or wait elsewhere (a GPU hangs here)";
+    } else if (spinner->spin_barrier == BlockWait::Named) {
+        m << "this thread waits at a named barrier (bar.sync) for threads that will never arrive: as many threads as "
+             "its count must arrive (bar.sync or bar.arrive with the same barrier and count) in each round, and the "
+             "others returned or wait elsewhere (a GPU hangs here)";
     } else {
         m << "this thread waits on memory: it polls ";
         if (spinner->spin_file) m << "with __nanosleep";
@@ -1596,6 +1609,50 @@ void cluster_arrive(const char* file, int line) {
     if (s->arrived.fetch_add(1) + 1 == volume(b.launch->config.cluster) * b.threads) {
         s->arrived.store(0);
         s->rounds.fetch_add(1);
+    }
+    made_progress(b, f);
+}
+
+// bar.sync / bar.arrive on a named barrier: `count` threads (0: the block's) complete a round, which
+// orders shared memory as __syncthreads does (conservatively: for the whole block, so a race between a
+// thread outside it and one inside may go unnamed). A waiting thread polls, so a round that can never
+// complete is the scheduler's deadlock, named at the bar.sync.
+void named_barrier(unsigned id, unsigned count, bool wait, const char* file, int line) {
+    Fiber& f = here("bar.sync", file, line);
+    Block& b = *f.block;
+    const int n = count ? static_cast<int>(count) : b.threads;
+    if (id >= b.named.size()) {
+        fault("named barrier", "barrier " + std::to_string(id) + ": PTX's named barriers are 0 to 15", file, line);
+    }
+    if (n % 32 != 0 && n != b.threads) {
+        fault("named barrier", "bar.sync " + std::to_string(id) + ", " + std::to_string(n) +
+              ": the thread count must be a multiple of the warp size (32)", file, line);
+    }
+    if (n > b.threads) {
+        fault("named barrier", "bar.sync " + std::to_string(id) + ", " + std::to_string(n) + " in a block of " +
+              std::to_string(b.threads) + " threads: the round can never complete (a GPU hangs here)", file, line);
+    }
+    Block::Named& nb = b.named[id];
+    if (nb.arrived == 0) nb.count = n;
+    if (nb.count != n) {
+        fault("barrier divergence", "threads meet at named barrier " + std::to_string(id) + " with thread counts " +
+              std::to_string(nb.count) + " and " + std::to_string(n) + " in one round", file, line);
+    }
+    const uint64_t round = nb.rounds;
+    if (++nb.arrived == n) {
+        nb.arrived = 0;
+        ++nb.rounds;
+        ++b.epoch;
+        async::share_seen(-1, 0);
+        if (hooks().barrier_done) hooks().barrier_done(b.epoch);
+    } else if (wait) {
+        while (nb.rounds == round) {
+            f.spin_file = file;
+            f.spin_line = line;
+            f.spin_barrier = BlockWait::Named;
+            watched(f, nullptr, false, nullptr);
+        }
+        f.spin_barrier = BlockWait::None;
     }
     made_progress(b, f);
 }
