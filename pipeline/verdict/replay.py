@@ -35,17 +35,36 @@ class Failure:
     kernel: str | None = None  # where the simulator saw the writer
 
 
+# A kept case outlives its validation by this long: two runs of one op at once each name a file of
+# their own (named by its content), and a failing run prunes the older files of its op and check.
+KEEP_S = 3600.0
+
+
 def save_failure(failure: Failure, name: str) -> str:
     """Save the failure's inputs (atomically) under the cache's failures/; the command line that replays it."""
-    # Named for the op's folder too: two folders holding ops of one name (a user's copy, the planted-bug
-    # copies the tests make) validated at once would otherwise replace each other's case.
-    folder = hashlib.sha256(str(Path(failure.op.folder).resolve()).encode()).hexdigest()[:8]
-    path = cache_root() / "failures" / f"{failure.op.name}-{folder}-{name}.pt"
+    import io
+    import time
+
     data = {"op": str(failure.op.folder), "phase": failure.phase,
             "inputs": [x.detach().cpu().clone() for x in failure.inputs],
             "upstream": [u.detach().cpu().clone() for u in failure.upstream]}
+    buffer = io.BytesIO()
+    torch.save(data, buffer)
+    content = buffer.getvalue()
+    # Named for the op's folder (two folders holding ops of one name: a user's copy, the planted-bug
+    # copies the tests make) and for the case itself (one folder validated twice at once): neither
+    # replaces the other's file.
+    folder = hashlib.sha256(str(Path(failure.op.folder).resolve()).encode()).hexdigest()[:8]
+    prefix = f"{failure.op.name}-{folder}-{name}"
+    path = cache_root() / "failures" / f"{prefix}-{hashlib.sha256(content).hexdigest()[:8]}.pt"
     with replacing(path) as tmp:
-        torch.save(data, tmp)
+        tmp.write_bytes(content)
+    for old in path.parent.glob(f"{prefix}-*.pt"):
+        try:
+            if old != path and time.time() - old.stat().st_mtime > KEEP_S:
+                old.unlink()
+        except OSError:  # another run pruned or replaced it meanwhile
+            pass
     return f"debug it: {replay_command(failure, path)}"
 
 
