@@ -12,6 +12,7 @@ Layer map:
     cpu_ptx_blocks  a block of PTX: .reg locals, setp/selp, @p guards around instructions cpu_ptx runs
     cpu_ptx_alu  integer, bit and float (f32, f64, f16x2, bf16x2) arithmetic instructions
     cpu_ptx_atom  atom and red as CUDA's atomic functions
+    cpu_ptx_cvt  one-element cvt between the integer and float types
     cpu_ptx_warp  shfl/vote/redux/elect.sync, activemask, bar.warp.sync, bar.sync 0 as CUDA's warp functions
     cpu_ptx_operands  an asm statement's operands and the C++ of a register, immediate or address
     tokens      the one reader of CUDA C++: masking, tokens, top-level splits, kernel names

@@ -43,6 +43,7 @@ import re
 from .cpu_ptx_alu import alu
 from .cpu_ptx_atom import atom
 from .cpu_ptx_blocks import translate_block
+from .cpu_ptx_cvt import cvt
 from .cpu_ptx_operands import RUNTIME, Operand, Statement, UnsupportedPtx, arg_groups, operands
 from .cpu_ptx_warp import warp
 
@@ -149,7 +150,7 @@ SCALAR = {
                      "ex2_approx_ftz_f32", "lg2_approx_f32", "lg2_approx_ftz_f32", "sqrt_approx_f32",
                      "sqrt_approx_ftz_f32", "rsqrt_approx_f32", "rsqrt_approx_ftz_f32", "rsqrt_approx_f64",
                      "tanh_approx_f32", "sin_approx_f32", "sin_approx_ftz_f32", "cos_approx_f32", "cos_approx_ftz_f32",
-                     "cvt_rn_f16_f32", "cvt_rn_bf16_f32", "cvt_f32_f16", "cvt_f32_bf16", "mov_b16", "mov_u16",
+                     "mov_b16", "mov_u16",
                      "mov_b32", "mov_u32", "mov_s32", "mov_b64", "mov_u64", "mov_f32", "mov_f64"), 1),
     "prmt_b32": 3, "lop3_b32": 4,
 }
@@ -440,7 +441,7 @@ def one(template: str, ops: list[Operand]) -> str | None:
     if family not in ("mma", "ldmatrix", "stmatrix", "cp.async", "wgmma", "mbarrier", "ld", "st") and instr not in _CVT:
         s, groups = Statement(template, ops), arg_groups(args) if args else []
         flat = [g[0] if len(g) == 1 else "{" + ", ".join(g) + "}" for g in groups]
-        for family_of in (alu, atom, warp):
+        for family_of in (alu, atom, warp, cvt):
             if (call := family_of(s, instr, flat)) is not None:
                 return call
         return _scalar(s, instr, groups)

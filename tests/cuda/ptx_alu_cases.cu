@@ -211,6 +211,42 @@ __global__ void named_deadlock(const unsigned* words, unsigned* out) {
     out[t] = words[t % 32];
 }
 
+// One-element cvt: float to integer in the four integer roundings (saturating; NaN is 0), integer to
+// float, between the float types, integer widening, truncation and .sat. 16 words a thread.
+__global__ void conversions(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x, a = words[t];
+    const int sa = static_cast<int>(a);
+    const float x = float_of(a), v = x * 0.5f, nan = __uint_as_float(0x7fc00000u), big = 3e9f;
+    const double d = static_cast<double>(x) * 1.1;
+    const unsigned short bf = static_cast<unsigned short>((a >> 16) & 0xbfffu);
+    unsigned r[16];
+    float f;
+    unsigned short h;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r[0]) : "f"(v));
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r[1]) : "f"(v));
+    asm("cvt.rmi.s32.f32 %0, %1;" : "=r"(r[2]) : "f"(v));
+    asm("cvt.rpi.u32.f32 %0, %1;" : "=r"(r[3]) : "f"(v));
+    asm("cvt.rn.f32.s32 %0, %1;" : "=f"(f) : "r"(sa));
+    r[4] = __float_as_uint(f);
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    r[5] = h;
+    asm("cvt.f32.bf16 %0, %1;" : "=f"(f) : "h"(bf));
+    r[6] = __float_as_uint(f);
+    asm("cvt.rni.f32.f32 %0, %1;" : "=f"(f) : "f"(v));
+    r[7] = __float_as_uint(f);
+    asm("cvt.s32.s8 %0, %1;" : "=r"(r[8]) : "r"(a & 0xffu));
+    asm("cvt.sat.u8.s32 %0, %1;" : "=r"(r[9]) : "r"(sa >> 20));
+    asm("cvt.u16.u32 %0, %1;" : "=r"(r[10]) : "r"(a));
+    asm("cvt.sat.s16.s32 %0, %1;" : "=r"(r[11]) : "r"(sa >> 8));
+    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(f) : "d"(d));
+    r[12] = __float_as_uint(f);
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x * 1e-3f));
+    r[13] = h;
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r[14]) : "f"(nan));
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(r[15]) : "f"(big));
+    for (int k = 0; k < 16; ++k) out[16 * t + k] = r[k];
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     Vec<unsigned> words(kThreads), out(kWords * kThreads, 0x7fc00000u), counters(4, 0);
@@ -223,6 +259,7 @@ int main(int argc, char** argv) {
         else if (c == "atomics") atomics<<<1, kThreads>>>(counters.data(), sums.data(), out.data()), n = 2 * kThreads;
         else if (c == "guarded") guarded<<<1, kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
         else if (c == "warps") warps<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
+        else if (c == "conversions") conversions<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
         else if (c == "named_barriers") named_barriers<<<1, 4 * kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
         else if (c == "named_deadlock") named_deadlock<<<1, 4 * kThreads>>>(words.data(), out.data()), n = 4 * kThreads;
         else {

@@ -5,6 +5,7 @@ instruction brrr cannot run is refused naming it."""
 
 from __future__ import annotations
 
+import math
 import struct
 from fractions import Fraction
 from pathlib import Path
@@ -150,6 +151,26 @@ def test_float_and_packed_16_bit_math_and_blocks_follow_the_ptx_isa(program: Pat
     wrong = [(i // WORDS_A_THREAD, i % WORDS_A_THREAD, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
     assert not wrong, wrong[:8]
     assert len(got) == len(want)
+
+
+def conversion_results(t: int) -> list[int]:
+    a = WORDS[t]
+    sa, x = signed(a), value_of(a)
+    v = rounded(x * Fraction(1, 2), F32)
+    d = float(x) * 1.1  # a double product, as the kernel's
+    bf = (a >> 16) & 0xBFFF
+    xm = rounded(x * f32(f32_bits(0.001)), F32)
+    return [round(v) & M32, math.trunc(v) & M32, math.floor(v) & M32, min(max(math.ceil(v), 0), M32),
+            f32_bits(rounded(Fraction(sa), F32)), half_bits(rounded(x, F16), F16), bf << 16, f32_bits(round(v)),
+            signed(a & 0xFF, 8) & M32, min(max(sa >> 20, 0), 255), a & 0xFFFF, min(max(sa >> 8, -32768), 32767) & M32,
+            f32_bits(rounded(Fraction(d), F32)), half_bits(rounded(xm, BF16), BF16), 0, 2**31 - 1]
+
+
+def test_cvt_rounds_saturates_and_extends_as_the_ptx_isa_says(program: Path) -> None:
+    got = words(run(program, "conversions"))
+    want = [r for t in range(THREADS) for r in conversion_results(t)]
+    wrong = [(i // 16, i % 16, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not wrong and len(got) == len(want), wrong[:8]
 
 
 def test_atom_and_red_give_the_old_values_and_totals_of_atomics(program: Path) -> None:

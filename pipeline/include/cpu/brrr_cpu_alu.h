@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -185,6 +186,69 @@ inline typename Lanes<E>::Bits falu(A ra, B rb = 0, C rc = 0) {
         if constexpr ((M & Ftz) != 0) d = L::set(d, i, flushed<L>(L::get(d, i)));
     }
     return d;
+}
+
+// ---- cvt ------------------------------------------------------------------------------------------
+enum class Round { Rn, Rni, Rzi, Rmi, Rpi };
+
+template <typename T>
+struct Scalar {  // a cvt type's value: integers and floats as themselves, F16 and BF16 through double
+    using Bits = T;
+    static double get(Bits b) { return static_cast<double>(b); }
+};
+template <>
+struct Scalar<F16> {
+    using Bits = uint16_t;
+    static double get(Bits b) { return half_bits_to_float(b); }
+};
+template <>
+struct Scalar<BF16> {
+    using Bits = uint16_t;
+    static double get(Bits b) { return bf16_bits_to_float(b); }
+};
+
+template <Round R>
+inline double integral(double v) {
+    if constexpr (R == Round::Rni) return std::nearbyint(v);  // ties to even, the default rounding mode
+    else if constexpr (R == Round::Rzi) return std::trunc(v);
+    else if constexpr (R == Round::Rmi) return std::floor(v);
+    else if constexpr (R == Round::Rpi) return std::ceil(v);
+    else return v;
+}
+
+template <typename D, typename S, Round R, unsigned M = Plain, typename A>
+inline typename Scalar<D>::Bits cvt(A ra) {
+    using SB = typename Scalar<S>::Bits;
+    const SB a = bits_of<SB>(ra);
+    constexpr bool to_int = std::is_integral_v<D>, from_int = std::is_integral_v<S>;
+    if constexpr (to_int && from_int) {
+        if constexpr ((M & Sat) != 0) {  // clamped to the destination's range
+            const __int128 w = static_cast<__int128>(a);
+            const __int128 lo = std::numeric_limits<D>::min(), hi = std::numeric_limits<D>::max();
+            return static_cast<D>(w < lo ? lo : w > hi ? hi : w);
+        } else {
+            return static_cast<D>(a);  // sign- or zero-extends by the source, truncates to the destination
+        }
+    } else if constexpr (to_int) {  // float to integer: rounded, NaN 0, saturated
+        double v = Scalar<S>::get(a);
+        if constexpr ((M & Ftz) != 0) v = std::fabs(v) < FLT_MIN ? 0.0 : v;
+        if (std::isnan(v)) return D(0);
+        v = integral<R == Round::Rn ? Round::Rni : R>(v);
+        if (v <= static_cast<double>(std::numeric_limits<D>::min())) return std::numeric_limits<D>::min();
+        if (v >= static_cast<double>(std::numeric_limits<D>::max())) return std::numeric_limits<D>::max();
+        return static_cast<D>(v);
+    } else {
+        // to a float: an integer or float source, rounded once (an integer rounding: its integral value)
+        long double v = from_int ? static_cast<long double>(a) : static_cast<long double>(Scalar<S>::get(a));
+        if constexpr (!from_int && R != Round::Rn) v = integral<R>(static_cast<double>(v));
+        if constexpr ((M & Sat) != 0) v = std::isnan(v) ? 0.0L : std::clamp(v, 0.0L, 1.0L);
+        typename Scalar<D>::Bits d;
+        if constexpr (std::is_same_v<D, F16>) d = double_to_half_bits(static_cast<double>(v));
+        else if constexpr (std::is_same_v<D, BF16>) d = double_to_bf16_bits(static_cast<double>(v));
+        else d = static_cast<D>(v);
+        if constexpr ((M & Ftz) != 0 && std::is_same_v<D, float>) d = std::fabs(d) < FLT_MIN ? std::copysign(0.0f, d) : d;
+        return d;
+    }
 }
 
 // ---- setp -----------------------------------------------------------------------------------------

@@ -153,10 +153,5 @@ inline uint32_t lop3_b32(uint32_t a, uint32_t b, uint32_t c, uint32_t lut) {
     return d;
 }
 
-// Conversions between float and the 16-bit types, one element (the pair forms are brrr_cpu_mma.h's).
-inline uint16_t cvt_rn_f16_f32(float x) { return brrr_cpu::float_to_half_bits(x); }
-inline uint16_t cvt_rn_bf16_f32(float x) { return brrr_cpu::float_to_bf16_bits(x); }
-inline float cvt_f32_f16(uint16_t h) { return brrr_cpu::half_bits_to_float(h); }
-inline float cvt_f32_bf16(uint16_t b) { return brrr_cpu::bf16_bits_to_float(b); }
 
 }  // namespace brrr_cpu::ptx
