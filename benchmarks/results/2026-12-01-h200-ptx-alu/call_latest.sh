@@ -1,5 +1,5 @@
 #!/bin/bash
-# The agreement with the conversions case (one-element cvt) added.
+# The agreement of every case file (calls three to five of README.md ran these lines at their commits).
 set -uo pipefail
 source benchmarks/gpu_setup.sh
 echo "commit: $(cat .carry/head.txt)" | tee -a $OUT/env.txt
