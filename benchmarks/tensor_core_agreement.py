@@ -41,7 +41,7 @@ SAME = {
         "tensor_stores", "cvta_round_trip"),
     ROOT / "tests" / "cuda" / "ldst_cases.cu": ("vector_copy", "widening", "shared_and_ordered", "bits"),
     ROOT / "tests" / "cuda" / "ptx_alu_cases.cu": ("integers", "floats", "atomics", "guarded", "warps", "named_barriers",
-                                                   "conversions"),
+                                                   "conversions", "int8_mma", "approx16"),
 }
 EXTRA_PRODUCTS = {"mma_f16_acc": (16, 8, 16)}  # f16 accumulators: the bound gains half an f16 ulp
 LAYOUTS = ("ldmatrix_x1", "ldmatrix_x2_trans", "ldmatrix_x4", "ldmatrix_x4_trans", "stmatrix_x1", "stmatrix_x2_trans",

@@ -48,12 +48,21 @@ from .cpu_ptx_operands import RUNTIME, Operand, Statement, UnsupportedPtx, arg_g
 from .cpu_ptx_warp import warp
 
 _MMA_HINT = ("brrr emulates mma.sync.aligned.m16n8k16 (f16, bf16), .m16n8k8 (f16, bf16, tf32) and .m16n8k4 "
-             "(tf32), .row.col, with f32 accumulators (or f16 ones for f16 inputs)")
+             "(tf32), .row.col, with f32 accumulators (or f16 ones for f16 inputs), and the 8-bit integer "
+             ".m16n8k16 / .m16n8k32 .row.col{.satfinite}.s32.{s8,u8}.{s8,u8}.s32")
 _TYPES = {"f16": "F16", "bf16": "BF16", "tf32": "TF32", "f32": "F32"}
+
+
+_INT_MMA = re.compile(r"mma\.sync\.aligned\.m16n8k(16|32)\.row\.col(\.satfinite)?\.s32\.([su]8)\.([su]8)\.s32")
 
 
 def _mma(s: Statement, instr: str, groups: list[list[str]]) -> str:
     m = re.fullmatch(r"mma\.sync\.aligned\.m16n8k(16|8|4)\.row\.col\.(\w+)\.(\w+)\.(\w+)\.(\w+)", instr)
+    if (integer := _INT_MMA.fullmatch(instr)) and len(groups) == 4:
+        k, satf, sa, sb = integer.group(1), bool(integer.group(2)), integer.group(3) == "s8", integer.group(4) == "s8"
+        call = (f"{RUNTIME}int_mma_sync<{k}, {str(sa).lower()}, {str(sb).lower()}, {str(satf).lower()}>"
+                "(brrr_d, brrr_a, brrr_b, brrr_c, __FILE__, __LINE__);")
+        return _mma_call(s, groups, call)
     if not m:
         raise UnsupportedPtx(f'inline PTX "{s.template}"', _MMA_HINT)
     k, d, a, b, c = int(m.group(1)), *m.group(2, 3, 4, 5)
@@ -62,9 +71,14 @@ def _mma(s: Statement, instr: str, groups: list[list[str]]) -> str:
     valid = valid and (d == "f32" or (d == "f16" and a == "f16"))
     if not valid or len(groups) != 4:
         raise UnsupportedPtx(f'inline PTX "{s.template}"', _MMA_HINT)
-    dg, ag, bg, cg = groups
     call = (f"{RUNTIME}mma_sync<16, 8, {k}, {RUNTIME}Type::{_TYPES[a]}, {RUNTIME}Type::{_TYPES[d]}>"
             "(brrr_d, brrr_a, brrr_b, brrr_c, __FILE__, __LINE__);")
+    return _mma_call(s, groups, call)
+
+
+def _mma_call(s: Statement, groups: list[list[str]], call: str) -> str:
+    """The block around an mma call: the operands packed into register arrays, the results unpacked."""
+    dg, ag, bg, cg = groups
     return (f"{{ const uint32_t brrr_a[{len(ag)}] = {s.registers(ag)}; const uint32_t brrr_b[{len(bg)}] = "
             f"{s.registers(bg)}; const uint32_t brrr_c[{len(cg)}] = {s.registers(cg)}; uint32_t brrr_d[{len(dg)}]; "
             f"{call} {s.outputs('brrr_d', dg)} }}")
@@ -441,6 +455,8 @@ def one(template: str, ops: list[Operand]) -> str | None:
     if family not in ("mma", "ldmatrix", "stmatrix", "cp.async", "wgmma", "mbarrier", "ld", "st") and instr not in _CVT:
         s, groups = Statement(template, ops), arg_groups(args) if args else []
         flat = [g[0] if len(g) == 1 else "{" + ", ".join(g) + "}" for g in groups]
+        if instr.replace(".", "_") in SCALAR:  # the f32 .approx functions before alu's 16-bit ones
+            return _scalar(s, instr, groups)
         for family_of in (alu, atom, warp, cvt):
             if (call := family_of(s, instr, flat)) is not None:
                 return call

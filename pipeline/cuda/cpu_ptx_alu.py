@@ -29,7 +29,7 @@ INTEGER_OPS = {
     "bfe": ("Bfe", 3, ("u32", "s32", "u64", "s64")), "bfi": ("Bfi", 4, ("b32", "b64")),
 }
 # name: (FOp, sources, the PTX types it takes, the modifiers it may carry)
-_ALL_FLOATS, _WIDE = tuple(FLOATS), ("f32", "f64")
+_ALL_FLOATS, _WIDE, _HALVES = tuple(FLOATS), ("f32", "f64"), ("f16", "bf16", "f16x2", "bf16x2")
 _ROUNDED = {"rn", "ftz", "sat"}
 FLOAT_OPS = {
     "add": ("Add", 2, _ALL_FLOATS, _ROUNDED), "sub": ("Sub", 2, _ALL_FLOATS, _ROUNDED),
@@ -37,10 +37,13 @@ FLOAT_OPS = {
     "mad": ("Fma", 3, _WIDE, _ROUNDED), "div": ("Div", 2, _WIDE, {"rn", "ftz", "approx", "full"}),
     "min": ("Min", 2, _ALL_FLOATS, {"ftz"}), "max": ("Max", 2, _ALL_FLOATS, {"ftz"}),
     "neg": ("Neg", 1, _ALL_FLOATS, {"ftz"}), "abs": ("Abs", 1, _ALL_FLOATS, {"ftz"}),
+    # the 16-bit .approx functions (f32's are cpu_ptx.SCALAR's), computed exactly and rounded once
+    "ex2": ("Ex2", 1, _HALVES, {"approx", "ftz"}), "tanh": ("Tanh", 1, _HALVES, {"approx"}),
 }
 _HINT = ("brrr runs integer add, sub, mul{.lo,.hi,.wide}, mad{.lo,.hi,.wide}, min, max, neg, abs, and, or, xor, not, "
          "shl, shr, popc, clz, brev, bfe, bfi, and float add, sub, mul, fma, mad, div, min, max, neg, abs on f32, f64, "
-         "f16, bf16, f16x2 and bf16x2, rounding to nearest (.rn), with .ftz and .sat")
+         "f16, bf16, f16x2 and bf16x2, rounding to nearest (.rn), with .ftz and .sat; ex2.approx and tanh.approx on the "
+         "16-bit types")
 
 
 def alu(s: Statement, instr: str, args: list[str]) -> str | None:

@@ -247,6 +247,73 @@ __global__ void conversions(const unsigned* words, unsigned* out) {
     for (int k = 0; k < 16; ++k) out[16 * t + k] = r[k];
 }
 
+// 8-bit integer tensor cores, one warp: D = A B + C by mma.m16n8k32 (s8 x s8), by m16n8k16 (u8 x s8),
+// and by m16n8k32 .satfinite from an accumulator near the int32 maximum. Each lane packs its fragments
+// by the PTX ISA's layout (A's register k: row g + 8 (k & 1), columns 4 t + 16 (k >> 1) + j; B's
+// register k: rows 4 t + 16 k + j of column g) and prints its 4 accumulators of each, 12 words.
+__device__ int a8(int r, int k) { return (r * 37 + k * 11) % 255 - 127; }
+__device__ int b8(int k, int c) { return (k * 13 + c * 7) % 251 - 125; }
+__device__ unsigned bytes4(int x0, int x1, int x2, int x3) {
+    return (x0 & 0xff) | (x1 & 0xff) << 8 | (x2 & 0xff) << 16 | static_cast<unsigned>(x3 & 0xff) << 24;
+}
+
+__global__ void int8_mma(unsigned* out) {
+    const int l = threadIdx.x, g = l >> 2, t = l & 3;
+    unsigned a[4], au[2], b[2], bk16;
+    for (int k = 0; k < 4; ++k) {
+        const int r = g + 8 * (k & 1), c0 = 4 * t + 16 * (k >> 1);
+        a[k] = bytes4(a8(r, c0), a8(r, c0 + 1), a8(r, c0 + 2), a8(r, c0 + 3));
+    }
+    for (int k = 0; k < 2; ++k) {
+        const int r = g + 8 * k;
+        au[k] = bytes4(a8(r, 4 * t) + 127, a8(r, 4 * t + 1) + 127, a8(r, 4 * t + 2) + 127, a8(r, 4 * t + 3) + 127);
+        b[k] = bytes4(b8(4 * t + 16 * k, g), b8(4 * t + 16 * k + 1, g), b8(4 * t + 16 * k + 2, g), b8(4 * t + 16 * k + 3, g));
+    }
+    bk16 = b[0];
+    int c[4], near_max[4], d[4], e[4], f[4];
+    for (int i = 0; i < 4; ++i) {
+        c[i] = (g + 8 * (i >> 1)) * 1000 - (2 * t + (i & 1)) * 77;
+        near_max[i] = 2147483000 + i;
+    }
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%10, %11, %12, %13};"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+                 : "=r"(e[0]), "=r"(e[1]), "=r"(e[2]), "=r"(e[3])
+                 : "r"(au[0]), "r"(au[1]), "r"(bk16), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%10, %11, %12, %13};"
+                 : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                   "r"(near_max[0]), "r"(near_max[1]), "r"(near_max[2]), "r"(near_max[3]));
+    for (int i = 0; i < 4; ++i) {
+        out[12 * l + i] = static_cast<unsigned>(d[i]);
+        out[12 * l + 4 + i] = static_cast<unsigned>(e[i]);
+        out[12 * l + 8 + i] = static_cast<unsigned>(f[i]);
+    }
+}
+
+// The 16-bit .approx functions on packed pairs and alone (flash-attention's fast exp): 6 words a thread.
+__global__ void approx16(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x;
+    const float x = float_of(words[t]) / 1500.0f, y = float_of(words[(t + 5) % kThreads]) / 1500.0f;
+    unsigned h2, b2, r[6];
+    unsigned short h, hr;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h2) : "f"(x * 8.0f), "f"(y * 8.0f));
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(b2) : "f"(x * 8.0f), "f"(y * 8.0f));
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x * 3.0f));
+    asm("ex2.approx.f16x2 %0, %1;" : "=r"(r[0]) : "r"(h2));
+    asm("ex2.approx.ftz.bf16x2 %0, %1;" : "=r"(r[1]) : "r"(b2));
+    asm("tanh.approx.f16x2 %0, %1;" : "=r"(r[2]) : "r"(h2));
+    asm("tanh.approx.bf16x2 %0, %1;" : "=r"(r[3]) : "r"(b2));
+    asm("ex2.approx.f16 %0, %1;" : "=h"(hr) : "h"(h));
+    r[4] = hr;
+    asm("tanh.approx.f16 %0, %1;" : "=h"(hr) : "h"(h));
+    r[5] = hr;
+    for (int k = 0; k < 6; ++k) out[6 * t + k] = r[k];
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     Vec<unsigned> words(kThreads), out(kWords * kThreads, 0x7fc00000u), counters(4, 0);
@@ -260,6 +327,8 @@ int main(int argc, char** argv) {
         else if (c == "guarded") guarded<<<1, kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
         else if (c == "warps") warps<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
         else if (c == "conversions") conversions<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
+        else if (c == "approx16") approx16<<<1, kThreads>>>(words.data(), out.data()), n = 6 * kThreads;
+        else if (c == "int8_mma") int8_mma<<<1, kThreads>>>(out.data()), n = 12 * kThreads;
         else if (c == "named_barriers") named_barriers<<<1, 4 * kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
         else if (c == "named_deadlock") named_deadlock<<<1, 4 * kThreads>>>(words.data(), out.data()), n = 4 * kThreads;
         else {

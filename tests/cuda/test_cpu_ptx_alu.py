@@ -173,6 +173,47 @@ def test_cvt_rounds_saturates_and_extends_as_the_ptx_isa_says(program: Path) -> 
     assert not wrong and len(got) == len(want), wrong[:8]
 
 
+def int8_results(lane: int) -> list[int]:
+    """D = A B + C of the int8_mma case at this lane's four accumulators (rows g, g + 8; columns 2t, 2t + 1)."""
+    def a8(r: int, k: int) -> int:
+        return (r * 37 + k * 11) % 255 - 127
+
+    def b8(k: int, c: int) -> int:
+        return (k * 13 + c * 7) % 251 - 125
+
+    g, t = divmod(lane, 4)
+    places = [(g + 8 * (i >> 1), 2 * t + (i & 1)) for i in range(4)]
+    s32 = [sum(a8(r, k) * b8(k, c) for k in range(32)) + r * 1000 - c * 77 for r, c in places]
+    u8s8 = [sum((a8(r, k) + 127) * b8(k, c) for k in range(16)) + r * 1000 - c * 77 for r, c in places]
+    satf = [min(max(sum(a8(r, k) * b8(k, c) for k in range(32)) + 2147483000 + i, -2**31), 2**31 - 1)
+            for i, (r, c) in enumerate(places)]
+    return [v & M32 for v in (*s32, *u8s8, *satf)]
+
+
+def test_int8_tensor_core_mma_gives_exact_sums_wrapped_or_saturated(program: Path) -> None:
+    got = words(run(program, "int8_mma"))
+    assert got == [w for lane in range(THREADS) for w in int8_results(lane)]
+    assert 2**31 - 1 in got  # the .satfinite accumulators did clamp
+
+
+def approx16_results(t: int) -> list[int]:
+    x, y = (rounded(value_of(WORDS[(t + k) % THREADS]) / 1500, F32) for k in (0, 5))
+    h2, b2 = pair(x * 8, y * 8, F16), pair(x * 8, y * 8, BF16)
+    h = rounded(rounded(x * 3, F32), F16)
+
+    def exact(fn, v: Fraction, kind: tuple[int, int]) -> Fraction:
+        return rounded(Fraction(fn(float(v))), kind)  # a double of the function, rounded to 16 bits
+
+    return [packed([exact(math.exp2, v, F16) for v in h2], F16), packed([exact(math.exp2, v, BF16) for v in b2], BF16),
+            packed([exact(math.tanh, v, F16) for v in h2], F16), packed([exact(math.tanh, v, BF16) for v in b2], BF16),
+            half_bits(exact(math.exp2, h, F16), F16), half_bits(exact(math.tanh, h, F16), F16)]
+
+
+def test_16_bit_approx_functions_are_the_exact_values_rounded_once(program: Path) -> None:
+    got = words(run(program, "approx16"))
+    assert got == [w for t in range(THREADS) for w in approx16_results(t)]
+
+
 def test_atom_and_red_give_the_old_values_and_totals_of_atomics(program: Path) -> None:
     got = words(run(program, "atomics"))
     tickets, flags = got[0:2 * THREADS:2], got[1:2 * THREADS:2]

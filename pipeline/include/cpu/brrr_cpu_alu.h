@@ -153,7 +153,7 @@ struct Lanes<X2<E>> {
     }
 };
 
-enum class FOp { Add, Sub, Mul, Fma, Div, Min, Max, Neg, Abs };
+enum class FOp { Add, Sub, Mul, Fma, Div, Min, Max, Neg, Abs, Ex2, Tanh };
 enum FMod : unsigned { Plain = 0, Ftz = 1, Sat = 2 };
 
 template <typename L, typename V>
@@ -180,7 +180,9 @@ inline typename Lanes<E>::Bits falu(A ra, B rb = 0, C rc = 0) {
         else if constexpr (O == FOp::Min) r = std::fmin(x, y);
         else if constexpr (O == FOp::Max) r = std::fmax(x, y);
         else if constexpr (O == FOp::Neg) r = -x;
-        else r = std::fabs(x);
+        else if constexpr (O == FOp::Abs) r = std::fabs(x);
+        else if constexpr (O == FOp::Ex2) r = std::exp2(x);  // .approx: the exact value, rounded once
+        else r = std::tanh(x);
         if constexpr ((M & Sat) != 0) r = std::isnan(r) ? V(0) : std::clamp(r, V(0), V(1));
         d = L::set(d, i, r);
         if constexpr ((M & Ftz) != 0) d = L::set(d, i, flushed<L>(L::get(d, i)));

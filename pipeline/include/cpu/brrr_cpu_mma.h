@@ -13,6 +13,7 @@
 // sum rounded to float32 (round to nearest even). A GPU adds them in groups with wider internal
 // alignment; the README states the bound between the two.
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -250,6 +251,70 @@ void mma_sync(uint32_t (&d)[ND], const uint32_t (&a)[NA], const uint32_t (&b)[NB
     static_assert(NA == I::a_regs && NB == I::b_regs && NC == I::cd_regs && ND == I::cd_regs,
                   "mma operands: the register counts the PTX ISA gives for this shape and type");
     static const Collective desc{mma_name<M, N, K, AB, CD>(), &I::complete};
+    MmaLane lane{a, b, c, d};
+    brrr_cpu::mma::meet(desc, &lane, file, line);
+}
+
+// mma.sync.aligned.m16n8kK.row.col{.satfinite}.s32.{s8,u8}.{s8,u8}.s32 (K = 16 or 32): 8-bit integers
+// four to a register, laid out as the 16-bit types' m16n8k(K/2) by bytes (PTX ISA, "Matrix Fragments
+// for mma.m16n8k16 / m16n8k32" with .s8/.u8): A's register k holds row g + 8 (k & 1), columns
+// 4 t + 16 (k >> 1) .. + 3; B's register k rows 4 t + 16 k .. + 3 of column g; C and D as C16x8. The
+// sums are exact; they wrap to 32 bits, or with .satfinite clamp to the int32 range.
+template <int K, bool SignedA, bool SignedB, bool Saturate>
+struct IntMma {
+    static constexpr int a_regs = K / 8, b_regs = K / 16, cd_regs = 4;
+
+    static int64_t byte(uint32_t r, int j, bool is_signed) {
+        const uint32_t b = (r >> (8 * j)) & 0xffu;
+        return is_signed ? static_cast<int64_t>(static_cast<int8_t>(b)) : static_cast<int64_t>(b);
+    }
+
+    static BRRR_CPU_UNCHECKED void complete(void* const* lanes, unsigned) {
+        int64_t A[16 * K], B[K * 8], C[16 * 8];
+        for (int l = 0; l < 32; ++l) {
+            const MmaLane* p = static_cast<const MmaLane*>(lanes[l]);
+            const int g = l >> 2, t = l & 3;
+            for (int k = 0; k < a_regs; ++k) {
+                for (int j = 0; j < 4; ++j) A[(g + 8 * (k & 1)) * K + 4 * t + j + 16 * (k >> 1)] = byte(p->a[k], j, SignedA);
+            }
+            for (int k = 0; k < b_regs; ++k) {
+                for (int j = 0; j < 4; ++j) B[(4 * t + j + 16 * k) * 8 + g] = byte(p->b[k], j, SignedB);
+            }
+            for (int i = 0; i < 4; ++i) {
+                const auto [r, c] = brrr_cpu::mma::at(Map::C16x8, l, i);
+                C[r * 8 + c] = static_cast<int32_t>(p->c[i]);
+            }
+        }
+        for (int l = 0; l < 32; ++l) {
+            const MmaLane* p = static_cast<const MmaLane*>(lanes[l]);
+            for (int i = 0; i < 4; ++i) {
+                const auto [r, c] = brrr_cpu::mma::at(Map::C16x8, l, i);
+                int64_t d = C[r * 8 + c];
+                for (int k = 0; k < K; ++k) d += A[r * K + k] * B[k * 8 + c];
+                if (Saturate) d = d < INT32_MIN ? INT32_MIN : d > INT32_MAX ? INT32_MAX : d;
+                p->d[i] = static_cast<uint32_t>(d);  // two's complement: the low 32 bits
+            }
+        }
+    }
+};
+
+template <int K, bool SignedA, bool SignedB, bool Saturate>
+BRRR_CPU_UNCHECKED const char* int_mma_name() {
+    static char text[80];
+    static const bool made = (std::snprintf(text, sizeof text, "mma.sync.aligned.m16n8k%d.row.col%s.s32.%s.%s.s32", K,
+                                            Saturate ? ".satfinite" : "", SignedA ? "s8" : "u8", SignedB ? "s8" : "u8"),
+                              true);
+    (void)made;
+    return text;
+}
+
+template <int K, bool SignedA, bool SignedB, bool Saturate, size_t ND, size_t NA, size_t NB, size_t NC>
+void int_mma_sync(uint32_t (&d)[ND], const uint32_t (&a)[NA], const uint32_t (&b)[NB], const uint32_t (&c)[NC],
+                  const char* file, int line) {
+    using I = IntMma<K, SignedA, SignedB, Saturate>;
+    static_assert(NA == I::a_regs && NB == I::b_regs && NC == I::cd_regs && ND == I::cd_regs,
+                  "mma operands: the register counts the PTX ISA gives for this shape and type");
+    static const Collective desc{int_mma_name<K, SignedA, SignedB, Saturate>(), &I::complete};
     MmaLane lane{a, b, c, d};
     brrr_cpu::mma::meet(desc, &lane, file, line);
 }
