@@ -41,7 +41,7 @@ SAME = {
         "tensor_stores", "cvta_round_trip"),
     ROOT / "tests" / "cuda" / "ldst_cases.cu": ("vector_copy", "widening", "shared_and_ordered", "bits"),
     ROOT / "tests" / "cuda" / "ptx_alu_cases.cu": ("integers", "floats", "atomics", "guarded", "warps", "named_barriers",
-                                                   "conversions", "int8_mma"),
+                                                   "conversions", "int8_mma", "cache_hinted"),
     # approx16 is not bit for bit: an H200's ex2/tanh.approx on 16-bit types were 1 ulp below the exact
     # value brrr gives in 123 of 384 halves (benchmarks/results/2026-12-01-h200-ptx-alu)
 }

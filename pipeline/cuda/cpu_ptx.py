@@ -195,8 +195,8 @@ def _scalar(s: Statement, instr: str, groups: list[list[str]]) -> str | None:
 # two floats into a register of two 16-bit values (the first source in the upper half).
 _CVT = {"cvt.rna.tf32.f32": 1, "cvt.rn.bf16x2.f32": 2, "cvt.rn.f16x2.f32": 2}
 
-_CP_ASYNC_HINT = ("brrr emulates cp.async.ca/.cg.shared.global [dst], [src], size{, src_size} (size 4, 8 or 16; "
-                  ".cg 16), cp.async.commit_group, cp.async.wait_group N and cp.async.wait_all")
+_CP_ASYNC_HINT = ("brrr emulates cp.async.ca/.cg.shared.global{.L2::cache_hint} [dst], [src], size{, src_size}{, policy} "
+                  "(size 4, 8 or 16; .cg 16), cp.async.commit_group, cp.async.wait_group N and cp.async.wait_all")
 
 
 def _cp_async(s: Statement, instr: str, groups: list[list[str]]) -> str:
@@ -206,13 +206,14 @@ def _cp_async(s: Statement, instr: str, groups: list[list[str]]) -> str:
         return f"{RUNTIME}cp_async_wait_all(__FILE__, __LINE__);"
     if instr == "cp.async.wait_group" and len(groups) == 1:
         return f"{RUNTIME}cp_async_wait_group({s.value(groups[0][0])}, __FILE__, __LINE__);"
-    m = re.fullmatch(r"cp\.async\.(ca|cg)\.shared(::cta)?\.global(\.L2::(64|128|256)B)?", instr)
-    if not m or len(groups) not in (3, 4):
+    m = re.fullmatch(r"cp\.async\.(ca|cg)\.shared(::cta)?\.global(\.L2::cache_hint)?(\.L2::(64|128|256)B)?", instr)
+    hinted = 1 if m and m.group(3) else 0  # a cache policy last (createpolicy's): nothing to do on the CPU
+    if not m or len(groups) - hinted not in (3, 4):
         raise UnsupportedPtx(f'inline PTX "{s.template}"', _CP_ASYNC_HINT)
     to = s.address(groups[0][0], "shared_address")
     source = s.address(groups[1][0], "global_address")
     size = s.value(groups[2][0])
-    read = s.value(groups[3][0]) if len(groups) == 4 else size
+    read = s.value(groups[3][0]) if len(groups) - hinted == 4 else size
     return f"{RUNTIME}cp_async({to}, {source}, {size}, {read}, __FILE__, __LINE__);"
 
 
@@ -420,6 +421,10 @@ _NO_OPS = re.compile(r"fence\.mbarrier_init\.release\.cluster|prefetch\.tensorma
                      r"|griddepcontrol\.(wait|launch_dependents)")
 
 
+# Memory fences (membar, and fence's sequentially consistent and acquire-release forms): __threadfence.
+_FENCES = re.compile(r"membar\.(cta|gl|sys)|fence\.(sc|acq_rel)\.(cta|cluster|gpu|sys)")
+
+
 def translate(template: str, sections: list[str]) -> str | None:
     """C++ for one PTX instruction of these families, or a block of them (cpu_ptx_blocks), None for
     any other; UnsupportedPtx for a form of them brrr does not emulate. `template` is the asm string
@@ -447,6 +452,10 @@ def one(template: str, ops: list[Operand]) -> str | None:
         return f"{RUNTIME}fence_proxy_async(__FILE__, __LINE__);"
     if _NO_OPS.fullmatch(instr):
         return f"{RUNTIME}no_op(__FILE__, __LINE__);"
+    if _FENCES.fullmatch(instr) and not args:
+        return "__threadfence();"
+    if instr.startswith("createpolicy.") and args:  # an L2 cache policy: opaque, and nothing to the CPU
+        return f"{RUNTIME}put({Statement(template, ops).output(arg_groups(args)[0][0])}, uint64_t(0));"
     if instr.startswith(("barrier.cluster", "mov.", "mapa")) and (
             cluster := _cluster(Statement(template, ops), instr, args)) is not None:
         return cluster

@@ -314,6 +314,23 @@ __global__ void approx16(const unsigned* words, unsigned* out) {
     for (int k = 0; k < 6; ++k) out[6 * t + k] = r[k];
 }
 
+// Marlin's cache-hinted copy: a createpolicy in a block, its policy the cp.async's last operand; its
+// lock's fence.acq_rel.gpu, and membar.gl. 4 words a thread: the copied row of words.
+__global__ void cache_hinted(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x;
+    __shared__ alignas(16) unsigned tile[4 * kThreads];
+    const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(&tile[4 * t]));
+    asm volatile("{\n   .reg .b64 p;\n   createpolicy.fractional.L2::evict_first.b64 p, 1.0;\n"
+                 "   cp.async.cg.shared.global.L2::cache_hint [%0], [%1], %2, p;\n}\n"
+                 :: "r"(at), "l"(words + 4 * ((t + 1) % 8)), "n"(16));
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    __syncthreads();
+    asm volatile("membar.gl;\n" ::: "memory");
+    for (int k = 0; k < 4; ++k) out[4 * t + k] = tile[4 * t + k];
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     Vec<unsigned> words(kThreads), out(kWords * kThreads, 0x7fc00000u), counters(4, 0);
@@ -327,6 +344,7 @@ int main(int argc, char** argv) {
         else if (c == "guarded") guarded<<<1, kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
         else if (c == "warps") warps<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
         else if (c == "conversions") conversions<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
+        else if (c == "cache_hinted") cache_hinted<<<1, kThreads>>>(words.data(), out.data()), n = 4 * kThreads;
         else if (c == "approx16") approx16<<<1, kThreads>>>(words.data(), out.data()), n = 6 * kThreads;
         else if (c == "int8_mma") int8_mma<<<1, kThreads>>>(out.data()), n = 12 * kThreads;
         else if (c == "named_barriers") named_barriers<<<1, 4 * kThreads>>>(words.data(), out.data()), n = 8 * kThreads;

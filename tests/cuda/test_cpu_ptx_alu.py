@@ -214,6 +214,12 @@ def test_16_bit_approx_functions_are_the_exact_values_rounded_once(program: Path
     assert got == [w for t in range(THREADS) for w in approx16_results(t)]
 
 
+def test_a_cache_hinted_copy_with_its_policy_and_the_fences_around_a_lock_run(program: Path) -> None:
+    """Marlin's createpolicy block and cp.async ... L2::cache_hint, fence.acq_rel.gpu, membar.gl."""
+    got = words(run(program, "cache_hinted"))
+    assert got == [w for t in range(THREADS) for w in WORDS[4 * ((t + 1) % 8):4 * ((t + 1) % 8) + 4]]
+
+
 def test_atom_and_red_give_the_old_values_and_totals_of_atomics(program: Path) -> None:
     got = words(run(program, "atomics"))
     tickets, flags = got[0:2 * THREADS:2], got[1:2 * THREADS:2]
