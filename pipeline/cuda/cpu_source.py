@@ -420,9 +420,11 @@ class _Rewriter:
 
     def _unknown(self, pos: int, template: str) -> CpuSourceError:
         return self.error(pos, f'inline PTX "{template}"',
-                          hint="use CUDA's C++ functions and intrinsics; brrr translates single PTX instructions it "
-                               "knows: ld, st, mov (%laneid; packing halves), the tensor-core, async-copy and cluster "
-                               "families, and " + ", ".join(sorted(n.replace("_", ".") for n in SCALAR)))
+                          hint="use CUDA's C++ functions and intrinsics; brrr translates the PTX instructions it "
+                               "knows, alone or in a block of them: ld, st, mov, cvt, integer and float arithmetic, "
+                               "setp/selp, atom/red, the warp (shfl/vote/redux/elect.sync) and barrier ones, the "
+                               "tensor-core, async-copy and cluster families, and "
+                               + ", ".join(sorted(n.replace("_", ".") for n in SCALAR if not n.startswith("mov"))))
 
     def result(self) -> str:
         out, at = [], 0
