@@ -67,7 +67,7 @@ def warp(s: Statement, instr: str, args: list[str]) -> str | None:
         return f"{RUNTIME}put({s.output(args[0])}, __activemask({_HERE}));"
     if instr == "bar.warp.sync" and len(args) == 1:
         return f"__syncwarp({RUNTIME}bits_of<uint32_t>({s.value(args[0])}), {_HERE});"
-    if m := re.fullmatch(r"(bar(\.sync|\.arrive)?|barrier(\.cta)?\.(sync|arrive)(\.aligned)?)", instr):
+    if re.fullmatch(r"(bar(\.sync|\.arrive)?|barrier(\.cta)?\.(sync|arrive)(\.aligned)?)", instr):
         if not 1 <= len(args) <= 2 or ("arrive" in instr and len(args) != 2):
             raise UnsupportedPtx(f'inline PTX "{s.template}": bar.sync a{{, b}} or bar.arrive a, b', _HINT)
         count = s.value(args[1]) if len(args) == 2 else "0"

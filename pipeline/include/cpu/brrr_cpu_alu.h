@@ -294,13 +294,7 @@ enum class AOp { Add, Min, Max, Inc, Dec, And, Or, Xor, Exch, Cas };
 
 template <AOp O, typename T, typename B, typename C = int>
 BRRR_CPU_ENTRY inline T atom(Space space, uint64_t address, B rb, C rc, const char* file, int line) {
-    T* p = space == Space::Shared ? static_cast<T*>(brrr_cpu::async::shared_pointer(address, file, line))
-                                  : reinterpret_cast<T*>(static_cast<uintptr_t>(address));
-    if (reinterpret_cast<uintptr_t>(p) % sizeof(T)) {
-        fault("misaligned address", "an atom or red of " + std::to_string(sizeof(T)) + " bytes at " +
-                                        std::to_string(reinterpret_cast<uintptr_t>(p)) + ", which is not " +
-                                        std::to_string(sizeof(T)) + "-byte aligned", file, line);
-    }
+    T* p = reinterpret_cast<T*>(aligned_pointer(space, address, static_cast<int>(sizeof(T)), "an atom or red", file, line));
     const T b = bits_of<T>(rb);
     if constexpr (O == AOp::Add) return atomicAdd(p, b);
     else if constexpr (O == AOp::Min) return atomicMin(p, b);

@@ -21,15 +21,22 @@ namespace brrr_cpu::ptx {
 enum class Space : int { Generic, Shared };  // .global and no state space are generic addresses
 enum class Order : int { Plain, Relaxed, Acquire, Release };
 
-inline char* ldst_pointer(Space space, uint64_t address, int bytes, bool write, const void* pc, const char* file,
-                          int line) {
+// An address operand as a pointer (a .shared one through the block's window), aligned to `bytes` or
+// the misaligned-address fault a GPU raises, naming the access (`what`: "ld", "st", "an atom or red").
+inline char* aligned_pointer(Space space, uint64_t address, int bytes, const char* what, const char* file, int line) {
     char* p = space == Space::Shared ? static_cast<char*>(brrr_cpu::async::shared_pointer(address, file, line))
                                      : reinterpret_cast<char*>(static_cast<uintptr_t>(address));
     if (reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes)) {
-        fault("misaligned address", std::string(write ? "st" : "ld") + " of " + std::to_string(bytes) + " bytes at " +
+        fault("misaligned address", std::string(what) + " of " + std::to_string(bytes) + " bytes at " +
                                         std::to_string(reinterpret_cast<uintptr_t>(p)) + ", which is not " +
                                         std::to_string(bytes) + "-byte aligned", file, line);
     }
+    return p;
+}
+
+inline char* ldst_pointer(Space space, uint64_t address, int bytes, bool write, const void* pc, const char* file,
+                          int line) {
+    char* p = aligned_pointer(space, address, bytes, write ? "st" : "ld", file, line);
     if (brrr_cpu_access_checked) brrr_cpu_access_checked(p, static_cast<size_t>(bytes), write ? 1 : 0, pc);
     return p;
 }
