@@ -25,12 +25,15 @@ T = TypeVar("T")
 
 
 def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: Any,
-                 if_lost: Callable[[Any, Lost], T] | None = None, order: Sequence[int] | None = None) -> Iterator[T]:
+                 if_lost: Callable[[Any, Lost], T] | None = None, order: Sequence[int] | None = None,
+                 as_done: Callable[[int, T], None] | None = None) -> Iterator[T]:
     """fn(item, *extra) for each item in up to `jobs` processes (a default: free_cpus()); each result
     as soon as it and those before it are ready. fn and its arguments must be picklable (a
     module-level function); an exception fn raises is raised here. An item whose worker died gives
     if_lost(item, lost) where given (the other items go on), else raises. `order`: the items'
-    indices in the order to start them (the results still come in the order of `items`)."""
+    indices in the order to start them (the results still come in the order of `items`).
+    `as_done(index, result)`: called as each result arrives, before the ones ahead of it are ready
+    (progress: a long first item would otherwise hold back every word about the others)."""
     pool = Pool(fn, max(1, min(jobs, len(items))), extra)
     finished = False
     try:
@@ -41,6 +44,8 @@ def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: 
                 if if_lost is None:
                     raise RuntimeError(f"a worker process was lost: {result.why}")
                 result = if_lost(items[index], result)
+            if as_done is not None:
+                as_done(index, result)
             done[index] = result
             while following in done:
                 yield done.pop(following)

@@ -96,12 +96,30 @@ def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Out
     # alone keeps its progress tickers (nothing to interleave with).
     seconds: dict[str, float] = {}
     outcomes = in_processes(validate_named, names, jobs, options, jobs > 1, if_lost=_lost,
-                            order=durations.longest_first(names, options.stages))
+                            order=durations.longest_first(names, options.stages),
+                            as_done=_Progress(names) if jobs > 1 else None)
     for name, outcome in zip(names, outcomes):  # in the order of `names`, whatever the order started
         if outcome.seconds:
             seconds[name] = outcome.seconds
         yield outcome
     durations.record(seconds, options.stages)
+
+
+class _Progress:
+    """One line on stderr as each op's worker ends, in the order they end: the tables come in the
+    order asked, so a long first op would otherwise keep a run silent for minutes."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names, self.done = names, 0
+
+    def __call__(self, index: int, outcome: Outcome) -> None:
+        from ..verdict.report import summary
+
+        self.done += 1
+        verdict = "cannot validate" if outcome.error is not None else summary(outcome.rows)
+        took = f", {outcome.seconds:.0f} s" if outcome.seconds else ""  # none where the worker died
+        print(f"  {outcome.name}: {verdict}{took} ({self.done} of {len(self.names)} ops done)",
+              file=sys.stderr, flush=True)
 
 
 def _runs_on_gpu(options: Options) -> bool:

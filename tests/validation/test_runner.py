@@ -4,6 +4,7 @@ ops' verdicts, the exit code and --json are kept, whatever killed the worker."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from conftest import brrr, copy_op, plant
@@ -32,6 +33,9 @@ def test_a_worker_process_that_dies_is_a_row_naming_its_op_beside_the_others_ver
     assert f"== {crashing}" in result.stdout and "worker process" in result.stdout, result.stdout  # in the table too
     kept = [r for r in rows if r["op"] == "sigmoid"]
     assert kept and all(r["verdict"] == "pass" for r in kept), text
+    # Progress on stderr as each op's worker ends, whichever ends first.
+    assert re.search(rf"  sigmoid: {len(kept)} passed, 0 failed, \d+ s \([12] of 2 ops done\)", result.stderr), result.stderr
+    assert f"  {crashing}: 0 passed, 1 failed (" in result.stderr, result.stderr
 
 
 def test_one_op_whose_code_runs_on_a_gpu_runs_in_a_worker_so_a_crash_is_a_row(tmp_path: Path, monkeypatch) -> None:
