@@ -9,6 +9,9 @@
 struct __nv_bfloat16_raw {
     unsigned short x;
 };
+struct __nv_bfloat162_raw {
+    unsigned short x, y;
+};
 
 struct alignas(2) __nv_bfloat16 {
     unsigned short __x;

@@ -8,6 +8,9 @@
 struct __half_raw {
     unsigned short x;
 };
+struct __half2_raw {
+    unsigned short x, y;
+};
 
 struct alignas(2) __half {
     unsigned short __x;
