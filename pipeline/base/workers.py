@@ -24,28 +24,36 @@ from .interrupts import end_resource_tracker_at_exit, worker_start
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """How in_processes hands items out and tells of them. `order`: the items' indices in the order to
+    start them (the results still come in the order of the items). `as_done(index, result)`: called
+    as each result arrives, before the ones ahead of it are ready (progress: a long first item would
+    otherwise hold back every word about the others)."""
+
+    order: Sequence[int] | None = None
+    as_done: Callable[[int, Any], None] | None = None
+
+
 def in_processes(fn: Callable[..., T], items: Sequence[Any], jobs: int, *extra: Any,
-                 if_lost: Callable[[Any, Lost], T] | None = None, order: Sequence[int] | None = None,
-                 as_done: Callable[[int, T], None] | None = None) -> Iterator[T]:
+                 if_lost: Callable[[Any, Lost], T] | None = None, schedule: Schedule = Schedule()) -> Iterator[T]:
     """fn(item, *extra) for each item in up to `jobs` processes (a default: free_cpus()); each result
     as soon as it and those before it are ready. fn and its arguments must be picklable (a
     module-level function); an exception fn raises is raised here. An item whose worker died gives
-    if_lost(item, lost) where given (the other items go on), else raises. `order`: the items'
-    indices in the order to start them (the results still come in the order of `items`).
-    `as_done(index, result)`: called as each result arrives, before the ones ahead of it are ready
-    (progress: a long first item would otherwise hold back every word about the others)."""
+    if_lost(item, lost) where given (the other items go on), else raises. `schedule`: the order to
+    start them in, and who hears of each as it arrives."""
     pool = Pool(fn, max(1, min(jobs, len(items))), extra)
     finished = False
     try:
         done: dict[int, Any] = {}
         following = 0
-        for index, result in pool.run(items, order):
+        for index, result in pool.run(items, schedule.order):
             if isinstance(result, Lost):
                 if if_lost is None:
                     raise RuntimeError(f"a worker process was lost: {result.why}")
                 result = if_lost(items[index], result)
-            if as_done is not None:
-                as_done(index, result)
+            if schedule.as_done is not None:
+                schedule.as_done(index, result)
             done[index] = result
             while following in done:
                 yield done.pop(following)

@@ -79,7 +79,7 @@ def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Out
     from ..base.settings import check_all
 
     check_all()  # a malformed BRRR_* setting is a usage error before any work, not a default
-    from ..base.workers import free_cpus, in_processes, use_threads
+    from ..base.workers import Schedule, free_cpus, in_processes, use_threads
 
     on_gpu = _runs_on_gpu(options)
     if (jobs <= 1 or len(names) <= 1) and not on_gpu:
@@ -95,9 +95,9 @@ def validate_many(names: list[str], options: Options, jobs: int) -> Iterator[Out
     # The longest first (durations.py): the last op started decides when all are done. One worker
     # alone keeps its progress tickers (nothing to interleave with).
     seconds: dict[str, float] = {}
-    outcomes = in_processes(validate_named, names, jobs, options, jobs > 1, if_lost=_lost,
-                            order=durations.longest_first(names, options.stages),
-                            as_done=_Progress(names) if jobs > 1 else None)
+    schedule = Schedule(order=durations.longest_first(names, options.stages),
+                        as_done=_Progress(names) if jobs > 1 else None)
+    outcomes = in_processes(validate_named, names, jobs, options, jobs > 1, if_lost=_lost, schedule=schedule)
     for name, outcome in zip(names, outcomes):  # in the order of `names`, whatever the order started
         if outcome.seconds:
             seconds[name] = outcome.seconds

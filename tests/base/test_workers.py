@@ -143,23 +143,23 @@ def started(n: int) -> float:
 
 def test_order_says_which_item_starts_first_and_results_still_come_in_the_order_asked() -> None:
     # One worker takes the items one after another, in `order`: their start times follow it.
-    starts = list(workers.in_processes(started, [0, 1, 2, 3], 1, order=[2, 0, 3, 1]))
+    starts = list(workers.in_processes(started, [0, 1, 2, 3], 1, schedule=workers.Schedule(order=[2, 0, 3, 1])))
     assert sorted(range(4), key=lambda i: starts[i]) == [2, 0, 3, 1]
-    assert list(workers.in_processes(square, [3, 1, 2], 2, order=[2, 1, 0])) == [9, 1, 4]
+    assert list(workers.in_processes(square, [3, 1, 2], 2, schedule=workers.Schedule(order=[2, 1, 0]))) == [9, 1, 4]
 
 
 def test_as_done_hears_of_each_result_as_it_arrives_before_the_ones_ahead_of_it_are_ready() -> None:
     # One worker, the second item first: the in-order results wait for the first item, the word does not.
     events: list[tuple[str, int]] = []
-    for result in workers.in_processes(square, [3, 2], 1, order=[1, 0],
-                                       as_done=lambda index, result: events.append(("done", index))):
+    schedule = workers.Schedule(order=[1, 0], as_done=lambda index, result: events.append(("done", index)))
+    for result in workers.in_processes(square, [3, 2], 1, schedule=schedule):
         events.append(("yield", result))
     assert events == [("done", 1), ("done", 0), ("yield", 9), ("yield", 4)]
 
 
 def test_an_order_that_is_not_a_permutation_is_refused() -> None:
     with pytest.raises(ValueError, match="permutation"):
-        list(workers.in_processes(square, [3, 1, 2], 1, order=[0, 0, 1]))
+        list(workers.in_processes(square, [3, 1, 2], 1, schedule=workers.Schedule(order=[0, 0, 1])))
 
 
 def spans(n: int) -> tuple[float, float]:
