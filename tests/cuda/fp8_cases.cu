@@ -1,5 +1,6 @@
 // 8-bit floats on the CPU (tests/cuda/test_cpu_fp8.py), through cuda_fp8.h as kernels use it: the
-// conversions to and from E4M3 and E5M2, and the classes' constructors, packing and conversions.
+// conversions to and from E4M3 and E5M2, and the classes' constructors, packing and conversions; and
+// inline PTX's cvt forms of fp8 pairs.
 // `prog CASE` prints the 32-bit words it computed, or the launch's fault.
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -60,15 +61,38 @@ __global__ void classes(unsigned* out) {
               static_cast<bool>(__nv_fp8_e5m2(3.0f)) << 2;
 }
 
+// Inline PTX on pairs: input i with input (7i + 3) mod n, four words: the f32 pair to E4M3 (low half)
+// and with .relu to E5M2 (high half); the pair as f16x2 to E4M3; the 16 bits i as an E5M2 pair to
+// f16x2; and as an E4M3 pair with .relu.
+__global__ void ptx_pairs(unsigned* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float a = input(i), b = input((7 * i + 3) % n);
+    unsigned short e4, e5, h4;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(e4) : "f"(a), "f"(b));
+    asm("cvt.rn.satfinite.relu.e5m2x2.f32 %0, %1, %2;" : "=h"(e5) : "f"(a), "f"(b));
+    const unsigned halves = static_cast<unsigned>(__half_as_ushort(__float2half(a))) << 16 | __half_as_ushort(__float2half(b));
+    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(h4) : "r"(halves));
+    const auto bits = static_cast<unsigned short>(i);
+    unsigned back5, back4;
+    asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(back5) : "h"(bits));
+    asm("cvt.rn.relu.f16x2.e4m3x2 %0, %1;" : "=r"(back4) : "h"(bits));
+    out[4 * i] = e4 | static_cast<unsigned>(e5) << 16;
+    out[4 * i + 1] = h4;
+    out[4 * i + 2] = back5;
+    out[4 * i + 3] = back4;
+}
+
 int main(int argc, char** argv) {
     const std::string c = argc > 1 ? argv[1] : "";
     const int n = kHalves + kHashed;
-    Vec<unsigned> out(n, 0xdeadbeefu);
+    Vec<unsigned> out(4 * n, 0xdeadbeefu);
     size_t shown = 0;
     try {
         if (c == "encode") encode<<<(n + 255) / 256, 256>>>(out.data(), n), shown = n;
         else if (c == "decode") decode<<<1, 256>>>(out.data()), shown = 3 * 256;
         else if (c == "classes") classes<<<1, 32>>>(out.data()), shown = 11;
+        else if (c == "ptx_pairs") ptx_pairs<<<(n + 255) / 256, 256>>>(out.data(), n), shown = 4 * static_cast<size_t>(n);
         else {
             std::printf("unknown case %s\n", c.c_str());
             return 2;

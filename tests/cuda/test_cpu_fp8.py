@@ -15,6 +15,9 @@ import pytest
 import torch
 from cpu_programs import build, run
 
+from brrr_kernels.cuda.cpu_ptx import translate
+from brrr_kernels.cuda.cpu_ptx_operands import UnsupportedPtx
+
 CASES = Path(__file__).with_name("fp8_cases.cu")
 HALVES, HASHED = 1 << 16, 1 << 12
 KINDS = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
@@ -112,3 +115,49 @@ def test_the_classes_clamp_pack_and_convert_as_cudas(program: Path) -> None:
         0xFE00,  # {1e-9, -448} without saturation: 0 (underflow) in the low byte, -448 in the high
         0b100,  # bool: -0 and 1e-30 (0 as E5M2) false, 3 true
     ]
+
+
+def relu(x: float) -> float:
+    return 0.0 if x < 0 else x  # NaN and -0 as they are
+
+
+def half_bits(values: torch.Tensor) -> list[int]:
+    """Each value's half bits, a NaN as CUDA's canonical 0x7FFF."""
+    halves = values.flatten().to(torch.float16)
+    return [0x7FFF if h != h else b & 0xFFFF
+            for h, b in zip(halves.float().tolist(), halves.view(torch.int16).tolist())]
+
+
+def test_inline_ptx_cvt_of_fp8_pairs_packs_the_first_source_high(program: Path) -> None:
+    out = words(run(program, "ptx_pairs"))
+    x = inputs().tolist()
+    n = len(x)
+    as_halves = torch.tensor(x).half().float().tolist()
+    pairs = torch.arange(1 << 16, dtype=torch.int32).to(torch.int16).view(torch.uint8).view(-1, 2)  # low, high byte
+    back5 = half_bits(pairs.contiguous().view(torch.float8_e5m2).float())
+    back4 = half_bits(pairs.contiguous().view(torch.float8_e4m3fn).float())
+    wrong = []
+    for i in range(n):
+        a, b = x[i], x[(7 * i + 3) % n]
+        ha, hb = as_halves[i], as_halves[(7 * i + 3) % n]
+        pair = i & 0xFFFF
+        want = [encode(a, "e4m3", True) << 8 | encode(b, "e4m3", True)
+                | (encode(relu(a), "e5m2", True) << 8 | encode(relu(b), "e5m2", True)) << 16,
+                encode(ha, "e4m3", True) << 8 | encode(hb, "e4m3", True),
+                back5[2 * pair + 1] << 16 | back5[2 * pair],
+                sum((0 if h & 0x8000 and h != 0x8000 else h) << shift
+                    for h, shift in ((back4[2 * pair + 1], 16), (back4[2 * pair], 0)))]
+        if out[4 * i:4 * i + 4] != want:
+            wrong.append((i, a, b, [hex(w) for w in out[4 * i:4 * i + 4]], [hex(w) for w in want]))
+    assert not wrong, (len(wrong), wrong[:4])
+
+
+@pytest.mark.parametrize("template, why", [
+    ("cvt.rn.e4m3x2.f32 %0, %1, %2", ".satfinite"),  # ptxas requires it: brrr does not guess
+    ("cvt.rz.satfinite.e5m2x2.f32 %0, %1, %2", ".satfinite"),
+    ("cvt.rn.satfinite.e4m3x2.f32 %0, %1", "takes 2 source operand"),
+])
+def test_an_fp8_cvt_brrr_cannot_run_is_refused_naming_it(template: str, why: str) -> None:
+    with pytest.raises(UnsupportedPtx) as refused:
+        translate(template, [f'"{template}"', ' "=h"(d) ', ' "f"(a), "f"(b) '])
+    assert template in str(refused.value) and why in str(refused.value) + refused.value.hint, str(refused.value)

@@ -9,6 +9,7 @@
 #include "brrr_cpu_ldst.h"
 #include "brrr_cpu_alu.h"
 #include "brrr_cpu_ptx_warp.h"
+#include "brrr_cpu_fp8.h"
 #include "brrr_cpu_mma.h"
 #include "brrr_cpu_tma.h"
 #include "brrr_cpu_wgmma.h"
