@@ -11,7 +11,8 @@ tests build it. Each case runs in both, and the table says, for each:
 - layouts (ldmatrix, stmatrix, the wmma fragment mapping, packing): equal or not, as integers.
 
 tests/cuda/async_copy_cases.cu (cp.async, the pipeline primitives, cuda::barrier, tensor and bulk
-copies both ways) and ldst_cases.cu (ld and st in PTX) are built the same two ways, and each of their
+copies both ways), ldst_cases.cu (ld and st in PTX), ptx_alu_cases.cu and fp8_cases.cu (cuda_fp8.h's
+conversions and PTX's fp8 cvt; not yet run on a GPU) are built the same two ways, and each of their
 correct cases prints the same numbers in both, or the table says how many differ.
 """
 
@@ -44,6 +45,7 @@ SAME = {
                                                    "conversions", "int8_mma", "cache_hinted"),
     # approx16 is not bit for bit: an H200's ex2/tanh.approx on 16-bit types were 1 ulp below the exact
     # value brrr gives in 123 of 384 halves (benchmarks/results/2026-12-01-h200-ptx-alu)
+    ROOT / "tests" / "cuda" / "fp8_cases.cu": ("encode", "decode", "classes", "ptx_pairs"),
 }
 EXTRA_PRODUCTS = {"mma_f16_acc": (16, 8, 16)}  # f16 accumulators: the bound gains half an f16 ulp
 LAYOUTS = ("ldmatrix_x1", "ldmatrix_x2_trans", "ldmatrix_x4", "ldmatrix_x4_trans", "stmatrix_x1", "stmatrix_x2_trans",
