@@ -41,8 +41,8 @@ SAME = {
         "bulk_copies", "bulk_one_waits_then_syncthreads", "bulk_lanes_wait_then_syncwarp", "bulk_stores",
         "tensor_stores", "cvta_round_trip"),
     ROOT / "tests" / "cuda" / "ldst_cases.cu": ("vector_copy", "widening", "shared_and_ordered", "bits"),
-    ROOT / "tests" / "cuda" / "ptx_alu_cases.cu": ("integers", "floats", "atomics", "guarded", "warps", "named_barriers",
-                                                   "conversions", "int8_mma", "cache_hinted"),
+    ROOT / "tests" / "cuda" / "ptx_alu_cases.cu": ("integers", "floats", "atomics", "guarded", "setp_pairs", "warps",
+                                                   "named_barriers", "conversions", "int8_mma", "cache_hinted"),
     # approx16 is not bit for bit: an H200's ex2/tanh.approx on 16-bit types were 1 ulp below the exact
     # value brrr gives in 123 of 384 halves (benchmarks/results/2026-12-01-h200-ptx-alu)
     ROOT / "tests" / "cuda" / "fp8_cases.cu": ("encode", "decode", "classes", "ptx_pairs"),

@@ -78,15 +78,31 @@ def _guarded(text: str) -> tuple[str | None, bool, str]:
     return (m.group(2), bool(m.group(1)), m.group(3)) if m else (None, False, text)
 
 
+_BOOL_OPS = {"and": "&&", "or": "||", "xor": "!="}
+_SETP_HINT = ("setp.CmpOp{.BoolOp}.type p{|q}, a, b{, {!}c} with a comparison of the PTX ISA (eq, ne, lt, le, gt, "
+              "ge, lo, ls, hi, hs, and the unordered forms) on a value type, and and/or/xor")
+
+
+def _setp(s: Statement, instr: str, args: list[str]) -> str:
+    """setp as the PTX ISA defines it: t = a CmpOp b; p = t (BoolOp c), and q (after `|`) = !t (BoolOp c)."""
+    parts = instr.split(".")
+    combine = _BOOL_OPS.get(parts[2]) if len(parts) == 4 else ""
+    destinations = args[0].split("|") if args else []
+    if (len(parts) not in (3, 4) or combine is None or parts[1] not in COMPARISONS or parts[-1] not in _COMPARED
+            or len(args) != (4 if combine else 3) or len(destinations) > 2):
+        raise UnsupportedPtx(f'inline PTX "{s.template}"', _SETP_HINT)
+    test = (f"{RUNTIME}setp<{_COMPARED[parts[-1]]}, {RUNTIME}Cmp::{COMPARISONS[parts[1]]}>("
+            f"{s.value(args[1])}, {s.value(args[2])})")
+    c = f" {combine} {s.predicate(args[3])}" if combine else ""
+    results = [f"{RUNTIME}put({s.output(d)}, bool(brrr_t{c}));" if k == 0 else
+               f"{RUNTIME}put({s.output(d)}, bool(!brrr_t{c}));" for k, d in enumerate(destinations)]
+    return f"{{ const bool brrr_t = {test}; {' '.join(results)} }}"
+
+
 def _predicate_logic(s: Statement, instr: str, args: list[str]) -> str | None:
     """setp, selp and the .pred forms of and/or/xor/not/mov, each as C++; None for another instruction."""
-    if m := re.fullmatch(r"setp\.(\w+)\.(\w+)", instr):
-        if m.group(1) not in COMPARISONS or m.group(2) not in _COMPARED or len(args) != 3:
-            raise UnsupportedPtx(f'inline PTX "{s.template}"', "setp.CmpOp.type p, a, b with a comparison of the PTX "
-                                 "ISA (eq, ne, lt, le, gt, ge, lo, ls, hi, hs, and the unordered forms) on a value type")
-        cmp, t = COMPARISONS[m.group(1)], _COMPARED[m.group(2)]
-        return (f"{RUNTIME}put({s.output(args[0])}, {RUNTIME}setp<{t}, {RUNTIME}Cmp::{cmp}>("
-                f"{s.value(args[1])}, {s.value(args[2])}));")
+    if instr.startswith("setp."):
+        return _setp(s, instr, args)
     if m := re.fullmatch(r"selp\.(\w+)", instr):
         if m.group(1) not in _VALUE_TYPES or len(args) != 4:
             raise UnsupportedPtx(f'inline PTX "{s.template}"', "selp.type d, a, b, p")

@@ -74,6 +74,11 @@ class Statement:
             return f"({ref})"
         return f"({self.operand(ref).expr})"
 
+    def predicate(self, ref: str) -> str:
+        """A predicate source, `!p` negated, as a C++ int (0 or 1)."""
+        ref = ref.strip()
+        return f"!{self.value(ref[1:])}" if ref.startswith("!") else f"({self.value(ref)} != 0)"
+
     def output(self, ref: str) -> str:
         """A destination register's C++ expression; an input operand there is an error."""
         op = self.operand(ref)

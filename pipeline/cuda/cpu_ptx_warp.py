@@ -20,12 +20,6 @@ _REDUX = {("add", "u32"): "unsigned", ("add", "s32"): "int", ("min", "u32"): "un
 _HERE = "__FILE__, __LINE__"
 
 
-def _predicate(s: Statement, ref: str) -> str:
-    """A predicate source, `!p` negated, as a C++ int (0 or 1)."""
-    ref = ref.strip()
-    return f"!{s.value(ref[1:])}" if ref.startswith("!") else f"({s.value(ref)} != 0)"
-
-
 def warp(s: Statement, instr: str, args: list[str]) -> str | None:
     """C++ for a warp or barrier instruction; None for another instruction."""
     if m := re.fullmatch(r"shfl\.sync\.(idx|up|down|bfly)\.b32", instr):
@@ -39,7 +33,7 @@ def warp(s: Statement, instr: str, args: list[str]) -> str | None:
     if m := re.fullmatch(r"vote\.sync\.(ballot\.b32|all\.pred|any\.pred|uni\.pred)", instr):
         if len(args) != 3:
             raise UnsupportedPtx(f'inline PTX "{s.template}": vote.sync d, p, membermask', _HINT)
-        p, mask = _predicate(s, args[1]), f"{RUNTIME}bits_of<uint32_t>({s.value(args[2])})"
+        p, mask = s.predicate(args[1]), f"{RUNTIME}bits_of<uint32_t>({s.value(args[2])})"
         ballot = f"__ballot_sync({mask}, {p}, {_HERE})"
         value = {"ballot.b32": ballot, "all.pred": f"__all_sync({mask}, {p}, {_HERE}) != 0",
                  "any.pred": f"__any_sync({mask}, {p}, {_HERE}) != 0",

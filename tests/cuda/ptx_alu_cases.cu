@@ -97,6 +97,24 @@ __global__ void floats(const unsigned* words, unsigned* out) {
     for (int k = 0; k < kWords; ++k) out[kWords * t + k] = r[k];
 }
 
+// setp's two destinations (p|q: the comparison and its negation) and its and/or/xor with a third
+// predicate, {!}c, as the PTX ISA defines them; 6 words a thread, 0 or 1 each.
+__global__ void setp_pairs(const unsigned* words, unsigned* out) {
+    const unsigned t = threadIdx.x;
+    const int a = static_cast<int>(words[t]), b = static_cast<int>(words[(t + 5) % kThreads]);
+    const float x = float_of(words[t]), y = float_of(words[(t + 11) % kThreads]);
+    unsigned r[6];
+    asm("{ .reg .pred p, q; setp.lt.s32 p|q, %2, %3; selp.u32 %0, 1, 0, p; selp.u32 %1, 1, 0, q; }"
+        : "=r"(r[0]), "=r"(r[1]) : "r"(a), "r"(b));
+    asm("{ .reg .pred p, q, c; setp.ne.u32 c, %4, 0; setp.gt.and.f32 p|q, %2, %3, !c; selp.u32 %0, 1, 0, p; "
+        "selp.u32 %1, 1, 0, q; }" : "=r"(r[2]), "=r"(r[3]) : "f"(x), "f"(y), "r"(t & 1u));
+    asm("{ .reg .pred p, c; setp.ne.u32 c, %3, 0; setp.hs.xor.u32 p, %1, %2, c; selp.u32 %0, 1, 0, p; }"
+        : "=r"(r[4]) : "r"(words[t]), "r"(words[(t + 5) % kThreads]), "r"(t & 2u));
+    asm("{ .reg .pred p, q, c; setp.ne.u32 c, %3, 0; setp.eq.or.s32 q|p, %1, %2, c; selp.u32 %0, 1, 0, p; }"
+        : "=r"(r[5]) : "r"(a & 3), "r"(b & 3), "r"(t & 4u));
+    for (int k = 0; k < 6; ++k) out[6 * t + k] = r[k];
+}
+
 // atom and red on global and shared memory; the words a thread prints are order-free results.
 __global__ void atomics(unsigned* counters, float* sums, unsigned* out) {
     const unsigned t = threadIdx.x;
@@ -342,6 +360,7 @@ int main(int argc, char** argv) {
         else if (c == "floats") floats<<<1, kThreads>>>(words.data(), out.data());
         else if (c == "atomics") atomics<<<1, kThreads>>>(counters.data(), sums.data(), out.data()), n = 2 * kThreads;
         else if (c == "guarded") guarded<<<1, kThreads>>>(words.data(), out.data()), n = 8 * kThreads;
+        else if (c == "setp_pairs") setp_pairs<<<1, kThreads>>>(words.data(), out.data()), n = 6 * kThreads;
         else if (c == "warps") warps<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
         else if (c == "conversions") conversions<<<1, kThreads>>>(words.data(), out.data()), n = 16 * kThreads;
         else if (c == "cache_hinted") cache_hinted<<<1, kThreads>>>(words.data(), out.data()), n = 4 * kThreads;

@@ -231,6 +231,17 @@ def test_atom_and_red_give_the_old_values_and_totals_of_atomics(program: Path) -
     assert sums == [f32_bits(0.5 * sum(t // 4 for t in range(THREADS) if t % 4 == j)) for j in range(4)]
 
 
+def test_setp_gives_both_destinations_and_combines_with_a_third_predicate(program: Path) -> None:
+    got = words(run(program, "setp_pairs"))
+    for t in range(THREADS):
+        a, b = signed(WORDS[t]), signed(WORDS[(t + 5) % THREADS])
+        x, y = value_of(WORDS[t]), value_of(WORDS[(t + 11) % THREADS])
+        odd = bool(t & 1)
+        lt, gt, hs, eq = a < b, x > y, WORDS[t] >= WORDS[(t + 5) % THREADS], (a & 3) == (b & 3)
+        want = [lt, not lt, gt and not odd, (not gt) and not odd, hs != bool(t & 2), (not eq) or bool(t & 4)]
+        assert got[6 * t:6 * t + 6] == [int(w) for w in want], t
+
+
 def test_predicated_loads_and_copies_in_blocks_run_only_where_the_predicate_holds(program: Path) -> None:
     got = words(run(program, "guarded"))
     for t in range(THREADS):
